@@ -1,0 +1,285 @@
+//! Configuring and starting an engine.
+
+use std::time::Duration;
+
+use rayon::ThreadPool;
+
+use crate::cap::Cap;
+use crate::clock::{ManualClock, TickClock};
+use crate::engine::{OwnedPool, Runners, Shared, TimerEngine};
+use crate::error::BuildError;
+use crate::executor::{Executor, Inflight};
+use crate::lane::Lane;
+use crate::shard::{Shard, ShardShared};
+use crate::sync::{Arc, StdArc};
+
+/// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// let engine = shardwheel::TimerEngine::builder()
+///     .shards(2)
+///     .tick(Duration::from_millis(1))
+///     .callback_threads(4)
+///     .max_pending(1_000_000)
+///     .pin_threads(false)
+///     .build()?;
+/// # Ok::<(), shardwheel::BuildError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    shards: Option<usize>,
+    tick: Duration,
+    callbacks: Callbacks,
+    max_pending: Option<usize>,
+    pin: bool,
+    clock: Option<ManualClock>,
+    lanes_per_shard: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+enum Callbacks {
+    Pool(Option<usize>),
+    Inline,
+    Shared(StdArc<ThreadPool>),
+}
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The default size of the callback pool: callbacks may block (a slow callback must not hold
+/// up the others), so the pool is larger than the core count; idle rayon threads sleep.
+pub(crate) fn default_callback_threads() -> usize {
+    (4 * available_cores()).max(8)
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            shards: None,
+            tick: Duration::from_millis(1),
+            callbacks: Callbacks::Pool(None),
+            max_pending: None,
+            pin: true,
+            clock: None,
+            lanes_per_shard: None,
+        }
+    }
+}
+
+impl Builder {
+    /// The number of shards, each with its own wheel and tick thread. Default: one per
+    /// available core.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().shards(3).build().unwrap();
+    /// assert_eq!(engine.stats().shards.len(), 3);
+    /// ```
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// The wheel's resolution. Default 1 ms; at least 1 µs. A timer fires at the first tick at
+    /// or after its deadline.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().tick(Duration::from_millis(10)).build().unwrap();
+    /// assert_eq!(engine.tick(), Duration::from_millis(10));
+    /// assert!(shardwheel::TimerEngine::builder().tick(Duration::ZERO).build().is_err());
+    /// ```
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// Runs callbacks on a rayon pool of this many threads, owned by the engine (the default
+    /// mode). Default size: four per core, at least 8, so callbacks that block do not starve
+    /// the rest.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().callback_threads(2).build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn callback_threads(mut self, threads: usize) -> Self {
+        self.callbacks = Callbacks::Pool(Some(threads));
+        self
+    }
+
+    /// Runs callbacks on the shard's tick thread itself. Only for callbacks known to be cheap
+    /// and never blocking: while one runs, its shard neither ticks nor takes new timers.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().inline_callbacks().build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn inline_callbacks(mut self) -> Self {
+        self.callbacks = Callbacks::Inline;
+        self
+    }
+
+    /// Runs callbacks on a rayon pool the caller owns (and may share with other work).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().callback_pool(pool).build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn callback_pool(mut self, pool: std::sync::Arc<ThreadPool>) -> Self {
+        self.callbacks = Callbacks::Shared(pool);
+        self
+    }
+
+    /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while this
+    /// many are pending. Default: no cap.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().max_pending(1).build().unwrap();
+    /// let _first = engine.schedule(Duration::from_secs(9), || {}).unwrap();
+    /// assert!(engine.schedule(Duration::from_secs(9), || {}).is_err());
+    /// ```
+    pub fn max_pending(mut self, max: usize) -> Self {
+        self.max_pending = Some(max);
+        self
+    }
+
+    /// Whether to pin each tick thread to a core (default: yes). Where the system refuses,
+    /// the thread runs unpinned and [`ShardStats::pinned_core`](crate::ShardStats) says so.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().pin_threads(false).build().unwrap();
+    /// assert!(engine.stats().shards.iter().all(|s| s.pinned_core.is_none()));
+    /// ```
+    pub fn pin_threads(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+
+    /// Reads time from `clock` instead of the system's monotonic clock: timers fire only as
+    /// the clock is advanced. For deterministic tests.
+    ///
+    /// ```
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// assert_eq!(engine.now(), clock.now());
+    /// ```
+    pub fn manual_clock(mut self, clock: &ManualClock) -> Self {
+        self.clock = Some(clock.clone());
+        self
+    }
+
+    /// Starts the engine: its shard threads and, unless told otherwise, its callback pool.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build()?;
+    /// # Ok::<(), shardwheel::BuildError>(())
+    /// ```
+    pub fn build(self) -> Result<TimerEngine, BuildError> {
+        let pin = self.pin;
+        let (shared, shards, pool) = self.assemble()?;
+        let cores = if pin {
+            core_affinity::get_core_ids().filter(|ids| !ids.is_empty())
+        } else {
+            None
+        };
+        let engine = TimerEngine::new(shared, Runners::threads(pool));
+        for (index, shard) in shards.into_iter().enumerate() {
+            let core = cores.as_ref().map(|ids| ids[index % ids.len()]);
+            let handle = std::thread::Builder::new()
+                .name(format!("shardwheel-shard-{index}"))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        shard.pin(core);
+                    }
+                    shard.run()
+                })
+                // On failure `engine` is dropped, which stops and joins the shards started so far.
+                .map_err(BuildError::Spawn)?;
+            engine.add_shard_thread(handle);
+        }
+        Ok(engine)
+    }
+
+    /// Sets how many lanes each shard has (default: the core count rounded up to a power of
+    /// two, between 2 and 8). Models use one lane to keep their state space small.
+    #[cfg(any(test, loom))]
+    pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
+        self.lanes_per_shard = Some(lanes.max(1));
+        self
+    }
+
+    /// Builds an engine whose shards the caller drives by hand, one `turn` at a time (for the
+    /// model-checked and deterministic tests).
+    #[cfg(any(test, loom))]
+    pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), BuildError> {
+        let (shared, shards, pool) = self.assemble()?;
+        Ok((TimerEngine::new(shared, Runners::driven(pool)), shards))
+    }
+
+    fn assemble(self) -> Result<(Arc<Shared>, Vec<Shard>, Option<OwnedPool>), BuildError> {
+        let shard_count = match self.shards {
+            Some(0) => return Err(BuildError::ZeroShards),
+            Some(n) => n,
+            None => available_cores(),
+        };
+        if self.tick < Duration::from_micros(1) {
+            return Err(BuildError::TickTooShort);
+        }
+        if self.max_pending == Some(0) {
+            return Err(BuildError::ZeroMaxPending);
+        }
+        if let Callbacks::Pool(Some(0)) = self.callbacks {
+            return Err(BuildError::ZeroCallbackThreads);
+        }
+        let pool = match self.callbacks {
+            Callbacks::Pool(threads) => Some(OwnedPool::start(
+                threads.unwrap_or_else(default_callback_threads),
+            )?),
+            _ => None,
+        };
+        let executor = match (&self.callbacks, &pool) {
+            (Callbacks::Inline, _) => Executor::Inline,
+            (Callbacks::Shared(pool), _) => Executor::Pool(pool.clone()),
+            (Callbacks::Pool(_), Some(owned)) => Executor::Pool(owned.pool()),
+            (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
+        };
+
+        let lanes_per_shard = self
+            .lanes_per_shard
+            .unwrap_or_else(|| available_cores().next_power_of_two().clamp(2, 8));
+        let clock = TickClock::new(self.tick, self.clock);
+        let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
+        let inflight = Arc::new(Inflight::new());
+        let shard_shared: Vec<Arc<ShardShared>> = (0..shard_count)
+            .map(|_| Arc::new(ShardShared::new(clock.clone(), cap.clone())))
+            .collect();
+        let lanes: Vec<Arc<Lane>> = shard_shared
+            .iter()
+            .flat_map(|shard| (0..lanes_per_shard).map(|_| Arc::new(Lane::new(shard.clone()))))
+            .collect();
+        let shards = shard_shared
+            .iter()
+            .zip(lanes.chunks(lanes_per_shard))
+            .map(|(shared, lanes)| {
+                Shard::new(
+                    shared.clone(),
+                    lanes.to_vec().into_boxed_slice(),
+                    executor.clone(),
+                    inflight.clone(),
+                )
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            shards: shard_shared.into_boxed_slice(),
+            lanes: lanes.into_boxed_slice(),
+            lanes_per_shard,
+            clock,
+            inflight,
+        });
+        Ok((shared, shards, pool))
+    }
+}

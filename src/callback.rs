@@ -1,0 +1,88 @@
+//! Type-erased timer callbacks, and the timers handed back at shutdown.
+
+use std::any::Any;
+use std::fmt;
+use std::time::Instant;
+
+/// A boxed `FnOnce` that can also be turned back into the caller's own type, so that an error
+/// can hand the callback back after it was boxed (`ScheduleError::Shutdown` racing shutdown).
+pub(crate) trait Callback: Send {
+    fn call(self: Box<Self>);
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+impl<F: FnOnce() + Send + 'static> Callback for F {
+    fn call(self: Box<Self>) {
+        (*self)()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+impl fmt::Debug for dyn Callback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Callback")
+    }
+}
+
+/// Recovers the caller's callback from its boxed form.
+pub(crate) fn unbox<F: FnOnce() + Send + 'static>(callback: Box<dyn Callback>) -> F {
+    match callback.into_any().downcast::<F>() {
+        Ok(f) => *f,
+        // The engine boxes exactly one `F` per `schedule::<F>` and unboxes it in the same call.
+        Err(_) => unreachable!("a callback is unboxed as the type it was boxed as"),
+    }
+}
+
+/// A timer that neither fired nor was cancelled before [`TimerEngine::shutdown`], handed back so
+/// the caller can run it, log it or drop it.
+///
+/// [`TimerEngine::shutdown`]: crate::TimerEngine::shutdown
+pub struct Unfired {
+    pub(crate) deadline: Instant,
+    pub(crate) callback: Box<dyn Callback>,
+}
+
+impl Unfired {
+    /// The instant the timer was due (rounded up to the engine's tick).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let unfired = engine.shutdown();
+    /// assert!(unfired[0].deadline() > std::time::Instant::now());
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Runs the callback now, on the calling thread.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// let ran = Arc::new(AtomicBool::new(false));
+    /// let flag = ran.clone();
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), move || flag.store(true, Ordering::SeqCst)).unwrap();
+    /// for timer in engine.shutdown() {
+    ///     timer.run();
+    /// }
+    /// assert!(ran.load(Ordering::SeqCst));
+    /// ```
+    pub fn run(self) {
+        self.callback.call()
+    }
+}
+
+impl fmt::Debug for Unfired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unfired")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,54 @@
+//! The optional cap on pending timers.
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// Counts timers pending against a limit. Only engines built with a cap have one, so engines
+/// without a cap pay nothing for it.
+pub(crate) struct Cap {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl Cap {
+    pub(crate) fn new(limit: usize) -> Self {
+        Cap {
+            limit,
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes one place; false if the cap is reached.
+    pub(crate) fn try_take(&self) -> bool {
+        // Relaxed: the count orders nothing else; the RMW alone keeps it exact.
+        let before = self.used.fetch_add(1, Ordering::Relaxed);
+        if before >= self.limit {
+            self.used.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back `n` places (timers that fired, were cancelled or were handed back).
+    pub(crate) fn release(&self, n: usize) {
+        if n > 0 {
+            // Relaxed: as above.
+            self.used.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_up_to_the_limit_and_frees_places_again() {
+        let cap = Cap::new(2);
+        assert!(cap.try_take());
+        assert!(cap.try_take());
+        assert!(!cap.try_take());
+        cap.release(1);
+        assert!(cap.try_take());
+        assert!(!cap.try_take());
+    }
+}

@@ -1,0 +1,271 @@
+//! Time as the engine sees it: ticks counted from the engine's start, read from the monotonic
+//! clock or from a [`ManualClock`] that moves only when a test moves it.
+//!
+//! A deadline becomes a tick by rounding *up* and the current time becomes a tick by rounding
+//! *down*, so a timer whose tick has been reached is never early.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::engine::Shared;
+use crate::sync::{thread, Arc, AtomicU64, Mutex, MutexGuard, Ordering};
+
+/// A clock that stands still until [`advance`](ManualClock::advance) moves it, for testing code
+/// that uses shardwheel deterministically.
+///
+/// An engine built with [`Builder::manual_clock`](crate::Builder::manual_clock) reads time only
+/// from this clock. `advance` returns once every such engine has fired every timer due by the new
+/// time and those callbacks have returned.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use shardwheel::{ManualClock, TimerEngine};
+///
+/// let clock = ManualClock::new();
+/// let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+/// let fired = Arc::new(AtomicUsize::new(0));
+/// let f = fired.clone();
+/// engine.schedule(Duration::from_secs(30), move || { f.fetch_add(1, Ordering::SeqCst); }).unwrap();
+/// clock.advance(Duration::from_secs(29));
+/// assert_eq!(fired.load(Ordering::SeqCst), 0);
+/// clock.advance(Duration::from_secs(1));
+/// assert_eq!(fired.load(Ordering::SeqCst), 1);
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+struct ManualInner {
+    base: Instant,
+    nanos: AtomicU64,
+    watchers: Mutex<Vec<(u64, Arc<Shared>)>>,
+    next_watcher: AtomicU64,
+}
+
+impl ManualClock {
+    /// A new clock, standing at the instant it was made.
+    ///
+    /// ```
+    /// let clock = shardwheel::ManualClock::new();
+    /// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
+    /// ```
+    pub fn new() -> Self {
+        ManualClock {
+            inner: Arc::new(ManualInner {
+                base: Instant::now(),
+                nanos: AtomicU64::new(0),
+                watchers: Mutex::new(Vec::new()),
+                next_watcher: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The clock's current time.
+    ///
+    /// ```
+    /// let clock = shardwheel::ManualClock::new();
+    /// let before = clock.now();
+    /// clock.advance(std::time::Duration::from_millis(5));
+    /// assert_eq!(clock.now() - before, std::time::Duration::from_millis(5));
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.inner.base + self.elapsed()
+    }
+
+    /// How far the clock has been advanced in all.
+    ///
+    /// ```
+    /// let clock = shardwheel::ManualClock::new();
+    /// clock.advance(std::time::Duration::from_secs(2));
+    /// assert_eq!(clock.elapsed(), std::time::Duration::from_secs(2));
+    /// ```
+    pub fn elapsed(&self) -> Duration {
+        // Acquire: pairs with the Release in `advance`, so a shard that reads the new time also
+        // sees every timer scheduled before the clock was moved to it.
+        Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
+    }
+
+    /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
+    /// the timers due by the new time and their callbacks have returned. Must not be called
+    /// from inside a timer callback of an engine on this clock (it would wait for itself).
+    ///
+    /// ```
+    /// let clock = shardwheel::ManualClock::new();
+    /// clock.advance(std::time::Duration::from_millis(1));
+    /// assert_eq!(clock.elapsed().as_millis(), 1);
+    /// ```
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        // Release: see `elapsed`. A CAS loop rather than fetch_add so the clock saturates
+        // instead of wrapping.
+        let mut current = self.inner.nanos.load(Ordering::Relaxed);
+        while let Err(actual) = self.inner.nanos.compare_exchange_weak(
+            current,
+            current.saturating_add(by),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            current = actual;
+        }
+        let watchers: Vec<Arc<Shared>> = self
+            .lock_watchers()
+            .iter()
+            .map(|(_, watcher)| watcher.clone())
+            .collect();
+        for watcher in watchers {
+            watcher.settle();
+        }
+    }
+
+    pub(crate) fn watch(&self, watcher: Arc<Shared>) -> u64 {
+        // Relaxed: only hands out distinct ids.
+        let id = self.inner.next_watcher.fetch_add(1, Ordering::Relaxed);
+        self.lock_watchers().push((id, watcher));
+        id
+    }
+
+    pub(crate) fn unwatch(&self, id: u64) {
+        self.lock_watchers().retain(|(watcher, _)| *watcher != id);
+    }
+
+    fn lock_watchers(&self) -> MutexGuard<'_, Vec<(u64, Arc<Shared>)>> {
+        self.inner
+            .watchers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("elapsed", &self.elapsed())
+            .finish()
+    }
+}
+
+/// The engine's view of time: an origin, a tick length and a source.
+#[derive(Clone)]
+pub(crate) struct TickClock {
+    origin: Instant,
+    tick: Duration,
+    tick_nanos: u128,
+    manual: Option<ManualClock>,
+}
+
+impl TickClock {
+    pub(crate) fn new(tick: Duration, manual: Option<ManualClock>) -> Self {
+        let origin = match &manual {
+            Some(clock) => clock.now(),
+            None => Instant::now(),
+        };
+        TickClock {
+            origin,
+            tick,
+            tick_nanos: tick.as_nanos().max(1),
+            manual,
+        }
+    }
+
+    pub(crate) fn tick(&self) -> Duration {
+        self.tick
+    }
+
+    pub(crate) fn manual(&self) -> Option<&ManualClock> {
+        self.manual.as_ref()
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        match &self.manual {
+            Some(clock) => clock.now(),
+            None => Instant::now(),
+        }
+    }
+
+    /// The last tick that has fully begun: `floor((now - origin) / tick)`.
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.floor_tick(self.now())
+    }
+
+    pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(since / self.tick_nanos).unwrap_or(u64::MAX)
+    }
+
+    /// The first tick at or after `deadline`: `ceil((deadline - origin) / tick)`.
+    pub(crate) fn ceil_tick(&self, deadline: Instant) -> u64 {
+        let since = deadline.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(since.div_ceil(self.tick_nanos)).unwrap_or(u64::MAX)
+    }
+
+    /// The instant tick `tick` begins.
+    pub(crate) fn instant_of(&self, tick: u64) -> Instant {
+        let nanos = self.tick_nanos.saturating_mul(u128::from(tick));
+        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
+        self.origin
+            .checked_add(Duration::from_nanos(nanos))
+            .unwrap_or(self.origin)
+    }
+
+    /// Sleeps the calling shard thread until tick `until` begins (or forever, for `None`), or
+    /// until it is unparked. May return early.
+    pub(crate) fn sleep_until(&self, until: Option<u64>) {
+        match (until, &self.manual) {
+            // Manual time moves only through `advance`, which unparks the shards.
+            (_, Some(_)) | (None, None) => thread::park(),
+            (Some(tick), None) => {
+                let wake = self.instant_of(tick);
+                let now = Instant::now();
+                if wake > now {
+                    thread::park_timeout(wake - now);
+                }
+            }
+        }
+    }
+
+    /// Sleeps until the next tick begins (the polling step while work is flowing in).
+    pub(crate) fn sleep_one_tick(&self, now_tick: u64) {
+        match &self.manual {
+            Some(_) => thread::park_timeout(self.tick),
+            None => self.sleep_until(Some(now_tick.saturating_add(1))),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_round_up_and_now_rounds_down() {
+        let clock = ManualClock::new();
+        let ticks = TickClock::new(Duration::from_millis(1), Some(clock.clone()));
+        let origin = clock.now();
+        assert_eq!(ticks.ceil_tick(origin), 0);
+        assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1)), 1);
+        assert_eq!(ticks.ceil_tick(origin + Duration::from_millis(1)), 1);
+        assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1001)), 2);
+        clock.advance(Duration::from_micros(1999));
+        assert_eq!(ticks.now_tick(), 1);
+        clock.advance(Duration::from_micros(1));
+        assert_eq!(ticks.now_tick(), 2);
+        assert_eq!(ticks.instant_of(2), origin + Duration::from_millis(2));
+    }
+
+    #[test]
+    fn a_deadline_before_the_origin_is_tick_zero() {
+        let clock = ManualClock::new();
+        let ticks = TickClock::new(Duration::from_millis(1), Some(clock.clone()));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(ticks.ceil_tick(ticks.origin - Duration::from_millis(5)), 0);
+    }
+}

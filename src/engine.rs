@@ -1,0 +1,582 @@
+//! The engine: routing timers to shards, counting them, and shutting down without losing one.
+//!
+//! Scheduling never touches a wheel. A timer becomes one `Arc<Entry>` that is pushed onto an
+//! `inserts` queue of the shard its task hash picks (or its key's hash, for the keyed forms),
+//! in the lane of the calling thread. The shard places it on its next turn.
+//!
+//! Shutdown hands back every timer that neither fired nor was cancelled. It sets each shard's
+//! `stop` flag, joins the shard threads, waits for callbacks in flight, and then empties the
+//! wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
+//! racing it pushes its entry, fences, and reads `stop` again: if it now sees shutdown, it
+//! tries INIT→RETURNED itself and, if it wins, hands the callback back as
+//! `ScheduleError::Shutdown`. The fences make sure that a producer that did not see `stop`
+//! pushed before shutdown emptied the queues, so every timer lands in exactly one place.
+
+use std::cell::Cell;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rayon::ThreadPool;
+
+use crate::builder::Builder;
+use crate::callback::{unbox, Unfired};
+use crate::clock::TickClock;
+use crate::entry::Entry;
+use crate::error::{BuildError, ScheduleError};
+use crate::executor::Inflight;
+use crate::handle::TimerHandle;
+use crate::lane::Lane;
+#[cfg(any(test, loom))]
+use crate::shard::Shard;
+use crate::shard::ShardShared;
+use crate::state::StateWord;
+use crate::stats::{ShardStats, Stats};
+use crate::sync::{fence, thread_slot, Arc, Mutex, Ordering, StdArc};
+use crate::wheel::{Wheel, SPAN};
+
+/// A sharded timer engine. See the [crate documentation](crate) for an overview.
+///
+/// `TimerEngine` is `Send + Sync`: share it by reference or in an `Arc`. Dropping it shuts it
+/// down (dropping the timers that never ran) and joins every thread it started.
+pub struct TimerEngine {
+    shared: Arc<Shared>,
+    runners: Mutex<Option<Runners>>,
+    watch_id: Option<u64>,
+}
+
+/// What the engine, its handles' lanes and a manual clock share.
+pub(crate) struct Shared {
+    pub(crate) shards: Box<[Arc<ShardShared>]>,
+    pub(crate) lanes: Box<[Arc<Lane>]>,
+    pub(crate) lanes_per_shard: usize,
+    pub(crate) clock: TickClock,
+    pub(crate) inflight: Arc<Inflight>,
+}
+
+/// The threads an engine started, joined at shutdown.
+pub(crate) struct Runners {
+    shard_threads: Vec<JoinHandle<Wheel>>,
+    pool: Option<OwnedPool>,
+    driven: bool,
+}
+
+impl Runners {
+    pub(crate) fn threads(pool: Option<OwnedPool>) -> Self {
+        Runners {
+            shard_threads: Vec::new(),
+            pool,
+            driven: false,
+        }
+    }
+
+    #[cfg(any(test, loom))]
+    pub(crate) fn driven(pool: Option<OwnedPool>) -> Self {
+        Runners {
+            shard_threads: Vec::new(),
+            pool,
+            driven: true,
+        }
+    }
+}
+
+/// A rayon pool the engine started, with the handles of its threads so shutdown can join them.
+pub(crate) struct OwnedPool {
+    pool: StdArc<ThreadPool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl OwnedPool {
+    pub(crate) fn start(threads: usize) -> Result<Self, BuildError> {
+        let mut handles = Vec::with_capacity(threads);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("shardwheel-callback-{i}"))
+            .spawn_handler(|thread| {
+                let mut builder = std::thread::Builder::new();
+                if let Some(name) = thread.name() {
+                    builder = builder.name(name.to_owned());
+                }
+                if let Some(size) = thread.stack_size() {
+                    builder = builder.stack_size(size);
+                }
+                handles.push(builder.spawn(|| thread.run())?);
+                Ok(())
+            })
+            .build()
+            .map_err(BuildError::Pool)?;
+        Ok(OwnedPool {
+            pool: StdArc::new(pool),
+            threads: handles,
+        })
+    }
+
+    pub(crate) fn pool(&self) -> StdArc<ThreadPool> {
+        self.pool.clone()
+    }
+
+    /// Ends the pool and joins its threads. Called once no shard can hand it more work.
+    fn join(self) {
+        // The shards held the other references; they have exited. If someone else still holds
+        // the pool, its threads live on with it and are not waited for.
+        if let Ok(pool) = StdArc::try_unwrap(self.pool) {
+            drop(pool);
+            for thread in self.threads {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// Spreads a hash over `shards` (Fibonacci hashing: the high bits of a multiply).
+fn shard_for(hash: u64, shards: usize) -> usize {
+    let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((mixed >> 32) as usize) % shards
+}
+
+/// The hash of an unkeyed task: the calling thread's slot and its count of tasks so far.
+fn task_hash() -> u64 {
+    thread_local! {
+        static TASKS: Cell<u64> = const { Cell::new(0) };
+    }
+    let n = TASKS.with(|tasks| {
+        let n = tasks.get();
+        tasks.set(n.wrapping_add(1));
+        n
+    });
+    n ^ ((thread_slot() as u64) << 40)
+}
+
+impl TimerEngine {
+    /// A builder with the defaults: one shard per core, 1 ms tick, a rayon callback pool,
+    /// no cap, pinned tick threads.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn new(shared: Arc<Shared>, runners: Runners) -> Self {
+        let watch_id = shared
+            .clock
+            .manual()
+            .filter(|_| !runners.driven)
+            .map(|clock| clock.watch(shared.clone()));
+        TimerEngine {
+            shared,
+            runners: Mutex::new(Some(runners)),
+            watch_id,
+        }
+    }
+
+    pub(crate) fn add_shard_thread(&self, thread: JoinHandle<Wheel>) {
+        if let Some(runners) = self.lock_runners().as_mut() {
+            runners.shard_threads.push(thread);
+        }
+    }
+
+    fn lock_runners(&self) -> crate::sync::MutexGuard<'_, Option<Runners>> {
+        self.runners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `callback` once `delay` has passed (at the first tick at or after it). A zero delay
+    /// fires on the next tick.
+    ///
+    /// # Errors
+    /// Hands the callback back in [`ScheduleError::DelayTooLong`] if `delay` exceeds
+    /// [`max_delay`](Self::max_delay), in [`ScheduleError::Full`] if the engine's cap is
+    /// reached, and in [`ScheduleError::Shutdown`] after shutdown.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// engine.schedule(Duration::from_millis(5), move || tx.send("timeout").unwrap()).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok("timeout"));
+    /// ```
+    pub fn schedule<F>(&self, delay: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = self.shared.clock.now();
+        self.submit(task_hash(), now, now.checked_add(delay), callback)
+    }
+
+    /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
+    /// past fires on the next tick.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let timer = engine.schedule_at(Instant::now() + Duration::from_secs(1), || {}).unwrap();
+    /// assert!(timer.cancel());
+    /// ```
+    pub fn schedule_at<F>(
+        &self,
+        deadline: Instant,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = self.shared.clock.now();
+        self.submit(task_hash(), now, Some(deadline), callback)
+    }
+
+    /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
+    /// the same key go to the same shard.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let connection_id = 42;
+    /// let idle = engine.schedule_keyed(connection_id, Duration::from_secs(30), || {}).unwrap();
+    /// let read = engine.schedule_keyed(connection_id, Duration::from_secs(5), || {}).unwrap();
+    /// # idle.cancel(); read.cancel();
+    /// ```
+    pub fn schedule_keyed<F>(
+        &self,
+        key: u64,
+        delay: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = self.shared.clock.now();
+        self.submit(key, now, now.checked_add(delay), callback)
+    }
+
+    /// As [`schedule_at`](Self::schedule_at), routed by `key`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let t = engine.schedule_keyed_at(7, Instant::now() + Duration::from_secs(1), || {}).unwrap();
+    /// # t.cancel();
+    /// ```
+    pub fn schedule_keyed_at<F>(
+        &self,
+        key: u64,
+        deadline: Instant,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = self.shared.clock.now();
+        self.submit(key, now, Some(deadline), callback)
+    }
+
+    fn submit<F>(
+        &self,
+        route: u64,
+        now: Instant,
+        deadline: Option<Instant>,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let shared = &*self.shared;
+        let shard_index = shard_for(route, shared.shards.len());
+        let lane_index =
+            shard_index * shared.lanes_per_shard + thread_slot() % shared.lanes_per_shard;
+        let lane = &shared.lanes[lane_index];
+        let shard = &lane.shard;
+        if shard.is_stopped() {
+            lane.counts.add_rejected();
+            return Err(ScheduleError::Shutdown(callback));
+        }
+        let tick = match deadline.map(|deadline| shared.clock.ceil_tick(deadline)) {
+            Some(tick)
+                if tick <= StateWord::MAX_DEADLINE
+                    && tick.saturating_sub(shared.clock.floor_tick(now)) < SPAN =>
+            {
+                tick
+            }
+            _ => {
+                lane.counts.add_rejected();
+                return Err(ScheduleError::DelayTooLong(callback));
+            }
+        };
+        if let Some(cap) = &shard.cap {
+            if !cap.try_take() {
+                lane.counts.add_rejected();
+                return Err(ScheduleError::Full(callback));
+            }
+        }
+        let entry = Arc::new(Entry::new(tick, Box::new(callback)));
+        lane.counts.add_scheduled();
+        lane.inserts.push(entry.clone());
+        // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is
+        // after that fence too, which is what the shutdown hand-off relies on.
+        shard.signal.notify();
+        if shard.stop.load(Ordering::Relaxed) {
+            fence(Ordering::SeqCst);
+            if let Ok((_, callback)) = entry.give_back() {
+                lane.counts.unschedule();
+                shard.release_cap(1);
+                return Err(ScheduleError::Shutdown(unbox(callback)));
+            }
+            // Shutdown already handed it back, or the shard fired it: it is accounted for.
+        }
+        Ok(TimerHandle {
+            entry,
+            lane: lane.clone(),
+        })
+    }
+
+    /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
+    /// 2.2 years at a 1 ms tick).
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let max = engine.max_delay();
+    /// assert!(engine.schedule(max, || {}).is_ok());
+    /// assert!(engine.schedule(max * 2, || {}).is_err());
+    /// ```
+    pub fn max_delay(&self) -> Duration {
+        let nanos = self
+            .shared
+            .clock
+            .tick()
+            .as_nanos()
+            .saturating_mul(u128::from(SPAN - 2));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// The engine's tick.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert_eq!(engine.tick(), std::time::Duration::from_millis(1));
+    /// ```
+    pub fn tick(&self) -> Duration {
+        self.shared.clock.tick()
+    }
+
+    /// The engine's current time: the system's monotonic clock, or its manual clock.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(engine.now() <= std::time::Instant::now());
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared.clock.now()
+    }
+
+    /// The number of timers neither fired, cancelled nor handed back. Exact whenever the
+    /// threads scheduling and cancelling are quiet.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let a = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let _b = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// assert_eq!(engine.pending(), 2);
+    /// a.cancel();
+    /// assert_eq!(engine.pending(), 1);
+    /// ```
+    pub fn pending(&self) -> u64 {
+        self.stats().pending
+    }
+
+    /// A snapshot of the engine's counters.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().shards(2).build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let stats = engine.stats();
+    /// assert_eq!(stats.scheduled, 1);
+    /// assert_eq!(stats.pending, 1);
+    /// assert_eq!(stats.shards.iter().map(|s| s.pending).sum::<u64>(), 1);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let shared = &*self.shared;
+        let mut stats = Stats {
+            scheduled: 0,
+            fired: 0,
+            cancelled: 0,
+            returned: 0,
+            rejected: 0,
+            panicked: 0,
+            pending: 0,
+            shards: Vec::with_capacity(shared.shards.len()),
+        };
+        for (shard, lanes) in shared
+            .shards
+            .iter()
+            .zip(shared.lanes.chunks(shared.lanes_per_shard))
+        {
+            // Read what takes timers away before what adds them, so a snapshot taken while
+            // threads are busy does not count a timer as gone before it counts it as scheduled.
+            let fired = shard.counts.fired();
+            let returned = shard.counts.returned();
+            let cancelled: u64 = lanes.iter().map(|lane| lane.counts.cancelled()).sum();
+            let scheduled: u64 = lanes.iter().map(|lane| lane.counts.scheduled()).sum();
+            let pending = scheduled.saturating_sub(fired + cancelled + returned);
+            stats.scheduled += scheduled;
+            stats.fired += fired;
+            stats.cancelled += cancelled;
+            stats.returned += returned;
+            stats.rejected += lanes.iter().map(|lane| lane.counts.rejected()).sum::<u64>();
+            stats.panicked += shard.counts.panicked();
+            stats.pending += pending;
+            stats.shards.push(ShardStats {
+                pending,
+                in_wheel: shard.counts.in_wheel(),
+                pinned_core: shard.pinned_core(),
+            });
+        }
+        stats
+    }
+
+    /// Stops the engine: stops the shards, waits for callbacks in flight, and hands back every
+    /// timer that neither fired nor was cancelled. Afterwards `schedule` refuses with
+    /// [`ScheduleError::Shutdown`]. A second call returns an empty list.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// cancelled.cancel();
+    /// assert_eq!(engine.shutdown().len(), 1);
+    /// assert!(engine.shutdown().is_empty());
+    /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
+    /// ```
+    pub fn shutdown(&self) -> Vec<Unfired> {
+        let Some(runners) = self.lock_runners().take() else {
+            return Vec::new();
+        };
+        if runners.driven {
+            // The shards belong to the caller, who shuts down with `shutdown_driven`.
+            *self.lock_runners() = Some(runners);
+            return Vec::new();
+        }
+        self.stop_shards();
+        let wheels = runners
+            .shard_threads
+            .into_iter()
+            .map(|thread| thread.join().ok())
+            .collect();
+        self.shared.inflight.wait_idle();
+        if let Some(pool) = runners.pool {
+            pool.join();
+        }
+        self.collect(wheels)
+    }
+
+    /// The engine's current tick (for tests that drive shards by hand).
+    #[cfg(any(test, loom))]
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.shared.clock.now_tick()
+    }
+
+    /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
+    #[cfg(any(test, loom))]
+    pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
+        let Some(runners) = self.lock_runners().take() else {
+            return Vec::new();
+        };
+        self.stop_shards();
+        let wheels = shards.into_iter().map(|s| Some(s.into_wheel())).collect();
+        self.shared.inflight.wait_idle();
+        if let Some(pool) = runners.pool {
+            pool.join();
+        }
+        self.collect(wheels)
+    }
+
+    fn stop_shards(&self) {
+        if let (Some(clock), Some(id)) = (self.shared.clock.manual(), self.watch_id) {
+            clock.unwatch(id);
+        }
+        for shard in self.shared.shards.iter() {
+            shard.stop.store(true, Ordering::SeqCst);
+            shard.signal.wake();
+        }
+        // Pairs with the fence a racing `schedule` makes after its push (module docs).
+        fence(Ordering::SeqCst);
+    }
+
+    /// Hands back every timer still pending in `wheels` (one per shard, in order; `None` for a
+    /// shard whose thread died) and in the queues.
+    fn collect(&self, wheels: Vec<Option<Wheel>>) -> Vec<Unfired> {
+        let shared = &*self.shared;
+        let mut unfired = Vec::new();
+        let mut entries = Vec::new();
+        for ((shard, lanes), wheel) in shared
+            .shards
+            .iter()
+            .zip(shared.lanes.chunks(shared.lanes_per_shard))
+            .zip(wheels)
+        {
+            if let Some(mut wheel) = wheel {
+                wheel.drain(&mut entries);
+            }
+            for lane in lanes {
+                while let Some(entry) = lane.inserts.pop() {
+                    entries.push(entry);
+                }
+                while lane.changes.pop().is_some() {}
+            }
+            let before = unfired.len();
+            for entry in entries.drain(..) {
+                if let Ok((word, callback)) = entry.give_back() {
+                    unfired.push(Unfired {
+                        deadline: shared.clock.instant_of(word.deadline()),
+                        callback,
+                    });
+                }
+            }
+            let returned = unfired.len() - before;
+            shard.counts.add_returned(returned as u64);
+            shard.release_cap(returned);
+        }
+        unfired
+    }
+}
+
+impl Shared {
+    /// Brings the shards up to the manual clock's time (see `ManualClock::advance`).
+    pub(crate) fn settle(&self) {
+        let target = self.clock.now_tick();
+        for shard in self.shards.iter() {
+            shard.signal.wake();
+        }
+        loop {
+            let caught_up = self
+                .shards
+                .iter()
+                .all(|shard| shard.is_stopped() || shard.counts.processed() >= target);
+            if caught_up && self.inflight.is_idle() {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Drop for TimerEngine {
+    fn drop(&mut self) {
+        drop(self.shutdown());
+    }
+}
+
+impl std::fmt::Debug for TimerEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerEngine")
+            .field("tick", &self.tick())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}

@@ -1,0 +1,245 @@
+//! Timer entries: one allocation per timer, and the state word that decides its fate.
+//!
+//! Ground rules, which every other module relies on:
+//!
+//! 1. An entry is a single `Arc<Entry>` allocation holding the packed state word, the two
+//!    intrusive links of the wheel slot it sits in, and the boxed callback (a callback that
+//!    captures nothing is zero-sized and costs no allocation of its own).
+//! 2. The state word ([`StateWord`]) is the only field more than one thread writes, and every
+//!    atomic operation on it lives in this file. Leaving `Pending` is one successful
+//!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
+//! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
+//!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
+//! 4. The links belong to the shard thread that owns the wheel the entry is linked into; no
+//!    other thread reads or writes them. The shard records where it linked the entry in the
+//!    state word (the `PLACED` bit, level and slot), so a canceller can tell whether the shard
+//!    must be told to unlink it.
+//!
+//! The design follows the single-word state machine of Netty's `HashedWheelTimeout`
+//! (INIT→CANCELLED / INIT→EXPIRED by CAS) and tokio's `TimerShared`, with the deadline and the
+//! wheel position packed into the same word.
+
+use std::ptr::NonNull;
+
+use crate::callback::Callback;
+use crate::state::{Lifecycle, SlotId, StateWord};
+use crate::sync::{AtomicU64, Ordering, UnsafeCell};
+
+/// A scheduled timer. See the module documentation for who may touch which field.
+pub(crate) struct Entry {
+    state: AtomicU64,
+    links: UnsafeCell<Links>,
+    callback: UnsafeCell<Option<Box<dyn Callback>>>,
+}
+
+/// The intrusive links of the wheel slot list an entry is in. Shard-thread only.
+#[derive(Default)]
+pub(crate) struct Links {
+    pub(crate) next: Option<NonNull<Entry>>,
+    pub(crate) prev: Option<NonNull<Entry>>,
+}
+
+// SAFETY: the raw links are read and written only by the shard thread that owns the wheel the
+// entry is linked into (ground rule 4), and the callback cell only by the single winner of the
+// lifecycle CAS (ground rule 3); the callback itself is `Send`. Everything else is atomic.
+unsafe impl Send for Entry {}
+// SAFETY: as above; shared references from other threads only reach the atomic state word.
+unsafe impl Sync for Entry {}
+
+/// The outcome of a lifecycle CAS won by the caller: the word it replaced, and the callback the
+/// caller now owns.
+pub(crate) type Won = (StateWord, Box<dyn Callback>);
+
+impl Entry {
+    pub(crate) fn new(deadline: u64, callback: Box<dyn Callback>) -> Self {
+        Entry {
+            state: AtomicU64::new(StateWord::pending(deadline).bits()),
+            links: UnsafeCell::new(Links::default()),
+            callback: UnsafeCell::new(Some(callback)),
+        }
+    }
+
+    /// The current state word.
+    pub(crate) fn state(&self) -> StateWord {
+        // Acquire: pairs with the AcqRel CASes below, so a thread that sees a resolved lifecycle
+        // also sees everything its winner did before resolving.
+        StateWord::from_bits(self.state.load(Ordering::Acquire))
+    }
+
+    /// Moves the lifecycle from `Pending` to `to` if `accept` holds for the current word, clearing
+    /// the placement when `unplace` is set. On success the caller owns the callback.
+    fn resolve(
+        &self,
+        to: Lifecycle,
+        unplace: bool,
+        accept: impl Fn(StateWord) -> bool,
+    ) -> Result<Won, StateWord> {
+        let mut current = self.state();
+        loop {
+            if !current.is_pending() || !accept(current) {
+                return Err(current);
+            }
+            let mut next = current.with_lifecycle(to);
+            if unplace {
+                next = next.unplaced();
+            }
+            // AcqRel on success: Acquire to see the callback as the scheduler wrote it, Release
+            // so that whoever later reads the resolved lifecycle also sees this thread's writes.
+            // Acquire on failure: the next attempt reads the competitor's word.
+            match self.state.compare_exchange_weak(
+                current.bits(),
+                next.bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok((current, self.take_callback())),
+                Err(actual) => current = StateWord::from_bits(actual),
+            }
+        }
+    }
+
+    fn take_callback(&self) -> Box<dyn Callback> {
+        // SAFETY: only the caller's just-won lifecycle CAS leads here, and that CAS succeeds once
+        // per entry, so no other thread reads or writes the cell now or later (ground rule 3).
+        let taken = self.callback.with_mut(|cell| unsafe { (*cell).take() });
+        match taken {
+            Some(callback) => callback,
+            None => {
+                unreachable!("the lifecycle leaves Pending once, so the callback is taken once")
+            }
+        }
+    }
+
+    /// INIT→CANCELLED. On success returns the replaced word (its placement tells whether the
+    /// shard holds the entry in its wheel) and the callback, for the canceller to drop.
+    pub(crate) fn cancel(&self) -> Result<Won, StateWord> {
+        self.resolve(Lifecycle::Cancelled, false, |_| true)
+    }
+
+    /// INIT→EXPIRED, by the shard, if the deadline is at or before `elapsed`.
+    pub(crate) fn expire(&self, elapsed: u64) -> Result<Won, StateWord> {
+        self.resolve(Lifecycle::Expired, true, |word| word.deadline() <= elapsed)
+    }
+
+    /// INIT→RETURNED: at shutdown, or by a `schedule` that raced it.
+    pub(crate) fn give_back(&self) -> Result<Won, StateWord> {
+        self.resolve(Lifecycle::Returned, true, |_| true)
+    }
+
+    /// Records that the shard linked the entry at `at`, if the word is still `seen`.
+    pub(crate) fn place(&self, seen: StateWord, at: SlotId) -> Result<(), StateWord> {
+        debug_assert!(seen.is_pending());
+        // AcqRel/Acquire: a canceller that later reads PLACED must see the entry as linked;
+        // a failure hands the shard the competitor's word.
+        self.state
+            .compare_exchange(
+                seen.bits(),
+                seen.placed_at(at).bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(StateWord::from_bits)
+    }
+
+    /// Clears the placement after the shard has unlinked a resolved entry.
+    pub(crate) fn mark_unplaced(&self) {
+        // Release: nothing is published by the bit itself; Release keeps the unlink that came
+        // before it ordered ahead for a thread that reads the word.
+        self.state
+            .fetch_and(!StateWord::PLACED_BIT, Ordering::Release);
+    }
+
+    /// Runs `f` on the entry's links.
+    ///
+    /// # Safety
+    /// The caller is the shard thread that owns the wheel this entry is linked into, or is about
+    /// to be linked into (ground rule 4); no reference from an earlier call is still alive.
+    pub(crate) unsafe fn with_links<R>(&self, f: impl FnOnce(&mut Links) -> R) -> R {
+        // SAFETY: by this function's contract, the calling thread alone accesses the links.
+        self.links.with_mut(|links| f(unsafe { &mut *links }))
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    fn counting(hits: &Arc<AtomicUsize>) -> Box<dyn Callback> {
+        let hits = hits.clone();
+        Box::new(move || {
+            hits.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[test]
+    fn cancel_wins_once_and_hands_over_the_callback() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let entry = Entry::new(10, counting(&hits));
+        let (before, callback) = entry.cancel().expect("first cancel wins");
+        assert!(before.is_pending());
+        drop(callback);
+        assert_eq!(
+            entry.cancel().unwrap_err().lifecycle(),
+            Lifecycle::Cancelled
+        );
+        assert!(entry.expire(u64::MAX).is_err());
+        assert!(entry.give_back().is_err());
+        assert_eq!(hits.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn expire_only_once_due() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let entry = Entry::new(10, counting(&hits));
+        let not_due = entry.expire(9).unwrap_err();
+        assert!(not_due.is_pending());
+        let (_, callback) = entry.expire(10).expect("due at 10");
+        callback.call();
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert_eq!(entry.state().lifecycle(), Lifecycle::Expired);
+        assert!(entry.cancel().is_err());
+    }
+
+    #[test]
+    fn expiring_clears_the_placement_but_cancelling_keeps_it() {
+        let at = SlotId { level: 1, slot: 2 };
+        let fired = Entry::new(5, Box::new(|| {}));
+        fired.place(fired.state(), at).unwrap();
+        fired.expire(5).unwrap();
+        assert_eq!(fired.state().placement(), None);
+
+        let cancelled = Entry::new(5, Box::new(|| {}));
+        cancelled.place(cancelled.state(), at).unwrap();
+        let (before, _) = cancelled.cancel().unwrap();
+        assert_eq!(before.placement(), Some(at));
+        assert_eq!(cancelled.state().placement(), Some(at));
+        cancelled.mark_unplaced();
+        assert_eq!(cancelled.state().placement(), None);
+    }
+
+    #[test]
+    fn place_fails_after_cancel() {
+        let entry = Entry::new(5, Box::new(|| {}));
+        let seen = entry.state();
+        entry.cancel().unwrap();
+        let now = entry.place(seen, SlotId { level: 0, slot: 5 }).unwrap_err();
+        assert_eq!(now.lifecycle(), Lifecycle::Cancelled);
+    }
+
+    #[test]
+    fn an_entry_with_a_capture_free_callback_fits_one_64_byte_allocation() {
+        // ArcInner = two counts + Entry; glibc rounds a 56-byte request up to a 64-byte chunk.
+        assert!(std::mem::size_of::<Entry>() + 16 <= 56);
+    }
+}

@@ -1,0 +1,121 @@
+//! Errors: building an engine, and scheduling a timer (which hands the callback back).
+
+use std::error::Error;
+use std::fmt;
+
+/// Why [`Builder::build`](crate::Builder::build) refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `shards(0)`: an engine needs at least one shard.
+    ZeroShards,
+    /// A tick shorter than one microsecond (zero included).
+    TickTooShort,
+    /// `callback_threads(0)`: the callback pool needs at least one thread.
+    ZeroCallbackThreads,
+    /// `max_pending(0)`: such an engine could never hold a timer.
+    ZeroMaxPending,
+    /// The operating system refused to start a shard thread.
+    Spawn(std::io::Error),
+    /// The rayon callback pool could not be built.
+    Pool(rayon::ThreadPoolBuildError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroShards => f.write_str("the number of shards must be at least 1"),
+            BuildError::TickTooShort => f.write_str("the tick must be at least 1 microsecond"),
+            BuildError::ZeroCallbackThreads => {
+                f.write_str("the callback pool must have at least 1 thread")
+            }
+            BuildError::ZeroMaxPending => f.write_str("the pending-timer cap must be at least 1"),
+            BuildError::Spawn(e) => write!(f, "could not start a shard thread: {e}"),
+            BuildError::Pool(e) => write!(f, "could not build the callback pool: {e}"),
+        }
+    }
+}
+
+impl Error for BuildError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            BuildError::Spawn(e) => Some(e),
+            BuildError::Pool(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a timer was not scheduled. Every variant hands the callback back.
+///
+/// ```
+/// use std::time::Duration;
+/// use shardwheel::{ScheduleError, TimerEngine};
+/// let engine = TimerEngine::builder().build().unwrap();
+/// engine.shutdown();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// match engine.schedule(Duration::from_secs(1), move || tx.send("ran").unwrap()) {
+///     Err(ScheduleError::Shutdown(callback)) => callback(), // run it here instead
+///     _ => unreachable!(),
+/// }
+/// assert_eq!(rx.recv().unwrap(), "ran");
+/// ```
+#[derive(PartialEq, Eq)]
+pub enum ScheduleError<F> {
+    /// The engine has been shut down.
+    Shutdown(F),
+    /// The engine holds as many pending timers as its cap allows.
+    Full(F),
+    /// The deadline is further away than the wheel's range ([`TimerEngine::max_delay`]) or
+    /// than `Instant` can represent.
+    ///
+    /// [`TimerEngine::max_delay`]: crate::TimerEngine::max_delay
+    DelayTooLong(F),
+}
+
+impl<F> ScheduleError<F> {
+    /// The callback that was not scheduled.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let err = engine.schedule(Duration::MAX, move || tx.send(7).unwrap()).unwrap_err();
+    /// err.into_inner()();
+    /// assert_eq!(rx.recv().unwrap(), 7);
+    /// ```
+    pub fn into_inner(self) -> F {
+        match self {
+            ScheduleError::Shutdown(f)
+            | ScheduleError::Full(f)
+            | ScheduleError::DelayTooLong(f) => f,
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            ScheduleError::Shutdown(_) => "the timer engine has been shut down",
+            ScheduleError::Full(_) => "the timer engine holds its maximum of pending timers",
+            ScheduleError::DelayTooLong(_) => "the delay is beyond the timer engine's range",
+        }
+    }
+}
+
+impl<F> fmt::Debug for ScheduleError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            ScheduleError::Shutdown(_) => "Shutdown",
+            ScheduleError::Full(_) => "Full",
+            ScheduleError::DelayTooLong(_) => "DelayTooLong",
+        };
+        write!(f, "{name}(..)")
+    }
+}
+
+impl<F> fmt::Display for ScheduleError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+impl<F> Error for ScheduleError<F> {}

@@ -1,0 +1,102 @@
+//! Where expired callbacks run: a rayon pool (the default) or inline on the shard thread.
+//!
+//! A shard hands over the callbacks it fired in one tick as one batch: one pool job per batch,
+//! split across the pool's threads by rayon's work stealing, so a slow callback holds up only
+//! the thread it runs on, never the tick thread. Every callback runs under `catch_unwind`; a
+//! panic is counted and the others run on.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rayon::prelude::*;
+use rayon::ThreadPool;
+
+use crate::callback::Callback;
+use crate::shard::ShardShared;
+use crate::sync::{Arc, Condvar, Mutex, StdArc};
+
+#[derive(Clone)]
+pub(crate) enum Executor {
+    Pool(StdArc<ThreadPool>),
+    Inline,
+}
+
+/// Counts batches handed to the pool and not yet finished, so shutdown and a manual clock can
+/// wait for callbacks in flight.
+pub(crate) struct Inflight {
+    batches: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl Inflight {
+    pub(crate) fn new() -> Self {
+        Inflight {
+            batches: Mutex::new(0),
+            idle: Condvar::new(),
+        }
+    }
+
+    fn begin(&self) {
+        *self.batches.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    }
+
+    fn end(&self) {
+        let mut batches = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+        *batches -= 1;
+        if *batches == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Blocks until no batch is running.
+    pub(crate) fn wait_idle(&self) {
+        let mut batches = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+        while *batches > 0 {
+            batches = self.idle.wait(batches).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        *self.batches.lock().unwrap_or_else(|p| p.into_inner()) == 0
+    }
+}
+
+impl Executor {
+    /// Runs `batch`, counting panics against `shard`.
+    pub(crate) fn run(
+        &self,
+        batch: Vec<Box<dyn Callback>>,
+        shard: &Arc<ShardShared>,
+        inflight: &Arc<Inflight>,
+    ) {
+        match self {
+            Executor::Inline => {
+                for callback in batch {
+                    run_one(callback, shard);
+                }
+            }
+            Executor::Pool(pool) => {
+                inflight.begin();
+                let shard = shard.clone();
+                let inflight = inflight.clone();
+                pool.spawn(move || {
+                    if batch.len() == 1 {
+                        batch
+                            .into_iter()
+                            .for_each(|callback| run_one(callback, &shard));
+                    } else {
+                        batch
+                            .into_par_iter()
+                            .for_each(|callback| run_one(callback, &shard));
+                    }
+                    inflight.end();
+                });
+            }
+        }
+    }
+}
+
+fn run_one(callback: Box<dyn Callback>, shard: &ShardShared) {
+    if catch_unwind(AssertUnwindSafe(|| callback.call())).is_err() {
+        shard.counts.add_panicked();
+    }
+}

@@ -1,0 +1,64 @@
+//! # shardwheel
+//!
+//! A sharded, lock-free timer engine for servers that hold very many cancellable timeouts: one
+//! hierarchical timing wheel per core, each driven by its own tick thread; inserts that travel
+//! to their shard through lock-free queues; cancellation by one compare-and-swap on the timer's
+//! state word; expired callbacks run on a rayon pool, so a slow callback never stalls ticking.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use shardwheel::TimerEngine;
+//!
+//! let engine = TimerEngine::builder().build()?;
+//!
+//! // An RPC deadline that is met: the response arrives, the timeout is cancelled.
+//! let deadline = engine.schedule(Duration::from_secs(5), || eprintln!("request timed out"))?;
+//! assert!(deadline.cancel());
+//!
+//! // One that runs out.
+//! let (tx, rx) = mpsc::channel();
+//! engine.schedule(Duration::from_millis(10), move || tx.send(()).unwrap())?;
+//! rx.recv_timeout(Duration::from_secs(10)).unwrap();
+//!
+//! // Shutdown hands back what never ran.
+//! engine.schedule(Duration::from_secs(60), || {})?;
+//! assert_eq!(engine.shutdown().len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Guarantees: a callback runs at or after its deadline (never early), at most once, and never
+//! after a `cancel` that returned `true`. Every timer scheduled is fired, cancelled, or handed
+//! back by [`TimerEngine::shutdown`].
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod builder;
+mod callback;
+mod cap;
+mod clock;
+mod engine;
+mod entry;
+mod error;
+mod executor;
+mod handle;
+mod lane;
+mod shard;
+mod signal;
+mod state;
+mod stats;
+mod sync;
+mod wheel;
+
+#[cfg(all(test, loom))]
+#[path = "../loom-tests/mod.rs"]
+mod loom_models;
+
+pub use builder::Builder;
+pub use callback::Unfired;
+pub use clock::ManualClock;
+pub use engine::TimerEngine;
+pub use error::{BuildError, ScheduleError};
+pub use handle::TimerHandle;
+pub use stats::{ShardStats, Stats};

@@ -1,0 +1,247 @@
+//! A shard: one wheel, the thread that alone touches it, and the state others share with it.
+//!
+//! The tick loop, one [`Shard::turn`] at a time:
+//! 1. take the timers cancelled after placement off every lane's `changes` queue and unlink
+//!    them (so their memory is freed within about a tick);
+//! 2. take new timers off every lane's `inserts` queue and place them (a timer cancelled
+//!    while still queued is dropped here, having cost its canceller one CAS);
+//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
+//! 4. hand the callbacks fired in this turn to the executor as one batch.
+//!
+//! Between turns the thread polls once a tick while work keeps arriving, and otherwise sleeps
+//! until the wheel's next deadline (see [`crate::signal`]).
+
+use crossbeam_utils::CachePadded;
+
+use crate::callback::Callback;
+use crate::cap::Cap;
+use crate::clock::TickClock;
+use crate::executor::{Executor, Inflight};
+use crate::lane::Lane;
+use crate::signal::Signal;
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::wheel::{Settled, Wheel};
+
+/// At most this many new timers are taken from one lane per turn, so a flood of inserts cannot
+/// hold back firing for long.
+const INSERT_BUDGET: usize = 16_384;
+
+/// What a shard shares with producers, cancellers, the executor and the engine.
+pub(crate) struct ShardShared {
+    pub(crate) signal: Signal,
+    pub(crate) stop: AtomicBool,
+    pub(crate) counts: CachePadded<ShardCounts>,
+    pub(crate) clock: TickClock,
+    pub(crate) cap: Option<Arc<Cap>>,
+    /// 0 if the thread is not pinned, else the core id plus one.
+    pinned: AtomicUsize,
+}
+
+/// Counters of a shard. Relaxed throughout: statistics, exact once the writers are quiet;
+/// `processed` is the exception (see `set_processed`).
+#[derive(Default)]
+pub(crate) struct ShardCounts {
+    fired: AtomicU64,
+    returned: AtomicU64,
+    panicked: AtomicU64,
+    in_wheel: AtomicU64,
+    processed: AtomicU64,
+}
+
+impl ShardCounts {
+    pub(crate) fn add_fired(&self, n: u64) {
+        self.fired.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn add_returned(&self, n: u64) {
+        self.returned.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn add_panicked(&self) {
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn fired(&self) -> u64 {
+        self.fired.load(Ordering::Relaxed)
+    }
+    pub(crate) fn returned(&self) -> u64 {
+        self.returned.load(Ordering::Relaxed)
+    }
+    pub(crate) fn panicked(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
+    }
+    pub(crate) fn in_wheel(&self) -> u64 {
+        self.in_wheel.load(Ordering::Relaxed)
+    }
+    /// The last tick the shard finished a turn at.
+    pub(crate) fn processed(&self) -> u64 {
+        // Acquire: pairs with `set_processed`, so a manual clock that sees the tick also sees
+        // the batch of that turn registered as in flight.
+        self.processed.load(Ordering::Acquire)
+    }
+    fn set_processed(&self, tick: u64) {
+        // Release: see `processed`.
+        self.processed.store(tick, Ordering::Release);
+    }
+}
+
+impl ShardShared {
+    pub(crate) fn new(clock: TickClock, cap: Option<Arc<Cap>>) -> Self {
+        ShardShared {
+            signal: Signal::new(),
+            stop: AtomicBool::new(false),
+            counts: CachePadded::new(ShardCounts::default()),
+            clock,
+            cap,
+            pinned: AtomicUsize::new(0),
+        }
+    }
+
+    /// The core the shard thread is pinned to, if it is.
+    pub(crate) fn pinned_core(&self) -> Option<usize> {
+        // Relaxed: a statistic written once at thread start.
+        self.pinned.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        // Acquire: pairs with the SeqCst store in shutdown; the shard exits its loop.
+        self.stop.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn release_cap(&self, n: usize) {
+        if let Some(cap) = &self.cap {
+            cap.release(n);
+        }
+    }
+}
+
+/// The shard thread's own state: its wheel, its lanes, and the callbacks of the current turn.
+pub(crate) struct Shard {
+    pub(crate) shared: Arc<ShardShared>,
+    lanes: Box<[Arc<Lane>]>,
+    wheel: Wheel,
+    executor: Executor,
+    inflight: Arc<Inflight>,
+    batch: Vec<Box<dyn Callback>>,
+}
+
+/// What a turn found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The queues were empty.
+    Idle,
+    /// Work came in; poll again next tick.
+    Busy,
+    /// A queue still has more than one turn's budget; go round again at once.
+    Backlog,
+}
+
+impl Shard {
+    pub(crate) fn new(
+        shared: Arc<ShardShared>,
+        lanes: Box<[Arc<Lane>]>,
+        executor: Executor,
+        inflight: Arc<Inflight>,
+    ) -> Self {
+        Shard {
+            shared,
+            lanes,
+            wheel: Wheel::new(),
+            executor,
+            inflight,
+            batch: Vec::new(),
+        }
+    }
+
+    /// One pass of the tick loop at tick `now` (see the module documentation).
+    pub(crate) fn turn(&mut self, now: u64) -> Turn {
+        let mut turn = Turn::Idle;
+        for lane in self.lanes.iter() {
+            while let Some(entry) = lane.changes.pop() {
+                turn = Turn::Busy;
+                self.wheel.release(entry);
+            }
+            for taken in 0.. {
+                if taken == INSERT_BUDGET {
+                    turn = Turn::Backlog;
+                    break;
+                }
+                let Some(entry) = lane.inserts.pop() else {
+                    break;
+                };
+                if turn == Turn::Idle {
+                    turn = Turn::Busy;
+                }
+                if let Settled::Fired(callback) = self.wheel.settle(entry) {
+                    self.batch.push(callback);
+                }
+            }
+        }
+        let batch = &mut self.batch;
+        self.wheel.advance(now, |_, callback| batch.push(callback));
+        self.publish(now);
+        turn
+    }
+
+    fn publish(&mut self, now: u64) {
+        let counts = &self.shared.counts;
+        // Relaxed: a statistic (see `ShardCounts`).
+        counts
+            .in_wheel
+            .store(self.wheel.len() as u64, Ordering::Relaxed);
+        if !self.batch.is_empty() {
+            let fired = self.batch.len();
+            counts.add_fired(fired as u64);
+            self.shared.release_cap(fired);
+            let batch = std::mem::take(&mut self.batch);
+            self.executor.run(batch, &self.shared, &self.inflight);
+        }
+        counts.set_processed(now);
+    }
+
+    /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
+    /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
+    pub(crate) fn prepare_sleep(&self) -> Result<Option<u64>, ()> {
+        let until = self.wheel.next_expiration().map(|e| e.deadline);
+        self.shared.signal.announce_sleep(until);
+        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
+            self.shared.signal.awake();
+            return Err(());
+        }
+        Ok(until)
+    }
+
+    /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown
+    /// to empty.
+    pub(crate) fn run(mut self) -> Wheel {
+        self.shared
+            .signal
+            .set_thread(crate::sync::thread::current());
+        let clock = self.shared.clock.clone();
+        while !self.shared.is_stopped() {
+            let now = clock.now_tick();
+            match self.turn(now) {
+                Turn::Backlog => continue,
+                Turn::Busy => clock.sleep_one_tick(now),
+                Turn::Idle => {
+                    if let Ok(until) = self.prepare_sleep() {
+                        clock.sleep_until(until);
+                        self.shared.signal.awake();
+                    }
+                }
+            }
+        }
+        self.into_wheel()
+    }
+
+    /// Pins the calling thread to `core`, recording the outcome for the stats.
+    pub(crate) fn pin(&self, core: core_affinity::CoreId) -> bool {
+        let pinned = core_affinity::set_for_current(core);
+        if pinned {
+            // Relaxed: a statistic, written once.
+            self.shared.pinned.store(core.id + 1, Ordering::Relaxed);
+        }
+        pinned
+    }
+
+    pub(crate) fn into_wheel(self) -> Wheel {
+        self.wheel
+    }
+}

@@ -1,0 +1,186 @@
+//! The packed state word of a timer entry.
+//!
+//! One `u64` holds everything about an entry that more than one thread may read or change, so
+//! that every transition is a single compare-and-swap:
+//!
+//! ```text
+//!  63                                   12 11     6 5   3  2   1 0
+//! +---------------------------------------+--------+-----+---+-----+
+//! |            deadline (ticks)           |  slot  |level|PLC| life|
+//! +---------------------------------------+--------+-----+---+-----+
+//! ```
+//!
+//! - `life` (2 bits): [`Lifecycle`]. An entry starts `Pending`; exactly one party moves it out
+//!   of `Pending`, and that party alone owns the callback from then on.
+//! - `PLC` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
+//! - `level`, `slot`: where in the wheel it is linked, meaningful only while `PLC` is set.
+//! - `deadline`: the tick at or after which the timer fires (52 bits: at a 1 ms tick, over
+//!   100,000 years).
+
+/// Where an entry is in its life. Moving out of `Pending` is final and happens once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lifecycle {
+    /// Scheduled and not yet resolved.
+    Pending = 0,
+    /// Stopped by `TimerHandle::cancel`; the callback will never run.
+    Cancelled = 1,
+    /// Taken by its shard to run.
+    Expired = 2,
+    /// Handed back to the caller: at shutdown, or to a `schedule` that raced shutdown.
+    Returned = 3,
+}
+
+/// A wheel position: `(level, slot)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlotId {
+    pub(crate) level: usize,
+    pub(crate) slot: usize,
+}
+
+/// The packed state word. See the module documentation for the layout.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StateWord(u64);
+
+impl StateWord {
+    const LIFECYCLE_MASK: u64 = 0b11;
+    const PLACED: u64 = 1 << 2;
+    const LEVEL_SHIFT: u32 = 3;
+    const LEVEL_MASK: u64 = 0b111 << Self::LEVEL_SHIFT;
+    const SLOT_SHIFT: u32 = 6;
+    const SLOT_MASK: u64 = 0b11_1111 << Self::SLOT_SHIFT;
+    const DEADLINE_SHIFT: u32 = 12;
+
+    /// The largest deadline, in ticks, the word can hold.
+    pub(crate) const MAX_DEADLINE: u64 = (1 << (64 - Self::DEADLINE_SHIFT)) - 1;
+
+    /// A new pending, unplaced entry due at `deadline`.
+    pub(crate) fn pending(deadline: u64) -> Self {
+        debug_assert!(deadline <= Self::MAX_DEADLINE);
+        StateWord(deadline << Self::DEADLINE_SHIFT)
+    }
+
+    pub(crate) const fn from_bits(bits: u64) -> Self {
+        StateWord(bits)
+    }
+
+    pub(crate) const fn bits(self) -> u64 {
+        self.0
+    }
+
+    pub(crate) fn lifecycle(self) -> Lifecycle {
+        match self.0 & Self::LIFECYCLE_MASK {
+            0 => Lifecycle::Pending,
+            1 => Lifecycle::Cancelled,
+            2 => Lifecycle::Expired,
+            _ => Lifecycle::Returned,
+        }
+    }
+
+    pub(crate) fn is_pending(self) -> bool {
+        self.lifecycle() == Lifecycle::Pending
+    }
+
+    pub(crate) fn with_lifecycle(self, lifecycle: Lifecycle) -> Self {
+        StateWord((self.0 & !Self::LIFECYCLE_MASK) | lifecycle as u64)
+    }
+
+    pub(crate) fn deadline(self) -> u64 {
+        self.0 >> Self::DEADLINE_SHIFT
+    }
+
+    /// Where the entry is linked, if it is.
+    pub(crate) fn placement(self) -> Option<SlotId> {
+        (self.0 & Self::PLACED != 0).then(|| SlotId {
+            level: ((self.0 & Self::LEVEL_MASK) >> Self::LEVEL_SHIFT) as usize,
+            slot: ((self.0 & Self::SLOT_MASK) >> Self::SLOT_SHIFT) as usize,
+        })
+    }
+
+    pub(crate) fn placed_at(self, at: SlotId) -> Self {
+        debug_assert!(at.level < 8 && at.slot < 64);
+        let cleared = self.0 & !(Self::LEVEL_MASK | Self::SLOT_MASK);
+        StateWord(
+            cleared
+                | Self::PLACED
+                | ((at.level as u64) << Self::LEVEL_SHIFT)
+                | ((at.slot as u64) << Self::SLOT_SHIFT),
+        )
+    }
+
+    pub(crate) fn unplaced(self) -> Self {
+        StateWord(self.0 & !(Self::PLACED | Self::LEVEL_MASK | Self::SLOT_MASK))
+    }
+
+    /// The bit an atomic `fetch_and` clears to mark the entry unlinked.
+    pub(crate) const PLACED_BIT: u64 = Self::PLACED;
+}
+
+impl std::fmt::Debug for StateWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateWord")
+            .field("lifecycle", &self.lifecycle())
+            .field("placement", &self.placement())
+            .field("deadline", &self.deadline())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIFECYCLES: [Lifecycle; 4] = [
+        Lifecycle::Pending,
+        Lifecycle::Cancelled,
+        Lifecycle::Expired,
+        Lifecycle::Returned,
+    ];
+
+    #[test]
+    fn new_word_is_pending_and_unplaced() {
+        let w = StateWord::pending(12345);
+        assert_eq!(w.lifecycle(), Lifecycle::Pending);
+        assert_eq!(w.placement(), None);
+        assert_eq!(w.deadline(), 12345);
+    }
+
+    #[test]
+    fn fields_round_trip_independently() {
+        let deadlines = [0, 1, 63, 64, 4095, 1 << 36, StateWord::MAX_DEADLINE];
+        for &deadline in &deadlines {
+            for &life in &LIFECYCLES {
+                for level in 0..6 {
+                    for slot in [0, 1, 31, 63] {
+                        let at = SlotId { level, slot };
+                        let w = StateWord::pending(deadline)
+                            .placed_at(at)
+                            .with_lifecycle(life);
+                        assert_eq!(w.deadline(), deadline);
+                        assert_eq!(w.lifecycle(), life);
+                        assert_eq!(w.placement(), Some(at));
+                        let u = w.unplaced();
+                        assert_eq!(u.placement(), None);
+                        assert_eq!((u.deadline(), u.lifecycle()), (deadline, life));
+                        assert_eq!(StateWord::from_bits(w.bits()), w);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn replacing_a_placement_clears_the_old_one() {
+        let w = StateWord::pending(7)
+            .placed_at(SlotId { level: 5, slot: 63 })
+            .placed_at(SlotId { level: 0, slot: 1 });
+        assert_eq!(w.placement(), Some(SlotId { level: 0, slot: 1 }));
+    }
+
+    #[test]
+    fn clearing_the_placed_bit_unplaces() {
+        let w = StateWord::pending(7).placed_at(SlotId { level: 2, slot: 9 });
+        let cleared = StateWord::from_bits(w.bits() & !StateWord::PLACED_BIT);
+        assert_eq!(cleared.placement(), None);
+        assert_eq!(cleared.deadline(), 7);
+    }
+}

@@ -1,0 +1,141 @@
+//! The one place the crate takes its synchronisation primitives from.
+//!
+//! Under `cfg(loom)` every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, thread function and
+//! the inbound queue come from loom (or a loom-visible stand-in), so the model checker sees every
+//! interleaving of the engine's protocols. Otherwise they are std's and crossbeam's. No other
+//! file imports `std::sync::atomic`; code that needs an atomic imports it from here.
+
+#[cfg(loom)]
+pub(crate) use loom::{
+    cell::UnsafeCell,
+    sync::{
+        atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc, Condvar, Mutex, MutexGuard,
+    },
+};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+/// std's `Arc`, for what never takes part in a modelled protocol and crosses the public API:
+/// a user's rayon pool.
+pub(crate) type StdArc<T> = std::sync::Arc<T>;
+
+/// Thread functions: loom's under `cfg(loom)`, std's otherwise.
+pub(crate) mod thread {
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{current, park, Thread};
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{current, park, park_timeout, Thread};
+
+    /// loom has no timed park; a model treats a timed sleep as "until woken".
+    #[cfg(loom)]
+    pub(crate) fn park_timeout(_: std::time::Duration) {
+        park();
+    }
+}
+
+/// `std::cell::UnsafeCell` with loom's closure-based API, so one body of code serves both.
+#[cfg(not(loom))]
+#[derive(Debug)]
+#[repr(transparent)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Runs `f` with a unique pointer to the value.
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// An unbounded multi-producer queue: crossbeam's lock-free `SegQueue`, or under loom a
+/// loom-visible stand-in (loom cannot see inside crossbeam's atomics). The stand-in keeps its
+/// items behind a loom mutex but answers `is_empty` from a separate length counter written
+/// with Release and read with Acquire, like a lock-free queue's indices: it promises no more
+/// ordering than the real queue does, so a protocol that leans on a missing fence fails the
+/// model instead of passing through the mutex's stronger ordering.
+pub(crate) struct Queue<T> {
+    #[cfg(not(loom))]
+    inner: crossbeam_queue::SegQueue<T>,
+    #[cfg(loom)]
+    inner: Mutex<std::collections::VecDeque<T>>,
+    #[cfg(loom)]
+    len: AtomicUsize,
+}
+
+#[cfg(not(loom))]
+impl<T> Queue<T> {
+    pub(crate) fn new() -> Self {
+        Queue {
+            inner: crossbeam_queue::SegQueue::new(),
+        }
+    }
+
+    pub(crate) fn push(&self, value: T) {
+        self.inner.push(value);
+    }
+
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.inner.pop()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+}
+
+#[cfg(loom)]
+impl<T> Queue<T> {
+    pub(crate) fn new() -> Self {
+        Queue {
+            inner: Mutex::new(std::collections::VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn push(&self, value: T) {
+        self.inner.lock().unwrap().push_back(value);
+        self.len.fetch_add(1, Ordering::Release);
+    }
+
+    pub(crate) fn pop(&self) -> Option<T> {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let value = self.inner.lock().unwrap().pop_front();
+        if value.is_some() {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+        }
+        value
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+}
+
+/// A small per-thread number, handed out once per thread, that spreads producer threads over a
+/// shard's lanes. Under loom every thread gets 0 (a static loom atomic cannot outlive a model).
+#[cfg(not(loom))]
+pub(crate) fn thread_slot() -> usize {
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
+    thread_local! {
+        // Relaxed: the counter only hands out distinct numbers; nothing is published with it.
+        static SLOT: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    SLOT.with(|slot| *slot)
+}
+
+#[cfg(loom)]
+pub(crate) fn thread_slot() -> usize {
+    0
+}

@@ -1,0 +1,202 @@
+//! One level of the hierarchical wheel: 64 slots, each an intrusive doubly-linked list, and a
+//! `u64` bitmap of which slots are occupied.
+//!
+//! Level `n` covers `64^(n+1)` ticks in slots of `64^n` ticks each. Finding the next occupied
+//! slot at or after the current time is a rotate and a `trailing_zeros` on the bitmap, so no
+//! empty slot is ever visited (the bitmap technique of tokio's `runtime/time/wheel/level.rs`).
+
+use std::ptr::NonNull;
+
+use crate::entry::Entry;
+use crate::state::SlotId;
+
+/// Slots per level.
+pub(crate) const SLOTS: usize = 64;
+const SLOT_BITS: u32 = 6;
+
+/// Ticks covered by one slot of `level`.
+pub(crate) fn slot_span(level: usize) -> u64 {
+    1 << (SLOT_BITS as usize * level)
+}
+
+/// Ticks covered by all of `level`.
+pub(crate) fn level_span(level: usize) -> u64 {
+    1 << (SLOT_BITS as usize * (level + 1))
+}
+
+/// The slot of `level` that tick `when` falls into.
+pub(crate) fn slot_of(when: u64, level: usize) -> usize {
+    ((when >> (SLOT_BITS as usize * level)) as usize) & (SLOTS - 1)
+}
+
+/// The next slot that needs processing, and the tick at which it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expiration {
+    pub(crate) at: SlotId,
+    pub(crate) deadline: u64,
+}
+
+pub(crate) struct Level {
+    level: usize,
+    occupied: u64,
+    heads: [Option<NonNull<Entry>>; SLOTS],
+}
+
+impl Level {
+    pub(crate) fn new(level: usize) -> Self {
+        Level {
+            level,
+            occupied: 0,
+            heads: [None; SLOTS],
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.occupied == 0
+    }
+
+    /// The first occupied slot at or after `now`, with the tick at which it comes due.
+    pub(crate) fn next_expiration(&self, now: u64) -> Option<Expiration> {
+        if self.occupied == 0 {
+            return None;
+        }
+        // Search from the slot after the current one: below the top level the current slot is
+        // never occupied (an entry goes to the level of the highest bit in which its deadline
+        // differs from `now`), and in the top level, acting as a ring for deadlines beyond the
+        // span, an entry in the current slot belongs to the next turn, so it comes last.
+        let start = (slot_of(now, self.level) + 1) % SLOTS;
+        let ahead = self.occupied.rotate_right(start as u32).trailing_zeros() as usize;
+        let slot = (start + ahead) % SLOTS;
+        let level_start = now & !(level_span(self.level) - 1);
+        let mut deadline = level_start + slot as u64 * slot_span(self.level);
+        if deadline <= now {
+            // The slot lies in the next turn of the level: only the top level wraps like this.
+            debug_assert_eq!(self.level, super::LEVELS - 1);
+            deadline += level_span(self.level);
+        }
+        Some(Expiration {
+            at: SlotId {
+                level: self.level,
+                slot,
+            },
+            deadline,
+        })
+    }
+
+    /// Links `entry` at the head of `slot`.
+    ///
+    /// # Safety
+    /// `entry` points to a live entry that is in no list, and the caller owns its links.
+    pub(crate) unsafe fn push(&mut self, slot: usize, entry: NonNull<Entry>) {
+        let old_head = self.heads[slot];
+        // SAFETY: by this function's contract the caller owns the links of `entry`, and of every
+        // entry already in the list (they are linked into the caller's wheel).
+        unsafe {
+            entry.as_ref().with_links(|links| {
+                links.next = old_head;
+                links.prev = None;
+            });
+            if let Some(head) = old_head {
+                head.as_ref().with_links(|links| links.prev = Some(entry));
+            }
+        }
+        self.heads[slot] = Some(entry);
+        self.occupied |= 1 << slot;
+    }
+
+    /// Unlinks `entry` from `slot` and returns the pointer the list held for it.
+    ///
+    /// # Safety
+    /// `entry` is linked in `slot` of this level, and the caller owns the links of that list.
+    pub(crate) unsafe fn remove(&mut self, slot: usize, entry: &Entry) -> NonNull<Entry> {
+        // SAFETY: by this function's contract `entry` and its neighbours are in this list, whose
+        // links the caller owns; the neighbours are live because the list holds them.
+        unsafe {
+            let (prev, next) = entry.with_links(|links| (links.prev.take(), links.next.take()));
+            let owned = match prev {
+                Some(prev) => prev.as_ref().with_links(|links| {
+                    let owned = links.next;
+                    links.next = next;
+                    owned
+                }),
+                None => {
+                    let owned = self.heads[slot];
+                    self.heads[slot] = next;
+                    owned
+                }
+            };
+            if let Some(next) = next {
+                next.as_ref().with_links(|links| links.prev = prev);
+            }
+            if self.heads[slot].is_none() {
+                self.occupied &= !(1 << slot);
+            }
+            match owned {
+                Some(owned) => owned,
+                None => unreachable!("a linked entry is pointed to by its predecessor or the head"),
+            }
+        }
+    }
+
+    /// Detaches the whole list of `slot`, returning its head.
+    pub(crate) fn take(&mut self, slot: usize) -> Option<NonNull<Entry>> {
+        self.occupied &= !(1 << slot);
+        self.heads[slot].take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level_with(level: usize, slots: &[usize]) -> Level {
+        let mut l = Level::new(level);
+        for &s in slots {
+            l.occupied |= 1 << s;
+        }
+        l
+    }
+
+    #[test]
+    fn spans() {
+        assert_eq!(slot_span(0), 1);
+        assert_eq!(level_span(0), 64);
+        assert_eq!(slot_span(1), 64);
+        assert_eq!(level_span(5), 1 << 36);
+        assert_eq!(slot_of(64 * 3 + 5, 0), 5);
+        assert_eq!(slot_of(64 * 3 + 5, 1), 3);
+    }
+
+    #[test]
+    fn next_expiration_on_level_zero() {
+        let l = level_with(0, &[10]);
+        assert_eq!(l.next_expiration(3).unwrap().deadline, 10);
+        assert_eq!(l.next_expiration(64 + 3).unwrap().deadline, 64 + 10);
+        assert_eq!(l.next_expiration(9).unwrap().deadline, 10);
+    }
+
+    #[test]
+    fn next_expiration_at_a_level_boundary() {
+        // Level 1, slot 2 covers ticks [128, 192); it comes due at its start.
+        let l = level_with(1, &[2]);
+        assert_eq!(l.next_expiration(64).unwrap().deadline, 128);
+        assert_eq!(l.next_expiration(127).unwrap().deadline, 128);
+        let e = l.next_expiration(0).unwrap();
+        assert_eq!(e.at, SlotId { level: 1, slot: 2 });
+    }
+
+    #[test]
+    fn next_expiration_picks_the_nearest_occupied_slot_after_now() {
+        let l = level_with(0, &[2, 40, 60]);
+        assert_eq!(l.next_expiration(41).unwrap().deadline, 60);
+        assert_eq!(l.next_expiration(30).unwrap().deadline, 40);
+    }
+
+    #[test]
+    fn top_level_wraps_round() {
+        // An entry clamped into the top level at a slot behind `now` is due one turn later.
+        let l = level_with(5, &[0]);
+        let now = 3 * slot_span(5) + 7;
+        assert_eq!(l.next_expiration(now).unwrap().deadline, level_span(5));
+    }
+}

@@ -1,0 +1,245 @@
+//! A shard's hierarchical timing wheel: plain single-threaded `&mut self` code.
+//!
+//! Six levels of 64 slots (Varghese & Lauck's scheme 7, laid out as in tokio's
+//! `runtime/time/wheel`): level `n` has slots `64^n` ticks wide, so the wheel spans `64^6 = 2^36`
+//! ticks (about 2.2 years at a 1 ms tick). An entry due at `when` goes to the level of the
+//! highest bit in which `when` differs from the wheel's `elapsed` tick, into the slot given by
+//! that level's six bits of `when`. When a slot of level `n > 0` comes due (at its start), its
+//! entries move down to finer levels; a level-0 slot comes due exactly at its entries' deadline.
+//! Deadlines beyond the span are clamped into the top level, which then acts as a ring: when
+//! such a slot comes due early, the entry is simply placed again.
+//!
+//! Insert and unlink are O(1) (intrusive doubly-linked slot lists); the next deadline is found
+//! from the per-level occupancy bitmaps without visiting an empty slot. The shard re-reads an
+//! entry's deadline from its state word whenever it handles the entry, so an entry found in a
+//! slot before its deadline is placed again, never fired early.
+
+mod level;
+
+use std::ptr::NonNull;
+
+use crate::callback::Callback;
+use crate::entry::Entry;
+use crate::state::{Lifecycle, SlotId};
+use crate::sync::Arc;
+
+pub(crate) use level::Expiration;
+use level::{slot_of, Level};
+
+/// Levels in the wheel.
+pub(crate) const LEVELS: usize = 6;
+
+/// Ticks the wheel spans: deadlines further than this from `elapsed` are clamped into the top
+/// level and placed again when they come round.
+pub(crate) const SPAN: u64 = 1 << 36;
+
+/// What became of an entry handed to [`Wheel::settle`].
+pub(crate) enum Settled {
+    /// Linked into a slot.
+    Placed,
+    /// Due already: the shard won INIT→EXPIRED and owns the callback.
+    Fired(Box<dyn Callback>),
+    /// Resolved by someone else (cancelled, or handed back); the wheel let go of it.
+    Dropped,
+}
+
+pub(crate) struct Wheel {
+    /// The tick up to which every due entry has been handled.
+    elapsed: u64,
+    levels: Box<[Level]>,
+    /// Entries linked into slots (including cancelled ones not yet unlinked).
+    len: usize,
+    /// Reused buffer for the entries of a slot being processed.
+    scratch: Vec<Arc<Entry>>,
+}
+
+// SAFETY: the raw pointers in the slot lists each stand for a strong count of an
+// `Arc<Entry>`, and `Arc<Entry>` is `Send`. Moving the wheel moves those counts and the sole
+// right to touch the entries' links to the receiving thread (the shard thread, then shutdown).
+unsafe impl Send for Wheel {}
+
+/// The level an entry due at `when` belongs to, seen from `elapsed`.
+pub(crate) fn level_for(elapsed: u64, when: u64) -> usize {
+    const SLOT_MASK: u64 = level::SLOTS as u64 - 1;
+    let masked = ((elapsed ^ when) | SLOT_MASK).min(SPAN - 1);
+    let significant = 63 - masked.leading_zeros() as usize;
+    significant / 6
+}
+
+impl Wheel {
+    pub(crate) fn new() -> Self {
+        Wheel {
+            elapsed: 0,
+            levels: (0..LEVELS).map(Level::new).collect(),
+            len: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// Entries linked into the wheel.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where an entry due at `when` goes; `None` if it is due already.
+    pub(crate) fn slot_for(&self, when: u64) -> Option<SlotId> {
+        if when <= self.elapsed {
+            return None;
+        }
+        let level = level_for(self.elapsed, when);
+        Some(SlotId {
+            level,
+            slot: slot_of(when, level),
+        })
+    }
+
+    /// The next slot to process and the tick it comes due, if any slot is occupied.
+    pub(crate) fn next_expiration(&self) -> Option<Expiration> {
+        // A finer level's next slot always comes before a coarser level's: a coarser level
+        // never holds an entry in the slot containing `elapsed`.
+        self.levels
+            .iter()
+            .find_map(|level| level.next_expiration(self.elapsed))
+    }
+
+    /// Fires `entry` if it is due, links it into its slot if not, or lets it go if it was
+    /// resolved elsewhere. The entry must not be linked into the wheel.
+    pub(crate) fn settle(&mut self, entry: Arc<Entry>) -> Settled {
+        loop {
+            let word = match entry.expire(self.elapsed) {
+                Ok((_, callback)) => return Settled::Fired(callback),
+                Err(word) => word,
+            };
+            if word.lifecycle() != Lifecycle::Pending {
+                if word.placement().is_some() {
+                    entry.mark_unplaced();
+                }
+                return Settled::Dropped;
+            }
+            let Some(at) = self.slot_for(word.deadline()) else {
+                // Became due between the two reads (a concurrent reset); try again.
+                continue;
+            };
+            if entry.place(word, at).is_ok() {
+                self.link(at, entry);
+                return Settled::Placed;
+            }
+        }
+    }
+
+    /// Unlinks an entry whose state word says it is linked and that is no longer pending, and
+    /// lets it go. An entry that is not linked (resolved while in a queue or a slot being
+    /// processed) is just released.
+    pub(crate) fn release(&mut self, entry: Arc<Entry>) {
+        let word = entry.state();
+        debug_assert!(!word.is_pending());
+        if let Some(at) = word.placement() {
+            // SAFETY: the shard sets PLACED only when it links an entry into this wheel, and
+            // clears it whenever it takes the entry out, so a placed entry is linked at `at`.
+            let held = unsafe { self.unlink(at, &entry) };
+            entry.mark_unplaced();
+            drop(held);
+        }
+    }
+
+    /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
+    /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due.
+    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, Box<dyn Callback>)) {
+        let mut due = std::mem::take(&mut self.scratch);
+        while let Some(expiration) = self.next_expiration() {
+            if expiration.deadline > now {
+                break;
+            }
+            self.take_slot(expiration, &mut due);
+            for entry in due.drain(..) {
+                if let Settled::Fired(callback) = self.settle(entry) {
+                    on_fire(self.elapsed, callback);
+                }
+            }
+        }
+        self.scratch = due;
+        if now > self.elapsed {
+            self.elapsed = now;
+        }
+    }
+
+    /// Detaches the slot of `expiration` into `out` and moves `elapsed` to its deadline. The
+    /// entries keep their PLACED bit until the caller settles them.
+    fn take_slot(&mut self, expiration: Expiration, out: &mut Vec<Arc<Entry>>) {
+        debug_assert!(expiration.deadline >= self.elapsed);
+        self.elapsed = expiration.deadline;
+        let head = self.levels[expiration.at.level].take(expiration.at.slot);
+        self.detach_list(head, out);
+    }
+
+    /// Takes every entry out of the wheel (at shutdown).
+    pub(crate) fn drain(&mut self, out: &mut Vec<Arc<Entry>>) {
+        for level in 0..LEVELS {
+            for slot in 0..level::SLOTS {
+                let head = self.levels[level].take(slot);
+                self.detach_list(head, out);
+            }
+            debug_assert!(self.levels[level].is_empty());
+        }
+        for entry in out.iter() {
+            entry.mark_unplaced();
+        }
+    }
+
+    fn detach_list(&mut self, mut next: Option<NonNull<Entry>>, out: &mut Vec<Arc<Entry>>) {
+        while let Some(ptr) = next {
+            // SAFETY: every pointer in a slot list came from `Arc::into_raw` in `link` and stands
+            // for the one strong count the wheel holds; the list is detached, and this thread
+            // owns the links of its entries.
+            let entry = unsafe { Arc::from_raw(ptr.as_ptr()) };
+            // SAFETY: as above: the shard thread owns the links.
+            next = unsafe {
+                entry.with_links(|links| {
+                    links.prev = None;
+                    links.next.take()
+                })
+            };
+            self.len -= 1;
+            out.push(entry);
+        }
+    }
+
+    fn link(&mut self, at: SlotId, entry: Arc<Entry>) {
+        let Some(ptr) = NonNull::new(Arc::into_raw(entry).cast_mut()) else {
+            unreachable!("Arc::into_raw is never null")
+        };
+        // SAFETY: `ptr` holds a strong count (from `into_raw`) so it stays live while linked;
+        // it is in no list (callers pass entries fresh from a queue or from a detached slot),
+        // and the shard thread that owns this wheel owns its links.
+        unsafe { self.levels[at.level].push(at.slot, ptr) };
+        self.len += 1;
+    }
+
+    /// # Safety
+    /// `entry` is linked in this wheel at `at`.
+    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> Arc<Entry> {
+        // SAFETY: by this function's contract.
+        let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
+        self.len -= 1;
+        // SAFETY: the list's pointer came from `Arc::into_raw` in `link` and carried the wheel's
+        // strong count, which is handed back here exactly once.
+        unsafe { Arc::from_raw(ptr.as_ptr()) }
+    }
+}
+
+impl Drop for Wheel {
+    fn drop(&mut self) {
+        // Release the wheel's counts iteratively (a recursive drop of a long list could overflow
+        // the stack).
+        let mut all = Vec::new();
+        self.drain(&mut all);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,226 @@
+//! Unit tests of placement, and a model-based property test of the wheel against a `BTreeMap`
+//! of deadlines under a manual clock.
+
+use super::*;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use proptest::prelude::*;
+
+/// A wheel plus the entries it was given, with callbacks that report their id.
+struct Harness {
+    wheel: Wheel,
+    ran: Arc<Mutex<Vec<u64>>>,
+    live: BTreeMap<u64, Arc<Entry>>,
+    fired: Vec<(u64, u64)>,
+    next_id: u64,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Harness {
+            wheel: Wheel::new(),
+            ran: Arc::new(Mutex::new(Vec::new())),
+            live: BTreeMap::new(),
+            fired: Vec::new(),
+            next_id: 0,
+        }
+    }
+
+    fn record(&mut self, tick: u64, callback: Box<dyn Callback>) {
+        callback.call();
+        let id = *self.ran.lock().unwrap().last().unwrap();
+        self.live.remove(&id);
+        self.fired.push((tick, id));
+    }
+
+    fn insert(&mut self, when: u64) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let ran = self.ran.clone();
+        let entry = Arc::new(Entry::new(
+            when,
+            Box::new(move || ran.lock().unwrap().push(id)),
+        ));
+        self.live.insert(id, entry.clone());
+        if let Settled::Fired(callback) = self.wheel.settle(entry) {
+            let tick = self.wheel.elapsed();
+            self.record(tick, callback);
+        }
+        id
+    }
+
+    fn cancel(&mut self, id: u64) {
+        let entry = self.live.remove(&id).unwrap();
+        let (_, callback) = entry.cancel().unwrap();
+        drop(callback);
+        self.wheel.release(entry);
+    }
+
+    fn advance_to(&mut self, now: u64) {
+        let mut fired = Vec::new();
+        self.wheel
+            .advance(now, |tick, callback| fired.push((tick, callback)));
+        for (tick, callback) in fired {
+            self.record(tick, callback);
+        }
+    }
+}
+
+#[test]
+fn level_for_uses_the_highest_differing_bit() {
+    assert_eq!(level_for(0, 1), 0);
+    assert_eq!(level_for(0, 63), 0);
+    assert_eq!(level_for(0, 64), 1);
+    assert_eq!(level_for(63, 64), 1);
+    assert_eq!(level_for(64, 127), 0);
+    assert_eq!(level_for(0, 64 * 64 - 1), 1);
+    assert_eq!(level_for(0, 64 * 64), 2);
+    assert_eq!(level_for(0, SPAN - 1), 5);
+    // Beyond the span: clamped into the top level.
+    assert_eq!(level_for(0, SPAN), 5);
+    assert_eq!(level_for(0, u64::MAX >> 12), 5);
+}
+
+#[test]
+fn placement_at_level_boundaries() {
+    let mut h = Harness::new();
+    h.advance_to(100);
+    for (when, level, slot) in [
+        (101, 0, 101 % 64),
+        (127, 0, 63),
+        (128, 1, 2),
+        (4095, 1, 63),
+        (4096, 2, 1),
+    ] {
+        assert_eq!(
+            h.wheel.slot_for(when),
+            Some(SlotId { level, slot }),
+            "when {when}"
+        );
+    }
+    assert_eq!(h.wheel.slot_for(100), None);
+    assert_eq!(h.wheel.slot_for(3), None);
+}
+
+#[test]
+fn next_expiration_follows_the_earliest_entry_across_levels() {
+    let mut h = Harness::new();
+    h.insert(5000); // level 2
+    assert_eq!(h.wheel.next_expiration().unwrap().deadline, 4096);
+    h.insert(70); // level 1
+    assert_eq!(h.wheel.next_expiration().unwrap().deadline, 64);
+    h.insert(3); // level 0
+    assert_eq!(h.wheel.next_expiration().unwrap().deadline, 3);
+    h.advance_to(3);
+    assert_eq!(h.fired, vec![(3, 2)]);
+    h.advance_to(64);
+    // The level-1 slot cascaded: the entry now waits in level 0 for its own tick.
+    assert_eq!(h.wheel.next_expiration().unwrap().deadline, 70);
+    h.advance_to(10_000);
+    assert_eq!(h.fired, vec![(3, 2), (70, 1), (5000, 0)]);
+    assert_eq!(h.wheel.len(), 0);
+    assert_eq!(h.wheel.next_expiration(), None);
+}
+
+#[test]
+fn a_due_entry_fires_on_insert_and_a_cancelled_one_is_unlinked_at_once() {
+    let mut h = Harness::new();
+    h.advance_to(50);
+    h.insert(10);
+    assert_eq!(h.fired, vec![(50, 0)]);
+    let id = h.insert(1_000_000);
+    assert_eq!(h.wheel.len(), 1);
+    h.cancel(id);
+    assert_eq!(h.wheel.len(), 0);
+    assert_eq!(h.wheel.next_expiration(), None);
+}
+
+#[test]
+fn a_deadline_beyond_the_span_fires_exactly_on_time() {
+    let mut h = Harness::new();
+    let when = SPAN * 3 + 12345;
+    h.insert(when);
+    let mut steps = 0;
+    while let Some(exp) = h.wheel.next_expiration() {
+        h.advance_to(exp.deadline);
+        steps += 1;
+        assert!(steps < 100, "the ring must converge");
+    }
+    assert_eq!(h.fired, vec![(when, 0)]);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(u64),
+    Cancel(usize),
+    Advance(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u64..200).prop_map(Op::Insert),
+        3 => (0u64..300_000).prop_map(Op::Insert),
+        1 => (0u64..SPAN * 2).prop_map(Op::Insert),
+        3 => any::<usize>().prop_map(Op::Cancel),
+        3 => (0u64..100).prop_map(Op::Advance),
+        1 => (0u64..500_000).prop_map(Op::Advance),
+        1 => (0u64..SPAN).prop_map(Op::Advance),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { ProptestConfig::default().cases },
+        ..ProptestConfig::default()
+    })]
+
+    /// The same timers fire at the same ticks as in a `BTreeMap` of deadlines: an entry due
+    /// after the current tick fires exactly at its deadline, a due one at once, a cancelled one
+    /// never, and the wheel holds exactly the live entries.
+    #[test]
+    fn wheel_matches_a_btreemap_of_deadlines(ops in proptest::collection::vec(op(), 1..120)) {
+        let mut h = Harness::new();
+        let mut model: BTreeMap<(u64, u64), ()> = BTreeMap::new();
+        let mut expected: Vec<(u64, u64)> = Vec::new();
+        let mut now = 0u64;
+        for op in ops {
+            match op {
+                Op::Insert(delay) => {
+                    let when = now + delay;
+                    let id = h.insert(when);
+                    if when <= now {
+                        expected.push((now, id));
+                    } else {
+                        model.insert((when, id), ());
+                    }
+                }
+                Op::Cancel(pick) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let key = *model.keys().nth(pick % model.len()).unwrap();
+                    model.remove(&key);
+                    h.cancel(key.1);
+                }
+                Op::Advance(by) => {
+                    now += by;
+                    h.advance_to(now);
+                    let still = model.split_off(&(now + 1, 0));
+                    expected.extend(model.keys().copied());
+                    model = still;
+                }
+            }
+            prop_assert_eq!(h.wheel.len(), model.len());
+            let mut got = h.fired.clone();
+            got.sort_unstable();
+            let mut want = expected.clone();
+            want.sort_unstable();
+            prop_assert_eq!(got, want);
+            // Nothing that is due is left in the wheel.
+            if let Some(exp) = h.wheel.next_expiration() {
+                prop_assert!(exp.deadline > now);
+            }
+        }
+    }
+}

@@ -1,0 +1,576 @@
+//! Behaviour of the engine through its public API: accounting, ordering, bad input, faults.
+//! Time bounds are generous; where time can be avoided, a manual clock is used.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shardwheel::{BuildError, ManualClock, ScheduleError, TimerEngine, TimerHandle};
+
+/// Scales counts down under Miri.
+fn scaled(n: usize) -> usize {
+    if cfg!(miri) {
+        (n / 100).max(4)
+    } else {
+        n
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < give_up, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A tiny deterministic generator for delays.
+struct SplitMix(u64);
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn handles_and_engine_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<TimerHandle>();
+    check::<TimerEngine>();
+}
+
+/// Many threads schedule and cancel; afterwards every timer fired once, or was cancelled (and
+/// never ran), or was handed back at shutdown: fired + cancelled + handed back = scheduled.
+#[test]
+fn every_timer_is_accounted_for_once() {
+    const THREADS: usize = 4;
+    let per_thread = scaled(5_000);
+    let total = THREADS * per_thread;
+    let engine = Arc::new(TimerEngine::builder().shards(2).build().unwrap());
+    let runs: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
+    let early = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let producers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (engine, runs, early, barrier) =
+                (engine.clone(), runs.clone(), early.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut rng = SplitMix(t as u64);
+                let mut handles = Vec::with_capacity(per_thread);
+                barrier.wait();
+                for i in 0..per_thread {
+                    let id = t * per_thread + i;
+                    // Most fire within 30 ms; some are still pending at shutdown.
+                    let delay = if rng.below(10) == 0 {
+                        Duration::from_secs(600)
+                    } else {
+                        Duration::from_micros(rng.below(30_000))
+                    };
+                    let due = Instant::now() + delay;
+                    let (runs, early) = (runs.clone(), early.clone());
+                    let handle = engine
+                        .schedule_at(due, move || {
+                            if Instant::now() < due {
+                                early.fetch_add(1, Ordering::SeqCst);
+                            }
+                            runs[id].fetch_add(1, Ordering::SeqCst);
+                        })
+                        .unwrap();
+                    handles.push((id, handle));
+                }
+                handles
+            })
+        })
+        .collect();
+    let handles: Vec<(usize, TimerHandle)> = producers
+        .into_iter()
+        .flat_map(|p| p.join().unwrap())
+        .collect();
+
+    // Cancel every third timer, from two threads racing over the same handles.
+    let handles = Arc::new(handles);
+    let cancelled: Vec<usize> = {
+        let cancellers: Vec<_> = (0..2)
+            .map(|_| {
+                let handles = handles.clone();
+                thread::spawn(move || {
+                    handles
+                        .iter()
+                        .step_by(3)
+                        .filter(|(_, h)| h.cancel())
+                        .map(|(id, _)| *id)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        cancellers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect()
+    };
+    let mut cancelled_once = cancelled.clone();
+    cancelled_once.sort_unstable();
+    cancelled_once.dedup();
+    assert_eq!(
+        cancelled_once.len(),
+        cancelled.len(),
+        "a cancel succeeded twice"
+    );
+
+    thread::sleep(Duration::from_millis(100));
+    let unfired = engine.shutdown();
+    let stats = engine.stats();
+    let fired: usize = runs
+        .iter()
+        .filter(|r| r.load(Ordering::SeqCst) == 1)
+        .count();
+    assert!(
+        runs.iter().all(|r| r.load(Ordering::SeqCst) <= 1),
+        "a callback ran twice"
+    );
+    for id in &cancelled {
+        assert_eq!(
+            runs[*id].load(Ordering::SeqCst),
+            0,
+            "ran after a successful cancel"
+        );
+    }
+    assert_eq!(fired + cancelled.len() + unfired.len(), total);
+    assert_eq!(stats.scheduled, total as u64);
+    assert_eq!(stats.fired, fired as u64);
+    assert_eq!(stats.cancelled, cancelled.len() as u64);
+    assert_eq!(stats.returned, unfired.len() as u64);
+    assert_eq!(stats.pending, 0);
+    assert_eq!(early.load(Ordering::SeqCst), 0, "a timer fired early");
+
+    // The handed-back timers are exactly the ones that neither ran nor were cancelled.
+    for timer in unfired {
+        timer.run();
+    }
+    for (id, handle) in handles.iter() {
+        let ran = runs[*id].load(Ordering::SeqCst);
+        assert_eq!(ran, u8::from(!handle.is_cancelled()), "timer {id}");
+    }
+}
+
+#[test]
+fn a_panicking_callback_does_not_stop_the_others() {
+    let engine = TimerEngine::builder().callback_threads(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let n = scaled(200);
+    for i in 0..n {
+        let ran = ran.clone();
+        engine
+            .schedule(Duration::from_millis((i % 20) as u64), move || {
+                if i % 10 == 0 {
+                    panic!("callback {i} panics on purpose");
+                }
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    wait_until("the callbacks", || engine.stats().fired == n as u64);
+    engine.shutdown();
+    assert_eq!(ran.load(Ordering::SeqCst), n - n.div_ceil(10));
+    assert_eq!(engine.stats().panicked, n.div_ceil(10) as u64);
+}
+
+#[test]
+fn a_panicking_inline_callback_does_not_stop_the_shard() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .inline_callbacks()
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    engine
+        .schedule(Duration::from_millis(1), || panic!("on purpose"))
+        .unwrap();
+    let r = ran.clone();
+    engine
+        .schedule(Duration::from_millis(2), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(Duration::from_millis(2));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    assert_eq!(engine.stats().panicked, 1);
+}
+
+#[test]
+fn with_a_manual_clock_timers_fire_exactly_when_due() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(2)
+        .build()
+        .unwrap();
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    for ms in [1u64, 5, 64, 65, 4096, 5000, 300_000] {
+        let (fired, clock2) = (fired.clone(), clock.clone());
+        engine
+            .schedule(Duration::from_millis(ms), move || {
+                fired.lock().unwrap().push((ms, clock2.elapsed()));
+            })
+            .unwrap();
+    }
+    let mut seen = 0;
+    for step in 1..=300_000u64 {
+        if step % 997 != 0
+            && ![
+                1, 4, 5, 63, 64, 65, 4095, 4096, 4999, 5000, 299_999, 300_000,
+            ]
+            .contains(&step)
+        {
+            continue;
+        }
+        clock.advance(Duration::from_millis(step) - clock.elapsed());
+        let fired = fired.lock().unwrap();
+        for (ms, at) in fired.iter() {
+            assert!(
+                *at >= Duration::from_millis(*ms),
+                "{ms} ms timer ran at {at:?}"
+            );
+        }
+        let due = [1u64, 5, 64, 65, 4096, 5000, 300_000]
+            .iter()
+            .filter(|ms| **ms <= step)
+            .count();
+        assert_eq!(fired.len(), due, "at {step} ms");
+        seen = fired.len();
+    }
+    assert_eq!(seen, 7);
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn zero_and_past_delays_fire_on_the_next_tick() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (a, b) = (fired.clone(), fired.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    engine
+        .schedule_at(clock.now() - Duration::from_secs(5), move || {
+            b.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(fired.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn bad_delays_hand_the_callback_back() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let token = Arc::new(());
+    let t = token.clone();
+    match engine.schedule(Duration::MAX, move || drop(t)) {
+        Err(ScheduleError::DelayTooLong(callback)) => {
+            assert_eq!(
+                Arc::strong_count(&token),
+                2,
+                "the callback came back intact"
+            );
+            drop(callback);
+        }
+        other => panic!("expected DelayTooLong, got {other:?}"),
+    }
+    assert_eq!(Arc::strong_count(&token), 1);
+    let too_far = engine.max_delay() + engine.tick() * 3;
+    assert!(matches!(
+        engine.schedule(too_far, || {}),
+        Err(ScheduleError::DelayTooLong(_))
+    ));
+    let at_max = engine.schedule(engine.max_delay(), || {}).unwrap();
+    assert!(at_max.cancel());
+    assert_eq!(engine.stats().rejected, 2);
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn the_cap_refuses_with_full_and_keeps_the_count_exact() {
+    let engine = TimerEngine::builder().max_pending(3).build().unwrap();
+    let handles: Vec<_> = (0..3)
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    assert!(matches!(
+        engine.schedule(Duration::from_secs(60), || {}),
+        Err(ScheduleError::Full(_))
+    ));
+    assert_eq!(engine.pending(), 3);
+    assert!(handles[0].cancel());
+    let again = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    assert_eq!(engine.pending(), 3);
+    assert!(again.cancel());
+    assert_eq!(engine.shutdown().len(), 2);
+    assert_eq!(engine.stats().rejected, 1);
+}
+
+#[test]
+fn cancel_answers_are_defined_in_every_state() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let fired = engine.schedule(Duration::from_millis(1), || {}).unwrap();
+    let twice = engine.schedule(Duration::from_secs(1), || {}).unwrap();
+    let late = engine.schedule(Duration::from_secs(1), || {}).unwrap();
+    clock.advance(Duration::from_millis(1));
+    assert!(fired.is_expired());
+    assert!(!fired.cancel(), "cancel after fire");
+    assert!(twice.cancel());
+    assert!(!twice.cancel(), "cancel twice");
+    assert!(twice.is_cancelled() && !twice.is_expired() && !twice.is_pending());
+    let unfired = engine.shutdown();
+    assert_eq!(unfired.len(), 1);
+    assert!(!late.cancel(), "cancel after shutdown handed it back");
+    assert!(!late.is_pending() && !late.is_cancelled() && !late.is_expired());
+}
+
+#[test]
+fn racing_cancels_have_exactly_one_winner() {
+    let engine = Arc::new(TimerEngine::builder().build().unwrap());
+    for _ in 0..scaled(200) {
+        let handle = Arc::new(engine.schedule(Duration::from_millis(2), || {}).unwrap());
+        let barrier = Arc::new(Barrier::new(4));
+        let wins: usize = (0..4)
+            .map(|_| {
+                let (handle, barrier) = (handle.clone(), barrier.clone());
+                thread::spawn(move || {
+                    barrier.wait();
+                    usize::from(handle.cancel())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .sum();
+        // Either one canceller won, or the timer fired first and none did.
+        assert!(wins <= 1);
+        assert_eq!(wins == 1, handle.is_cancelled());
+    }
+}
+
+#[test]
+fn schedule_after_shutdown_hands_the_callback_back() {
+    let engine = TimerEngine::builder().build().unwrap();
+    engine.shutdown();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let err = engine
+        .schedule(Duration::from_millis(1), move || {
+            r.store(true, Ordering::SeqCst)
+        })
+        .unwrap_err();
+    assert!(matches!(err, ScheduleError::Shutdown(_)));
+    err.into_inner()();
+    assert!(ran.load(Ordering::SeqCst));
+    assert_eq!(engine.stats().rejected, 1);
+}
+
+/// Producers keep scheduling while another thread shuts the engine down: each timer is
+/// refused (and its callback handed back), fired, or in the shutdown list — exactly once.
+#[test]
+fn schedule_racing_shutdown_loses_nothing() {
+    for round in 0..scaled(20) {
+        let engine = Arc::new(TimerEngine::builder().shards(2).build().unwrap());
+        let runs: Arc<Vec<AtomicU8>> = Arc::new((0..2 * 2_000).map(|_| AtomicU8::new(0)).collect());
+        let start = Arc::new(Barrier::new(3));
+        let producers: Vec<_> = (0..2)
+            .map(|t| {
+                let (engine, runs, start) = (engine.clone(), runs.clone(), start.clone());
+                thread::spawn(move || {
+                    start.wait();
+                    let mut refused = 0;
+                    for i in 0..2_000 {
+                        let id = t * 2_000 + i;
+                        let runs2 = runs.clone();
+                        let delay = Duration::from_micros((i % 7) as u64 * 300);
+                        match engine.schedule(delay, move || {
+                            runs2[id].fetch_add(1, Ordering::SeqCst);
+                        }) {
+                            Ok(_) => {}
+                            Err(ScheduleError::Shutdown(callback)) => {
+                                refused += 1;
+                                callback();
+                            }
+                            Err(other) => panic!("unexpected {other:?}"),
+                        }
+                    }
+                    refused
+                })
+            })
+            .collect();
+        start.wait();
+        thread::sleep(Duration::from_micros(200 * (round % 5) as u64));
+        let unfired = engine.shutdown();
+        let returned = unfired.len();
+        for timer in unfired {
+            timer.run();
+        }
+        let refused: usize = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        let stats = engine.stats();
+        assert!(
+            runs.iter().all(|r| r.load(Ordering::SeqCst) == 1),
+            "round {round}"
+        );
+        assert_eq!(stats.scheduled + refused as u64, 4_000);
+        assert_eq!(stats.fired + stats.returned, stats.scheduled);
+        assert_eq!(stats.returned, returned as u64);
+        assert_eq!(stats.pending, 0);
+    }
+}
+
+#[test]
+fn dropping_a_handle_neither_cancels_nor_leaks() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let token = Arc::new(());
+    let t = token.clone();
+    drop(
+        engine
+            .schedule(Duration::from_millis(3), move || drop(t))
+            .unwrap(),
+    );
+    assert_eq!(Arc::strong_count(&token), 2);
+    clock.advance(Duration::from_millis(3));
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "the callback ran and was freed"
+    );
+}
+
+#[test]
+fn a_cancelled_timer_frees_its_callback_at_once() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let token = Arc::new(());
+    let t = token.clone();
+    let handle = engine
+        .schedule(Duration::from_secs(60), move || drop(t))
+        .unwrap();
+    assert!(handle.cancel());
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+#[test]
+fn a_cancel_after_placement_is_unlinked_within_a_few_ticks() {
+    let engine = TimerEngine::builder().shards(1).build().unwrap();
+    let handles: Vec<_> = (0..scaled(1_000))
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    let n = handles.len() as u64;
+    wait_until("placement", || engine.stats().shards[0].in_wheel == n);
+    for h in &handles {
+        assert!(h.cancel());
+    }
+    assert_eq!(engine.pending(), 0);
+    wait_until("unlinking", || engine.stats().shards[0].in_wheel == 0);
+}
+
+#[test]
+fn keyed_timers_share_a_shard() {
+    let engine = TimerEngine::builder().shards(4).build().unwrap();
+    let _handles: Vec<_> = (0..20)
+        .map(|_| {
+            engine
+                .schedule_keyed(77, Duration::from_secs(60), || {})
+                .unwrap()
+        })
+        .collect();
+    let shards = engine.stats().shards;
+    assert_eq!(shards.iter().filter(|s| s.pending > 0).count(), 1);
+    assert_eq!(shards.iter().map(|s| s.pending).sum::<u64>(), 20);
+}
+
+#[test]
+fn builder_refuses_bad_settings() {
+    assert!(matches!(
+        TimerEngine::builder().shards(0).build(),
+        Err(BuildError::ZeroShards)
+    ));
+    assert!(matches!(
+        TimerEngine::builder().tick(Duration::ZERO).build(),
+        Err(BuildError::TickTooShort)
+    ));
+    assert!(matches!(
+        TimerEngine::builder().callback_threads(0).build(),
+        Err(BuildError::ZeroCallbackThreads)
+    ));
+    assert!(matches!(
+        TimerEngine::builder().max_pending(0).build(),
+        Err(BuildError::ZeroMaxPending)
+    ));
+}
+
+#[test]
+fn callbacks_run_on_a_user_pool_and_inline() {
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap(),
+    );
+    for builder in [
+        TimerEngine::builder().callback_pool(pool.clone()),
+        TimerEngine::builder().inline_callbacks(),
+    ] {
+        let engine = builder.build().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..10 {
+            let ran = ran.clone();
+            engine
+                .schedule(Duration::from_millis(1), move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+        }
+        wait_until("callbacks", || ran.load(Ordering::SeqCst) == 10);
+    }
+}
+
+#[test]
+fn shutdown_waits_for_callbacks_in_flight() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let started = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicBool::new(false));
+    let (s, f) = (started.clone(), finished.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            s.store(true, Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(100));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    wait_until("the callback to start", || started.load(Ordering::SeqCst));
+    engine.shutdown();
+    assert!(finished.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_slow_callback_does_not_hold_up_the_others() {
+    let engine = TimerEngine::builder().callback_threads(4).build().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    engine
+        .schedule(Duration::ZERO, || thread::sleep(Duration::from_secs(3)))
+        .unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let start = Instant::now();
+    engine
+        .schedule(Duration::from_millis(5), move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(2))
+        .expect("a fast timer waited for a slow callback");
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
