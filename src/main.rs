@@ -1,1 +1,30 @@
-fn main() {}
+//! The workload driver: runs the workloads the engine is measured by and reports their figures.
+//!
+//! `shardwheel <workload> [flags]` runs one workload; with no workload it runs all five, in the
+//! order `rpc-churn`, `conn-idle`, `accuracy`, `slow-callback`, `idle-hold`, each at its default
+//! size unless a flag overrides it. Each workload builds its own engine from the crate's public
+//! API (shard count and callback pool size from `--shards` and `--callback-threads`), drives it
+//! as the workload's definition says, and drops it before the next one starts.
+//!
+//! - `rpc-churn`: producer threads each keep a ring of recent handles, cancel the oldest (all but
+//!   one in a hundred) and schedule a fresh 1–30 s timeout; reports the operation rate and the
+//!   peak resident set.
+//! - `conn-idle`: a million 60–120 s timers inserted from several threads; reports the insert
+//!   rate, the resident bytes per timer once all are placed, the cancel rate from one thread,
+//!   how long the engine takes to unlink them all, and the resident set afterwards.
+//! - `accuracy`: timers due within a second, scheduled from one thread; every callback records
+//!   how late it ran; reports the lateness percentiles and any callback that ran early.
+//! - `slow-callback`: as `accuracy`, with a few callbacks that sleep 100 ms scheduled first.
+//! - `idle-hold`: ten million timers due in 10–20 minutes; reports the insert rate, the resident
+//!   bytes per timer and the process's CPU use over five idle seconds.
+//!
+//! Output is a table on stdout with one row per workload; `--json` adds one JSON object per
+//! workload on its own line after the table. Progress is drawn on stderr only when stderr is a
+//! terminal. Run with `--help` for every flag. A bad command line exits with status 2, a
+//! workload that fails (a timeout, an unreadable `/proc` file) with status 1.
+
+mod driver;
+
+fn main() -> std::process::ExitCode {
+    driver::main(std::env::args_os().skip(1))
+}

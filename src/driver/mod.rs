@@ -1,0 +1,224 @@
+//! The driver's core: which workloads exist, how one is run, and how failures are reported.
+
+mod accuracy;
+mod args;
+mod conn_idle;
+mod fill;
+mod idle_hold;
+mod lateness;
+mod parallel;
+mod proc;
+mod progress;
+mod report;
+mod rng;
+mod rpc_churn;
+mod slow_callback;
+mod wait;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use shardwheel::{ScheduleError, TimerEngine};
+
+use args::{Command, Options};
+use progress::Progress;
+use report::{Report, Table};
+
+/// The exit status for a bad command line.
+const USAGE_EXIT: u8 = 2;
+
+/// The engine's tick for every workload (the engine's default, set explicitly because the
+/// accuracy workloads are defined at it).
+const TICK: Duration = Duration::from_millis(1);
+
+/// The five workloads, in the order a full run takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workload {
+    RpcChurn,
+    ConnIdle,
+    Accuracy,
+    SlowCallback,
+    IdleHold,
+}
+
+impl Workload {
+    /// Every workload, in the order a full run takes them. `rpc-churn` comes first so that the
+    /// process's peak resident set is its own.
+    pub(crate) const ALL: [Workload; 5] = [
+        Workload::RpcChurn,
+        Workload::ConnIdle,
+        Workload::Accuracy,
+        Workload::SlowCallback,
+        Workload::IdleHold,
+    ];
+
+    /// The name on the command line and in the reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Workload::RpcChurn => "rpc-churn",
+            Workload::ConnIdle => "conn-idle",
+            Workload::Accuracy => "accuracy",
+            Workload::SlowCallback => "slow-callback",
+            Workload::IdleHold => "idle-hold",
+        }
+    }
+
+    /// The workload called `name`, if there is one.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|workload| workload.name() == name)
+    }
+
+    fn run(self, ctx: &Context) -> Result<Report, Failure> {
+        match self {
+            Workload::RpcChurn => rpc_churn::run(ctx),
+            Workload::ConnIdle => conn_idle::run(ctx),
+            Workload::Accuracy => accuracy::run(ctx),
+            Workload::SlowCallback => slow_callback::run(ctx),
+            Workload::IdleHold => idle_hold::run(ctx),
+        }
+    }
+}
+
+/// What every workload is given: the command line's options and the progress line.
+pub(crate) struct Context {
+    pub(crate) options: Options,
+    pub(crate) progress: Progress,
+}
+
+impl Context {
+    /// A fresh engine as the options ask for (engine defaults where they say nothing).
+    pub(crate) fn engine(&self) -> Result<TimerEngine, Failure> {
+        let mut builder = TimerEngine::builder().tick(TICK);
+        if let Some(shards) = self.options.shards {
+            builder = builder.shards(shards);
+        }
+        if let Some(threads) = self.options.callback_threads {
+            builder = builder.callback_threads(threads);
+        }
+        builder
+            .build()
+            .map_err(|error| Failure::new(format!("could not start the timer engine: {error}")))
+    }
+}
+
+/// Why a workload could not finish.
+#[derive(Debug)]
+pub(crate) struct Failure(String);
+
+impl Failure {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Failure(message.into())
+    }
+
+    /// The engine refused a timer (none of the workloads expects it to).
+    pub(crate) fn schedule<F>(error: ScheduleError<F>) -> Self {
+        Failure(format!("the engine refused a timer: {error}"))
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs the driver on the command-line arguments (without the program name).
+pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let options = match args::parse(args) {
+        Ok(Command::Help) => return print_help(),
+        Ok(Command::Run(options)) => options,
+        Err(error) => {
+            eprintln!("shardwheel: {error}\nRun `shardwheel --help` for the workloads and flags.");
+            return ExitCode::from(USAGE_EXIT);
+        }
+    };
+    let ctx = Context {
+        options,
+        progress: Progress::new(),
+    };
+    match run(&ctx) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            ctx.progress.clear();
+            eprintln!("shardwheel: {failure}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_help() -> ExitCode {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(args::HELP.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// Runs the workload the options name, or all of them, printing the table as it goes.
+fn run(ctx: &Context) -> Result<(), Failure> {
+    let workloads = match ctx.options.workload {
+        Some(workload) => vec![workload],
+        None => Workload::ALL.to_vec(),
+    };
+    let mut table = Table::start(ctx.options.json)?;
+    for workload in workloads {
+        ctx.progress
+            .show(format_args!("{}: starting", workload.name()));
+        let report = workload.run(ctx)?;
+        ctx.progress.clear();
+        table.push(report)?;
+    }
+    table.finish()
+}
+
+/// A vector of `len` values made by `make`, every one written before it returns (so the memory
+/// is resident), or a failure instead of an abort if the memory cannot be had.
+pub(crate) fn slots<T>(len: usize, make: impl FnMut() -> T) -> Result<Vec<T>, Failure> {
+    let mut slots = Vec::new();
+    slots.try_reserve_exact(len).map_err(|_| {
+        Failure::new(format!(
+            "cannot allocate {len} slots of {} bytes",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    slots.resize_with(len, make);
+    Ok(slots)
+}
+
+/// Millions of operations per second.
+pub(crate) fn mops(operations: u64, elapsed: Duration) -> f64 {
+    operations as f64 / elapsed.as_secs_f64().max(f64::MIN_POSITIVE) / 1e6
+}
+
+/// Kibibytes (as /proc reports them) in mebibytes.
+pub(crate) fn mb(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+/// A size as the reports' integer type.
+pub(crate) fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_workload_is_found_by_its_name() {
+        for workload in Workload::ALL {
+            assert_eq!(Workload::from_name(workload.name()), Some(workload));
+        }
+        assert_eq!(Workload::from_name("rpc"), None);
+    }
+
+    #[test]
+    fn rates_are_in_millions_per_second() {
+        assert!((mops(3_000_000, Duration::from_secs(2)) - 1.5).abs() < 1e-9);
+        assert!(mops(1, Duration::ZERO).is_finite());
+    }
+}

@@ -1,0 +1,88 @@
+//! rpc-churn: the RPC deadline pattern. Producer threads schedule timeouts and cancel all but
+//! one in a hundred before they run out.
+
+use shardwheel::{TimerEngine, TimerHandle};
+
+use super::report::Report;
+use super::rng::{Delays, Rng};
+use super::{count, mb, mops, parallel, proc, slots, Context, Failure, Workload};
+
+/// Producer threads, unless `--threads` says otherwise.
+const DEFAULT_THREADS: usize = 2;
+
+/// Iterations per thread, unless `--ops` says otherwise.
+const DEFAULT_OPS: u64 = 5_000_000;
+
+/// Handles each thread keeps, unless `--window` says otherwise.
+const DEFAULT_WINDOW: usize = 1000;
+
+/// Every this many iterations the old timeout is left to run out instead of being cancelled.
+const KEEP_EVERY: u64 = 100;
+
+/// The timeouts' delays: 1–30 s.
+const DELAYS: Delays = Delays::secs(1, 30);
+
+/// The seed stream of the delays.
+const STREAM: u64 = 1;
+
+/// Workers report their progress every this many iterations.
+const PROGRESS_STEP: u64 = 1 << 16;
+
+pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
+    let threads = ctx.options.threads.unwrap_or(DEFAULT_THREADS);
+    let ops = ctx.options.ops.unwrap_or(DEFAULT_OPS);
+    let window = ctx.options.window.unwrap_or(DEFAULT_WINDOW);
+    let engine = ctx.engine()?;
+    let mut rings = (0..threads)
+        .map(|_| slots(window, || None))
+        .collect::<Result<Vec<Vec<Option<TimerHandle>>>, Failure>>()?;
+    // Best effort: the peak then covers this workload only, even after others in the process.
+    proc::reset_peak_rss();
+    let total = ops.saturating_mul(count(threads));
+    let elapsed = parallel::run_timed(
+        ctx,
+        "rpc-churn",
+        total,
+        rings.iter_mut().collect(),
+        |index, ring| churn(ctx, &engine, ring, ops, Rng::new(STREAM, index)),
+    )?;
+    let peak_kb = proc::peak_rss_kb()?;
+    drop(rings);
+    drop(engine);
+    Ok(Report::new(Workload::RpcChurn)
+        .count("threads", count(threads))
+        .count("ops", total)
+        .fixed("secs", elapsed.as_secs_f64(), 3)
+        .fixed("mops", mops(total, elapsed), 3)
+        .fixed("peak_rss_mb", mb(peak_kb), 1)
+        .count("window", count(window)))
+}
+
+/// One producer: iteration n takes the handle in slot n mod W, cancels it unless n is a
+/// multiple of 100, and stores there the handle of a new no-op timeout.
+fn churn(
+    ctx: &Context,
+    engine: &TimerEngine,
+    ring: &mut [Option<TimerHandle>],
+    ops: u64,
+    mut random: Rng,
+) -> Result<(), Failure> {
+    let window = count(ring.len());
+    for n in 0..ops {
+        let index = usize::try_from(n % window).unwrap_or(0);
+        let slot = &mut ring[index];
+        if let Some(old) = slot.take() {
+            if n % KEEP_EVERY != 0 {
+                old.cancel();
+            }
+        }
+        let timeout = engine
+            .schedule(random.delay(DELAYS), || {})
+            .map_err(Failure::schedule)?;
+        *slot = Some(timeout);
+        if n % PROGRESS_STEP == PROGRESS_STEP - 1 {
+            ctx.progress.add(PROGRESS_STEP);
+        }
+    }
+    Ok(())
+}
