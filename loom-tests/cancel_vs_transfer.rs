@@ -29,9 +29,17 @@ fn cancel_vs_transfer() {
         shard.turn(engine.now_tick()); // transfer (or drop, if already cancelled)
         let handle = canceller.join().unwrap();
         shard.turn(engine.now_tick()); // take the unlink request, if one was sent
-        assert_eq!(shard.shared.counts.in_wheel(), 0, "the cancelled entry is unlinked");
+        assert_eq!(
+            shard.shared.counts.in_wheel(),
+            0,
+            "the cancelled entry is unlinked"
+        );
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
-        assert_eq!(Arc::strong_count(&handle.entry), 1, "only the handle holds the entry");
+        assert_eq!(
+            Arc::strong_count(&handle.entry),
+            1,
+            "only the handle holds the entry"
+        );
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

@@ -3,10 +3,11 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 use crate::ScheduleError;
 
-use super::{driven_engine, MS};
+use super::driven_engine;
 
 /// A producer schedules while the shard turns and the engine shuts down. Every timer ends in
 /// exactly one place: fired, handed back by `shutdown`, or refused with its callback returned
@@ -26,7 +27,7 @@ fn schedule_vs_shutdown() {
             let (engine, runs) = (engine.clone(), runs.clone());
             thread::spawn(move || {
                 let r = runs.clone();
-                match engine.schedule(MS * 0, move || {
+                match engine.schedule(Duration::ZERO, move || {
                     r.fetch_add(1, Ordering::SeqCst);
                 }) {
                     Ok(_) => None,

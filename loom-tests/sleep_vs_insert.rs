@@ -34,7 +34,11 @@ fn sleep_vs_insert() {
         }
         shard.turn(engine.now_tick());
         let near = producer.join().unwrap();
-        assert_eq!(shard.shared.counts.in_wheel(), 2, "the shard placed the new timer");
+        assert_eq!(
+            shard.shared.counts.in_wheel(),
+            2,
+            "the shard placed the new timer"
+        );
         assert!(near.cancel() && far.cancel());
         shard.turn(engine.now_tick());
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
@@ -63,7 +67,11 @@ fn sleep_vs_cancel() {
         }
         shard.turn(engine.now_tick());
         let _handle = canceller.join().unwrap();
-        assert_eq!(shard.shared.counts.in_wheel(), 0, "the cancelled entry was unlinked");
+        assert_eq!(
+            shard.shared.counts.in_wheel(),
+            0,
+            "the cancelled entry was unlinked"
+        );
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

@@ -44,6 +44,9 @@ enum Callbacks {
     Shared(StdArc<ThreadPool>),
 }
 
+/// An engine's parts before its threads start: what they share, the shards, the owned pool.
+type Assembled = (Arc<Shared>, Vec<Shard>, Option<OwnedPool>);
+
 fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -206,7 +209,7 @@ impl Builder {
 
     /// Sets how many lanes each shard has (default: the core count rounded up to a power of
     /// two, between 2 and 8). Models use one lane to keep their state space small.
-    #[cfg(any(test, loom))]
+    #[cfg(all(test, loom))]
     pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
         self.lanes_per_shard = Some(lanes.max(1));
         self
@@ -214,13 +217,13 @@ impl Builder {
 
     /// Builds an engine whose shards the caller drives by hand, one `turn` at a time (for the
     /// model-checked and deterministic tests).
-    #[cfg(any(test, loom))]
+    #[cfg(all(test, loom))]
     pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), BuildError> {
         let (shared, shards, pool) = self.assemble()?;
         Ok((TimerEngine::new(shared, Runners::driven(pool)), shards))
     }
 
-    fn assemble(self) -> Result<(Arc<Shared>, Vec<Shard>, Option<OwnedPool>), BuildError> {
+    fn assemble(self) -> Result<Assembled, BuildError> {
         let shard_count = match self.shards {
             Some(0) => return Err(BuildError::ZeroShards),
             Some(n) => n,

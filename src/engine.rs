@@ -26,7 +26,7 @@ use crate::error::{BuildError, ScheduleError};
 use crate::executor::Inflight;
 use crate::handle::TimerHandle;
 use crate::lane::Lane;
-#[cfg(any(test, loom))]
+#[cfg(all(test, loom))]
 use crate::shard::Shard;
 use crate::shard::ShardShared;
 use crate::state::StateWord;
@@ -69,7 +69,7 @@ impl Runners {
         }
     }
 
-    #[cfg(any(test, loom))]
+    #[cfg(all(test, loom))]
     pub(crate) fn driven(pool: Option<OwnedPool>) -> Self {
         Runners {
             shard_threads: Vec::new(),
@@ -476,13 +476,13 @@ impl TimerEngine {
     }
 
     /// The engine's current tick (for tests that drive shards by hand).
-    #[cfg(any(test, loom))]
+    #[cfg(all(test, loom))]
     pub(crate) fn now_tick(&self) -> u64 {
         self.shared.clock.now_tick()
     }
 
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
-    #[cfg(any(test, loom))]
+    #[cfg(all(test, loom))]
     pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
         let Some(runners) = self.lock_runners().take() else {
             return Vec::new();

@@ -90,7 +90,7 @@ impl StateWord {
 
     /// Where the entry is linked, if it is.
     pub(crate) fn placement(self) -> Option<SlotId> {
-        (self.0 & Self::PLACED != 0).then(|| SlotId {
+        (self.0 & Self::PLACED != 0).then_some(SlotId {
             level: ((self.0 & Self::LEVEL_MASK) >> Self::LEVEL_SHIFT) as usize,
             slot: ((self.0 & Self::SLOT_MASK) >> Self::SLOT_SHIFT) as usize,
         })

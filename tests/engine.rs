@@ -224,15 +224,14 @@ fn with_a_manual_clock_timers_fire_exactly_when_due() {
             .unwrap();
     }
     let mut seen = 0;
-    for step in 1..=300_000u64 {
-        if step % 997 != 0
-            && ![
-                1, 4, 5, 63, 64, 65, 4095, 4096, 4999, 5000, 299_999, 300_000,
-            ]
-            .contains(&step)
-        {
-            continue;
-        }
+    let mut steps: Vec<u64> = vec![
+        1, 4, 5, 63, 64, 65, 4095, 4096, 4999, 5000, 299_999, 300_000,
+    ];
+    if !cfg!(miri) {
+        steps.extend((997..300_000).step_by(997));
+    }
+    steps.sort_unstable();
+    for step in steps {
         clock.advance(Duration::from_millis(step) - clock.elapsed());
         let fired = fired.lock().unwrap();
         for (ms, at) in fired.iter() {

@@ -76,7 +76,7 @@ impl Wheel {
         }
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn elapsed(&self) -> u64 {
         self.elapsed
     }
