@@ -12,6 +12,7 @@ use crate::executor::{Executor, Inflight};
 use crate::lane::Lane;
 use crate::shard::{Shard, ShardShared};
 use crate::sync::{Arc, StdArc};
+use crate::wheel::SPAN;
 
 /// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
 ///
@@ -254,7 +255,7 @@ impl Builder {
         let lanes_per_shard = self
             .lanes_per_shard
             .unwrap_or_else(|| available_cores().next_power_of_two().clamp(2, 8));
-        let clock = TickClock::new(self.tick, self.clock);
+        let clock = TickClock::new(self.tick, SPAN, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
         let shard_shared: Vec<Arc<ShardShared>> = (0..shard_count)

@@ -158,26 +158,37 @@ impl fmt::Debug for ManualClock {
 pub(crate) struct TickClock {
     origin: Instant,
     tick: Duration,
-    tick_nanos: u128,
+    tick_nanos: u64,
+    max_delay: Duration,
     manual: Option<ManualClock>,
 }
 
 impl TickClock {
-    pub(crate) fn new(tick: Duration, manual: Option<ManualClock>) -> Self {
+    /// `tick` must be at least a nanosecond; deadlines up to `span_ticks - 2` ticks away are
+    /// accepted (see `max_delay`).
+    pub(crate) fn new(tick: Duration, span_ticks: u64, manual: Option<ManualClock>) -> Self {
         let origin = match &manual {
             Some(clock) => clock.now(),
             None => Instant::now(),
         };
+        let tick_nanos = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1);
         TickClock {
             origin,
             tick,
-            tick_nanos: tick.as_nanos().max(1),
+            tick_nanos,
+            max_delay: Duration::from_nanos(tick_nanos.saturating_mul(span_ticks - 2)),
             manual,
         }
     }
 
     pub(crate) fn tick(&self) -> Duration {
         self.tick
+    }
+
+    /// The longest delay whose deadline tick is always less than the span from the current
+    /// tick: `ceil((now + d) / tick) - floor(now / tick) <= ceil(d / tick) + 1`.
+    pub(crate) fn max_delay(&self) -> Duration {
+        self.max_delay
     }
 
     pub(crate) fn manual(&self) -> Option<&ManualClock> {
@@ -193,24 +204,26 @@ impl TickClock {
 
     /// The last tick that has fully begun: `floor((now - origin) / tick)`.
     pub(crate) fn now_tick(&self) -> u64 {
-        self.floor_tick(self.now())
-    }
-
-    pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
-        let since = at.saturating_duration_since(self.origin).as_nanos();
-        u64::try_from(since / self.tick_nanos).unwrap_or(u64::MAX)
+        self.nanos_since_origin(self.now()) / self.tick_nanos
     }
 
     /// The first tick at or after `deadline`: `ceil((deadline - origin) / tick)`.
     pub(crate) fn ceil_tick(&self, deadline: Instant) -> u64 {
-        let since = deadline.saturating_duration_since(self.origin).as_nanos();
-        u64::try_from(since.div_ceil(self.tick_nanos)).unwrap_or(u64::MAX)
+        self.nanos_since_origin(deadline).div_ceil(self.tick_nanos)
+    }
+
+    fn nanos_since_origin(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.origin);
+        // u64 nanoseconds cover 584 years; saturate beyond.
+        since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()))
     }
 
     /// The instant tick `tick` begins.
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        let nanos = self.tick_nanos.saturating_mul(u128::from(tick));
-        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
+        let nanos = self.tick_nanos.saturating_mul(tick);
         self.origin
             .checked_add(Duration::from_nanos(nanos))
             .unwrap_or(self.origin)
@@ -248,7 +261,7 @@ mod tests {
     #[test]
     fn deadlines_round_up_and_now_rounds_down() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), Some(clock.clone()));
+        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, Some(clock.clone()));
         let origin = clock.now();
         assert_eq!(ticks.ceil_tick(origin), 0);
         assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1)), 1);
@@ -264,7 +277,7 @@ mod tests {
     #[test]
     fn a_deadline_before_the_origin_is_tick_zero() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), Some(clock.clone()));
+        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, Some(clock.clone()));
         clock.advance(Duration::from_secs(1));
         assert_eq!(ticks.ceil_tick(ticks.origin - Duration::from_millis(5)), 0);
     }

@@ -1,6 +1,6 @@
 //! The engine: routing timers to shards, counting them, and shutting down without losing one.
 //!
-//! Scheduling never touches a wheel. A timer becomes one `Arc<Entry>` that is pushed onto an
+//! Scheduling never touches a wheel. A timer becomes one `EntryRef` that is pushed onto an
 //! `inserts` queue of the shard its task hash picks (or its key's hash, for the keyed forms),
 //! in the lane of the calling thread. The shard places it on its next turn.
 //!
@@ -21,7 +21,7 @@ use rayon::ThreadPool;
 use crate::builder::Builder;
 use crate::callback::{unbox, Unfired};
 use crate::clock::TickClock;
-use crate::entry::Entry;
+use crate::entry::{Entry, EntryRef};
 use crate::error::{BuildError, ScheduleError};
 use crate::executor::Inflight;
 use crate::handle::TimerHandle;
@@ -32,7 +32,7 @@ use crate::shard::ShardShared;
 use crate::state::StateWord;
 use crate::stats::{ShardStats, Stats};
 use crate::sync::{fence, thread_slot, Arc, Mutex, Ordering, StdArc};
-use crate::wheel::{Wheel, SPAN};
+use crate::wheel::Wheel;
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -201,8 +201,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.shared.clock.now();
-        self.submit(task_hash(), now, now.checked_add(delay), callback)
+        self.submit(task_hash(), self.deadline_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -225,8 +224,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.shared.clock.now();
-        self.submit(task_hash(), now, Some(deadline), callback)
+        self.submit(task_hash(), self.deadline_within_range(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -249,8 +247,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.shared.clock.now();
-        self.submit(key, now, now.checked_add(delay), callback)
+        self.submit(key, self.deadline_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -270,14 +267,28 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.shared.clock.now();
-        self.submit(key, now, Some(deadline), callback)
+        self.submit(key, self.deadline_within_range(deadline), callback)
     }
 
+    /// `now + delay`, or `None` if that is beyond the wheel's range or `Instant`'s.
+    fn deadline_after(&self, delay: Duration) -> Option<Instant> {
+        let clock = &self.shared.clock;
+        if delay > clock.max_delay() {
+            return None;
+        }
+        clock.now().checked_add(delay)
+    }
+
+    /// `deadline`, or `None` if it is beyond the wheel's range.
+    fn deadline_within_range(&self, deadline: Instant) -> Option<Instant> {
+        let clock = &self.shared.clock;
+        (deadline.saturating_duration_since(clock.now()) <= clock.max_delay()).then_some(deadline)
+    }
+
+    /// Routes and queues a timer due at `deadline` (`None`: refused as too far away).
     fn submit<F>(
         &self,
         route: u64,
-        now: Instant,
         deadline: Option<Instant>,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
@@ -295,12 +306,7 @@ impl TimerEngine {
             return Err(ScheduleError::Shutdown(callback));
         }
         let tick = match deadline.map(|deadline| shared.clock.ceil_tick(deadline)) {
-            Some(tick)
-                if tick <= StateWord::MAX_DEADLINE
-                    && tick.saturating_sub(shared.clock.floor_tick(now)) < SPAN =>
-            {
-                tick
-            }
+            Some(tick) if tick <= StateWord::MAX_DEADLINE => tick,
             _ => {
                 lane.counts.add_rejected();
                 return Err(ScheduleError::DelayTooLong(callback));
@@ -312,7 +318,7 @@ impl TimerEngine {
                 return Err(ScheduleError::Full(callback));
             }
         }
-        let entry = Arc::new(Entry::new(tick, Box::new(callback)));
+        let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
         lane.counts.add_scheduled();
         lane.inserts.push(entry.clone());
         // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is
@@ -343,13 +349,7 @@ impl TimerEngine {
     /// assert!(engine.schedule(max * 2, || {}).is_err());
     /// ```
     pub fn max_delay(&self) -> Duration {
-        let nanos = self
-            .shared
-            .clock
-            .tick()
-            .as_nanos()
-            .saturating_mul(u128::from(SPAN - 2));
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+        self.shared.clock.max_delay()
     }
 
     /// The engine's tick.

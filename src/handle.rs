@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::entry::Entry;
+use crate::entry::EntryRef;
 use crate::lane::Lane;
 use crate::state::Lifecycle;
 use crate::sync::Arc;
@@ -13,7 +13,7 @@ use crate::sync::Arc;
 /// Dropping a handle neither cancels the timer nor leaks it: the timer still fires, and its
 /// memory is freed when both the engine and the handle are done with it.
 pub struct TimerHandle {
-    pub(crate) entry: Arc<Entry>,
+    pub(crate) entry: EntryRef,
     pub(crate) lane: Arc<Lane>,
 }
 

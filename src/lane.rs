@@ -11,13 +11,13 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::entry::Entry;
+use crate::entry::EntryRef;
 use crate::shard::ShardShared;
 use crate::sync::{Arc, AtomicU64, Ordering, Queue};
 
 pub(crate) struct Lane {
-    pub(crate) inserts: Queue<Arc<Entry>>,
-    pub(crate) changes: Queue<Arc<Entry>>,
+    pub(crate) inserts: Queue<EntryRef>,
+    pub(crate) changes: Queue<EntryRef>,
     pub(crate) counts: CachePadded<LaneCounts>,
     pub(crate) shard: Arc<ShardShared>,
 }

@@ -55,6 +55,11 @@ mod wheel;
 #[path = "../loom-tests/mod.rs"]
 mod loom_models;
 
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 pub use builder::Builder;
 pub use callback::Unfired;
 pub use clock::ManualClock;

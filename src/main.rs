@@ -2,9 +2,13 @@
 //!
 //! `shardwheel <workload> [flags]` runs one workload; with no workload it runs all five, in the
 //! order `rpc-churn`, `conn-idle`, `accuracy`, `slow-callback`, `idle-hold`, each at its default
-//! size unless a flag overrides it. Each workload builds its own engine from the crate's public
-//! API (shard count and callback pool size from `--shards` and `--callback-threads`), drives it
-//! as the workload's definition says, and drops it before the next one starts.
+//! size unless a flag overrides it, and each in its own process: the driver re-executes itself
+//! once per workload with that workload's name, the same flags and `--json`, and takes the
+//! workload's figures from the child's last line of stdout. (In one process, memory an earlier
+//! workload freed but the allocator kept would be reused without growing the resident set, and
+//! the memory figures would be wrong.) Children inherit stderr. Each workload builds its own
+//! engine from the crate's public API (shard count and callback pool size from `--shards` and
+//! `--callback-threads`) and drives it as the workload's definition says.
 //!
 //! - `rpc-churn`: producer threads each keep a ring of recent handles, cancel the oldest (all but
 //!   one in a hundred) and schedule a fresh 1–30 s timeout; reports the operation rate and the
@@ -21,9 +25,15 @@
 //! Output is a table on stdout with one row per workload; `--json` adds one JSON object per
 //! workload on its own line after the table. Progress is drawn on stderr only when stderr is a
 //! terminal. Run with `--help` for every flag. A bad command line exits with status 2, a
-//! workload that fails (a timeout, an unreadable `/proc` file) with status 1.
+//! workload that fails (a timeout, an unreadable `/proc` file) with status 1; in a run of all
+//! five, a failed workload is reported on stderr, the others still run, and the exit status is
+//! 1 at the end.
 
 mod driver;
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     driver::main(std::env::args_os().skip(1))

@@ -20,6 +20,13 @@ pub(crate) use std::sync::{
     Arc, Condvar, Mutex, MutexGuard,
 };
 
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc as EntryArc;
+/// The reference-counted pointer a timer entry lives in: `triomphe::Arc` (std's `Arc` without
+/// the weak count, 8 bytes less per timer), or loom's `Arc` under loom.
+#[cfg(not(loom))]
+pub(crate) use triomphe::Arc as EntryArc;
+
 /// std's `Arc`, for what never takes part in a modelled protocol and crosses the public API:
 /// a user's rayon pool.
 pub(crate) type StdArc<T> = std::sync::Arc<T>;

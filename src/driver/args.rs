@@ -12,8 +12,8 @@ shardwheel workload driver: measures the timer engine on five server workloads.
 Usage: shardwheel [WORKLOAD] [FLAGS]
        cargo run --release -- [WORKLOAD] [FLAGS]
 
-Workloads (with no WORKLOAD all five run, in this order, each at its default sizes unless a
-flag below overrides them):
+Workloads (with no WORKLOAD all five run, in this order, each in its own process and at its
+default sizes unless a flag below overrides them):
   rpc-churn      T threads, each doing N iterations over a ring of its last W handles:
                  take the handle in slot n mod W, cancel it unless n is a multiple of 100,
                  schedule a no-op timeout due in 1-30 s and store its handle there. Timed from
@@ -60,6 +60,11 @@ counts. A flag a workload does not use is accepted and ignored. With no WORKLOAD
 applies to every workload that uses it (--timers 100000 sets the timers of all four that
 have timers).
 
+With no WORKLOAD, each workload runs in a child process of its own: the driver runs itself
+once per workload, with the workload's name, the same flags and --json, and takes the figures
+from the child's last line of stdout. A workload that fails is reported on stderr (after the
+child's own messages) and the others still run.
+
 Output: a table on stdout, one row per workload, each row printed when its workload finishes;
 with --json the JSON lines follow the table. While a long phase runs, a progress line is drawn
 on stderr, only when stderr is a terminal.
@@ -68,12 +73,12 @@ bytes; RSS is VmRSS of /proc/self/status (peak_rss_mb: VmHWM, reset at the start
 rpc-churn where the system allows). bytes_per_timer = (RSS once all timers are placed - RSS
 before inserting) / timers, with the handles' array allocated before the first reading.
 idle_cpu_pct = CPU seconds (user + sys, /proc/self/stat) in the idle window / its length x 100.
-For the memory figures, run each workload in a process of its own: memory an earlier workload
-freed but the allocator kept is reused without growing the resident set, so it is not counted.
+Each workload has a process of its own because memory an earlier workload freed but the
+allocator kept would be reused without growing the resident set, and so go uncounted.
 early counts callbacks that ran before they were due (any value but 0 is a bug).
 
 Exit status: 0 on success, 1 if a workload failed (for instance timed out waiting for the
-engine), 2 for a bad command line.
+engine; with no WORKLOAD, once all five have been tried), 2 for a bad command line.
 ";
 
 /// What the command line asks for.
@@ -95,6 +100,33 @@ pub(crate) struct Options {
     pub(crate) shards: Option<usize>,
     pub(crate) callback_threads: Option<usize>,
     pub(crate) json: bool,
+}
+
+impl Options {
+    /// The arguments that run `workload` alone with these options' flags and `--json`: the
+    /// command line of a full run's child process for that workload.
+    pub(crate) fn child_args(&self, workload: Workload) -> Vec<String> {
+        let flags = [
+            ("threads", self.threads.map(|n| n.to_string())),
+            ("ops", self.ops.map(|n| n.to_string())),
+            ("window", self.window.map(|n| n.to_string())),
+            ("timers", self.timers.map(|n| n.to_string())),
+            ("slow", self.slow.map(|n| n.to_string())),
+            ("shards", self.shards.map(|n| n.to_string())),
+            (
+                "callback-threads",
+                self.callback_threads.map(|n| n.to_string()),
+            ),
+        ];
+        let mut args = vec![workload.name().to_owned()];
+        for (name, value) in flags {
+            if let Some(value) = value {
+                args.push(format!("--{name}={value}"));
+            }
+        }
+        args.push("--json".to_owned());
+        args
+    }
 }
 
 /// A command line the driver cannot run.
@@ -301,6 +333,37 @@ mod tests {
         assert!(parsed.json);
         assert_eq!(options(&["--slow", "0"]).slow, Some(0));
         assert_eq!(options(&["--timers", "1", "--timers", "7"]).timers, Some(7));
+    }
+
+    #[test]
+    fn a_childs_command_line_reads_back_as_the_same_options() {
+        let full = Options {
+            workload: None,
+            threads: Some(3),
+            ops: Some(1 << 40),
+            window: Some(7),
+            timers: Some(20_000),
+            slow: Some(0),
+            shards: Some(2),
+            callback_threads: Some(1024),
+            json: false,
+        };
+        for given in [full, Options::default()] {
+            for workload in Workload::ALL {
+                let args = given.child_args(workload);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let expected = Options {
+                    workload: Some(workload),
+                    json: true,
+                    ..given.clone()
+                };
+                assert_eq!(options(&args), expected);
+            }
+        }
+        assert_eq!(
+            Options::default().child_args(Workload::IdleHold),
+            ["idle-hold", "--json"]
+        );
     }
 
     #[test]

@@ -2,9 +2,11 @@
 
 mod accuracy;
 mod args;
+mod child;
 mod conn_idle;
 mod fill;
 mod idle_hold;
+mod json;
 mod lateness;
 mod parallel;
 mod proc;
@@ -44,8 +46,7 @@ pub(crate) enum Workload {
 }
 
 impl Workload {
-    /// Every workload, in the order a full run takes them. `rpc-churn` comes first so that the
-    /// process's peak resident set is its own.
+    /// Every workload, in the order a full run takes them (each in a child process of its own).
     pub(crate) const ALL: [Workload; 5] = [
         Workload::RpcChurn,
         Workload::ConnIdle,
@@ -158,20 +159,18 @@ fn print_help() -> ExitCode {
     }
 }
 
-/// Runs the workload the options name, or all of them, printing the table as it goes.
+/// Runs the workload the options name, or all of them (each in a child process of its own),
+/// printing the table as it goes.
 fn run(ctx: &Context) -> Result<(), Failure> {
-    let workloads = match ctx.options.workload {
-        Some(workload) => vec![workload],
-        None => Workload::ALL.to_vec(),
+    let Some(workload) = ctx.options.workload else {
+        return child::run_all(ctx);
     };
     let mut table = Table::start(ctx.options.json)?;
-    for workload in workloads {
-        ctx.progress
-            .show(format_args!("{}: starting", workload.name()));
-        let report = workload.run(ctx)?;
-        ctx.progress.clear();
-        table.push(report)?;
-    }
+    ctx.progress
+        .show(format_args!("{}: starting", workload.name()));
+    let report = workload.run(ctx)?;
+    ctx.progress.clear();
+    table.push(report)?;
     table.finish()
 }
 

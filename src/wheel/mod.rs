@@ -19,9 +19,8 @@ mod level;
 use std::ptr::NonNull;
 
 use crate::callback::Callback;
-use crate::entry::Entry;
+use crate::entry::{Entry, EntryRef};
 use crate::state::{Lifecycle, SlotId};
-use crate::sync::Arc;
 
 pub(crate) use level::Expiration;
 use level::{slot_of, Level};
@@ -50,11 +49,11 @@ pub(crate) struct Wheel {
     /// Entries linked into slots (including cancelled ones not yet unlinked).
     len: usize,
     /// Reused buffer for the entries of a slot being processed.
-    scratch: Vec<Arc<Entry>>,
+    scratch: Vec<EntryRef>,
 }
 
 // SAFETY: the raw pointers in the slot lists each stand for a strong count of an
-// `Arc<Entry>`, and `Arc<Entry>` is `Send`. Moving the wheel moves those counts and the sole
+// `EntryRef`, and `EntryRef` is `Send`. Moving the wheel moves those counts and the sole
 // right to touch the entries' links to the receiving thread (the shard thread, then shutdown).
 unsafe impl Send for Wheel {}
 
@@ -109,7 +108,7 @@ impl Wheel {
 
     /// Fires `entry` if it is due, links it into its slot if not, or lets it go if it was
     /// resolved elsewhere. The entry must not be linked into the wheel.
-    pub(crate) fn settle(&mut self, entry: Arc<Entry>) -> Settled {
+    pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
         loop {
             let word = match entry.expire(self.elapsed) {
                 Ok((_, callback)) => return Settled::Fired(callback),
@@ -135,7 +134,7 @@ impl Wheel {
     /// Unlinks an entry whose state word says it is linked and that is no longer pending, and
     /// lets it go. An entry that is not linked (resolved while in a queue or a slot being
     /// processed) is just released.
-    pub(crate) fn release(&mut self, entry: Arc<Entry>) {
+    pub(crate) fn release(&mut self, entry: EntryRef) {
         let word = entry.state();
         debug_assert!(!word.is_pending());
         if let Some(at) = word.placement() {
@@ -170,7 +169,7 @@ impl Wheel {
 
     /// Detaches the slot of `expiration` into `out` and moves `elapsed` to its deadline. The
     /// entries keep their PLACED bit until the caller settles them.
-    fn take_slot(&mut self, expiration: Expiration, out: &mut Vec<Arc<Entry>>) {
+    fn take_slot(&mut self, expiration: Expiration, out: &mut Vec<EntryRef>) {
         debug_assert!(expiration.deadline >= self.elapsed);
         self.elapsed = expiration.deadline;
         let head = self.levels[expiration.at.level].take(expiration.at.slot);
@@ -178,7 +177,7 @@ impl Wheel {
     }
 
     /// Takes every entry out of the wheel (at shutdown).
-    pub(crate) fn drain(&mut self, out: &mut Vec<Arc<Entry>>) {
+    pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
         for level in 0..LEVELS {
             for slot in 0..level::SLOTS {
                 let head = self.levels[level].take(slot);
@@ -191,12 +190,12 @@ impl Wheel {
         }
     }
 
-    fn detach_list(&mut self, mut next: Option<NonNull<Entry>>, out: &mut Vec<Arc<Entry>>) {
+    fn detach_list(&mut self, mut next: Option<NonNull<Entry>>, out: &mut Vec<EntryRef>) {
         while let Some(ptr) = next {
             // SAFETY: every pointer in a slot list came from `Arc::into_raw` in `link` and stands
             // for the one strong count the wheel holds; the list is detached, and this thread
             // owns the links of its entries.
-            let entry = unsafe { Arc::from_raw(ptr.as_ptr()) };
+            let entry = unsafe { EntryRef::from_raw(ptr.as_ptr()) };
             // SAFETY: as above: the shard thread owns the links.
             next = unsafe {
                 entry.with_links(|links| {
@@ -209,8 +208,8 @@ impl Wheel {
         }
     }
 
-    fn link(&mut self, at: SlotId, entry: Arc<Entry>) {
-        let Some(ptr) = NonNull::new(Arc::into_raw(entry).cast_mut()) else {
+    fn link(&mut self, at: SlotId, entry: EntryRef) {
+        let Some(ptr) = NonNull::new(EntryRef::into_raw(entry).cast_mut()) else {
             unreachable!("Arc::into_raw is never null")
         };
         // SAFETY: `ptr` holds a strong count (from `into_raw`) so it stays live while linked;
@@ -222,13 +221,13 @@ impl Wheel {
 
     /// # Safety
     /// `entry` is linked in this wheel at `at`.
-    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> Arc<Entry> {
+    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> EntryRef {
         // SAFETY: by this function's contract.
         let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
         self.len -= 1;
         // SAFETY: the list's pointer came from `Arc::into_raw` in `link` and carried the wheel's
         // strong count, which is handed back here exactly once.
-        unsafe { Arc::from_raw(ptr.as_ptr()) }
+        unsafe { EntryRef::from_raw(ptr.as_ptr()) }
     }
 }
 

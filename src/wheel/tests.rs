@@ -3,7 +3,7 @@
 
 use super::*;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 
@@ -11,7 +11,7 @@ use proptest::prelude::*;
 struct Harness {
     wheel: Wheel,
     ran: Arc<Mutex<Vec<u64>>>,
-    live: BTreeMap<u64, Arc<Entry>>,
+    live: BTreeMap<u64, EntryRef>,
     fired: Vec<(u64, u64)>,
     next_id: u64,
 }
@@ -38,7 +38,7 @@ impl Harness {
         let id = self.next_id;
         self.next_id += 1;
         let ran = self.ran.clone();
-        let entry = Arc::new(Entry::new(
+        let entry = EntryRef::new(Entry::new(
             when,
             Box::new(move || ran.lock().unwrap().push(id)),
         ));
