@@ -54,3 +54,46 @@ fn schedule_vs_shutdown() {
         assert_eq!(stats.fired + stats.returned, stats.scheduled);
     });
 }
+
+/// Two producers race shutdown with no shard turning, so everything they push must be found by
+/// shutdown in the inbound queue. Each timer is handed back or refused, exactly once.
+///
+/// Catches: shutdown giving up on the inbound queue when it finds a producer half-way through
+/// its push (`Pop::Busy`) instead of waiting for the link. A second producer that appended
+/// behind the first and did not see the stop flag would then have its timer lost.
+#[test]
+fn two_producers_vs_shutdown() {
+    loom::model(|| {
+        let (engine, shard, _clock) = driven_engine();
+        let engine = Arc::new(engine);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let producers: Vec<_> = (0..2)
+            .map(|_| {
+                let (engine, runs) = (engine.clone(), runs.clone());
+                thread::spawn(move || {
+                    let r = runs.clone();
+                    match engine.schedule(Duration::from_secs(1), move || {
+                        r.fetch_add(1, Ordering::SeqCst);
+                    }) {
+                        Ok(_) => None,
+                        Err(ScheduleError::Shutdown(callback)) => Some(callback),
+                        Err(other) => panic!("unexpected {other:?}"),
+                    }
+                })
+            })
+            .collect();
+        let unfired = engine.shutdown_driven(vec![shard]);
+        let refused: Vec<_> = producers
+            .into_iter()
+            .filter_map(|p| p.join().unwrap())
+            .collect();
+        assert_eq!(unfired.len() + refused.len(), 2);
+        for timer in unfired {
+            timer.run();
+        }
+        for callback in refused {
+            callback();
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    });
+}

@@ -32,8 +32,10 @@ fn sleep_vs_insert() {
             thread::park();
             shard.shared.signal.awake();
         }
-        shard.turn(engine.now_tick());
+        // Woken (or never asleep): the producer's push is done or about to be; once it is,
+        // the next turn takes the timer.
         let near = producer.join().unwrap();
+        shard.turn(engine.now_tick());
         assert_eq!(
             shard.shared.counts.in_wheel(),
             2,

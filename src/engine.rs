@@ -25,13 +25,14 @@ use crate::entry::{Entry, EntryRef};
 use crate::error::{BuildError, ScheduleError};
 use crate::executor::Inflight;
 use crate::handle::TimerHandle;
+use crate::inbound::Pop;
 use crate::lane::Lane;
 #[cfg(all(test, loom))]
 use crate::shard::Shard;
 use crate::shard::ShardShared;
 use crate::state::StateWord;
 use crate::stats::{ShardStats, Stats};
-use crate::sync::{fence, thread_slot, Arc, Mutex, Ordering, StdArc};
+use crate::sync::{fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
 use crate::wheel::Wheel;
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
@@ -524,8 +525,17 @@ impl TimerEngine {
                 wheel.drain(&mut entries);
             }
             for lane in lanes {
-                while let Some(entry) = lane.inserts.pop() {
-                    entries.push(entry);
+                loop {
+                    // SAFETY: the shard threads have been joined; this thread is the only
+                    // consumer.
+                    match unsafe { lane.inserts.pop() } {
+                        Pop::Entry(entry) => entries.push(entry),
+                        Pop::Empty => break,
+                        // A producer is between its swap and its link. Entries pushed after
+                        // it are reachable only through it, and their producers may not have
+                        // seen the stop flag: wait for the link (a store away).
+                        Pop::Busy => thread::yield_now(),
+                    }
                 }
                 while lane.changes.pop().is_some() {}
             }
@@ -561,7 +571,7 @@ impl Shared {
             if caught_up && self.inflight.is_idle() {
                 return;
             }
-            std::thread::yield_now();
+            thread::yield_now();
         }
     }
 }

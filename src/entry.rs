@@ -10,10 +10,12 @@
 //!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
 //! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
 //!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
-//! 4. The links belong to the shard thread that owns the wheel the entry is linked into; no
-//!    other thread reads or writes them. The shard records where it linked the entry in the
-//!    state word (the `PLACED` bit, level and slot), so a canceller can tell whether the shard
-//!    must be told to unlink it.
+//! 4. The `next` link carries the entry first through its shard's inbound queue (where
+//!    producers write it, see [`crate::inbound`]) and then through the wheel slot list it is
+//!    linked into; `prev` is used by the wheel only. While an entry is in a wheel, both belong
+//!    to the shard thread that owns that wheel and no other thread touches them. The shard
+//!    records where it linked the entry in the state word (the `PLACED` bit, level and slot),
+//!    so a canceller can tell whether the shard must be told to unlink it.
 //!
 //! The design follows the single-word state machine of Netty's `HashedWheelTimeout`
 //! (INIT→CANCELLED / INIT→EXPIRED by CAS) and tokio's `TimerShared`, with the deadline and the
@@ -23,7 +25,7 @@ use std::ptr::NonNull;
 
 use crate::callback::Callback;
 use crate::state::{Lifecycle, SlotId, StateWord};
-use crate::sync::{AtomicU64, EntryArc, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU64, EntryArc, Ordering, UnsafeCell};
 
 /// A shared reference to an entry: held by the timer's handle, by a queue in transit, and by
 /// the wheel while the entry is linked.
@@ -32,18 +34,20 @@ pub(crate) type EntryRef = EntryArc<Entry>;
 /// A scheduled timer. See the module documentation for who may touch which field.
 pub(crate) struct Entry {
     state: AtomicU64,
-    links: UnsafeCell<Links>,
+    /// The next entry in the inbound queue, then in the wheel slot list (ground rule 4).
+    pub(crate) next: AtomicPtr<Entry>,
+    prev: UnsafeCell<Option<NonNull<Entry>>>,
     callback: UnsafeCell<Option<Box<dyn Callback>>>,
 }
 
-/// The intrusive links of the wheel slot list an entry is in. Shard-thread only.
-#[derive(Default)]
+/// A copy of an entry's slot-list links, for the wheel to read and change (see
+/// [`Entry::with_links`]).
 pub(crate) struct Links {
     pub(crate) next: Option<NonNull<Entry>>,
     pub(crate) prev: Option<NonNull<Entry>>,
 }
 
-// SAFETY: the raw links are read and written only by the shard thread that owns the wheel the
+// SAFETY: the `prev` link is read and written only by the shard thread that owns the wheel the
 // entry is linked into (ground rule 4), and the callback cell only by the single winner of the
 // lifecycle CAS (ground rule 3); the callback itself is `Send`. Everything else is atomic.
 unsafe impl Send for Entry {}
@@ -58,7 +62,8 @@ impl Entry {
     pub(crate) fn new(deadline: u64, callback: Box<dyn Callback>) -> Self {
         Entry {
             state: AtomicU64::new(StateWord::pending(deadline).bits()),
-            links: UnsafeCell::new(Links::default()),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+            prev: UnsafeCell::new(None),
             callback: UnsafeCell::new(Some(callback)),
         }
     }
@@ -154,14 +159,26 @@ impl Entry {
             .fetch_and(!StateWord::PLACED_BIT, Ordering::Release);
     }
 
-    /// Runs `f` on the entry's links.
+    /// Runs `f` on the entry's slot-list links.
     ///
     /// # Safety
     /// The caller is the shard thread that owns the wheel this entry is linked into, or is about
     /// to be linked into (ground rule 4); no reference from an earlier call is still alive.
     pub(crate) unsafe fn with_links<R>(&self, f: impl FnOnce(&mut Links) -> R) -> R {
-        // SAFETY: by this function's contract, the calling thread alone accesses the links.
-        self.links.with_mut(|links| f(unsafe { &mut *links }))
+        // Relaxed: while the entry is in a wheel, `next` is touched by the shard thread alone.
+        let mut links = Links {
+            next: NonNull::new(self.next.load(Ordering::Relaxed)),
+            // SAFETY: by this function's contract, the calling thread alone accesses `prev`.
+            prev: self.prev.with_mut(|prev| unsafe { *prev }),
+        };
+        let result = f(&mut links);
+        self.next.store(
+            links.next.map_or(std::ptr::null_mut(), NonNull::as_ptr),
+            Ordering::Relaxed,
+        );
+        // SAFETY: as above.
+        self.prev.with_mut(|prev| unsafe { *prev = links.prev });
+        result
     }
 }
 

@@ -1,8 +1,10 @@
 //! Lanes: the inbound side of a shard.
 //!
 //! Each shard has a few lanes, and each producer thread uses the lane its thread slot picks.
-//! A lane carries two lock-free queues into the shard: `inserts` (new timers) and `changes`
-//! (timers cancelled after the shard placed them, which it must unlink). A timer handle keeps
+//! A lane carries two lock-free queues into the shard: `inserts` (new timers, an intrusive
+//! queue through the entries themselves, see [`crate::inbound`]) and `changes` (timers
+//! cancelled after the shard placed them, which it must unlink; crossbeam's `SegQueue`, since
+//! a placed entry's links belong to the wheel). A timer handle keeps
 //! its lane alive, so a cancel can reach the shard even after the engine is gone.
 //!
 //! Lanes exist to keep the hot path uncontended: a handle's reference count, the queue tails
@@ -12,11 +14,12 @@
 use crossbeam_utils::CachePadded;
 
 use crate::entry::EntryRef;
+use crate::inbound::Inbound;
 use crate::shard::ShardShared;
 use crate::sync::{Arc, AtomicU64, Ordering, Queue};
 
 pub(crate) struct Lane {
-    pub(crate) inserts: Queue<EntryRef>,
+    pub(crate) inserts: Inbound,
     pub(crate) changes: Queue<EntryRef>,
     pub(crate) counts: CachePadded<LaneCounts>,
     pub(crate) shard: Arc<ShardShared>,
@@ -66,7 +69,7 @@ impl LaneCounts {
 impl Lane {
     pub(crate) fn new(shard: Arc<ShardShared>) -> Self {
         Lane {
-            inserts: Queue::new(),
+            inserts: Inbound::new(),
             changes: Queue::new(),
             counts: CachePadded::new(LaneCounts::default()),
             shard,

@@ -43,6 +43,7 @@ mod entry;
 mod error;
 mod executor;
 mod handle;
+mod inbound;
 mod lane;
 mod shard;
 mod signal;

@@ -33,7 +33,7 @@ mod driver;
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: driver::alloc::Mimalloc = driver::alloc::Mimalloc;
 
 fn main() -> std::process::ExitCode {
     driver::main(std::env::args_os().skip(1))

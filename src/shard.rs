@@ -17,6 +17,7 @@ use crate::callback::Callback;
 use crate::cap::Cap;
 use crate::clock::TickClock;
 use crate::executor::{Executor, Inflight};
+use crate::inbound::Pop;
 use crate::lane::Lane;
 use crate::signal::Signal;
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -123,7 +124,7 @@ pub(crate) struct Shard {
 }
 
 /// What a turn found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Turn {
     /// The queues were empty.
     Idle,
@@ -163,12 +164,17 @@ impl Shard {
                     turn = Turn::Backlog;
                     break;
                 }
-                let Some(entry) = lane.inserts.pop() else {
-                    break;
+                // SAFETY: the shard thread is the only consumer of its lanes' inbound queues.
+                let entry = match unsafe { lane.inserts.pop() } {
+                    Pop::Entry(entry) => entry,
+                    Pop::Empty => break,
+                    Pop::Busy => {
+                        // A producer is mid-push: take the rest on the next turn.
+                        turn = turn.max(Turn::Busy);
+                        break;
+                    }
                 };
-                if turn == Turn::Idle {
-                    turn = Turn::Busy;
-                }
+                turn = turn.max(Turn::Busy);
                 if let Settled::Fired(callback) = self.wheel.settle(entry) {
                     self.batch.push(callback);
                 }

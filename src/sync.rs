@@ -9,14 +9,14 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::{
-        atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
         Arc, Condvar, Mutex, MutexGuard,
     },
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
     Arc, Condvar, Mutex, MutexGuard,
 };
 
@@ -34,9 +34,9 @@ pub(crate) type StdArc<T> = std::sync::Arc<T>;
 /// Thread functions: loom's under `cfg(loom)`, std's otherwise.
 pub(crate) mod thread {
     #[cfg(loom)]
-    pub(crate) use loom::thread::{current, park, Thread};
+    pub(crate) use loom::thread::{current, park, yield_now, Thread};
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, park, park_timeout, Thread};
+    pub(crate) use std::thread::{current, park, park_timeout, yield_now, Thread};
 
     /// loom has no timed park; a model treats a timed sleep as "until woken".
     #[cfg(loom)]

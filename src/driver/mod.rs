@@ -1,6 +1,8 @@
 //! The driver's core: which workloads exist, how one is run, and how failures are reported.
 
 mod accuracy;
+#[cfg(feature = "mimalloc")]
+pub(crate) mod alloc;
 mod args;
 mod child;
 mod conn_idle;
