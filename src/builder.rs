@@ -11,7 +11,7 @@ use crate::error::BuildError;
 use crate::executor::{Executor, Inflight};
 use crate::lane::Lane;
 use crate::shard::{Shard, ShardShared};
-use crate::sync::{Arc, StdArc};
+use crate::sync::{next_engine_id, Arc, StdArc};
 use crate::wheel::SPAN;
 
 /// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
@@ -45,6 +45,13 @@ enum Callbacks {
     Shared(StdArc<ThreadPool>),
 }
 
+/// The most shards an engine may have.
+pub(crate) const MAX_SHARDS: usize = 1024;
+/// The most threads an engine's own callback pool may have.
+pub(crate) const MAX_CALLBACK_THREADS: usize = 4096;
+/// The longest tick: an hour.
+pub(crate) const MAX_TICK: Duration = Duration::from_secs(3600);
+
 /// An engine's parts before its threads start: what they share, the shards, the owned pool.
 type Assembled = (Arc<Shared>, Vec<Shard>, Option<OwnedPool>);
 
@@ -74,7 +81,7 @@ impl Default for Builder {
 
 impl Builder {
     /// The number of shards, each with its own wheel and tick thread. Default: one per
-    /// available core.
+    /// available core. At most 1024.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().shards(3).build().unwrap();
@@ -85,8 +92,8 @@ impl Builder {
         self
     }
 
-    /// The wheel's resolution. Default 1 ms; at least 1 µs. A timer fires at the first tick at
-    /// or after its deadline.
+    /// The wheel's resolution. Default 1 ms; at least 1 µs, at most an hour. A timer fires at
+    /// the first tick at or after its deadline.
     ///
     /// ```
     /// use std::time::Duration;
@@ -101,7 +108,7 @@ impl Builder {
 
     /// Runs callbacks on a rayon pool of this many threads, owned by the engine (the default
     /// mode). Default size: four per core, at least 8, so callbacks that block do not starve
-    /// the rest.
+    /// the rest. At most 4096.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().callback_threads(2).build().unwrap();
@@ -227,17 +234,25 @@ impl Builder {
     fn assemble(self) -> Result<Assembled, BuildError> {
         let shard_count = match self.shards {
             Some(0) => return Err(BuildError::ZeroShards),
+            Some(n) if n > MAX_SHARDS => return Err(BuildError::TooManyShards),
             Some(n) => n,
-            None => available_cores(),
+            None => available_cores().min(MAX_SHARDS),
         };
         if self.tick < Duration::from_micros(1) {
             return Err(BuildError::TickTooShort);
         }
+        if self.tick > MAX_TICK {
+            return Err(BuildError::TickTooLong);
+        }
         if self.max_pending == Some(0) {
             return Err(BuildError::ZeroMaxPending);
         }
-        if let Callbacks::Pool(Some(0)) = self.callbacks {
-            return Err(BuildError::ZeroCallbackThreads);
+        match self.callbacks {
+            Callbacks::Pool(Some(0)) => return Err(BuildError::ZeroCallbackThreads),
+            Callbacks::Pool(Some(n)) if n > MAX_CALLBACK_THREADS => {
+                return Err(BuildError::TooManyCallbackThreads)
+            }
+            _ => {}
         }
         let pool = match self.callbacks {
             Callbacks::Pool(threads) => Some(OwnedPool::start(
@@ -255,11 +270,12 @@ impl Builder {
         let lanes_per_shard = self
             .lanes_per_shard
             .unwrap_or_else(|| available_cores().next_power_of_two().clamp(2, 8));
+        let engine = next_engine_id();
         let clock = TickClock::new(self.tick, SPAN, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
         let shard_shared: Vec<Arc<ShardShared>> = (0..shard_count)
-            .map(|_| Arc::new(ShardShared::new(clock.clone(), cap.clone())))
+            .map(|_| Arc::new(ShardShared::new(engine, clock.clone(), cap.clone())))
             .collect();
         let lanes: Vec<Arc<Lane>> = shard_shared
             .iter()
@@ -278,6 +294,7 @@ impl Builder {
             })
             .collect();
         let shared = Arc::new(Shared {
+            id: engine,
             shards: shard_shared.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
             lanes_per_shard,

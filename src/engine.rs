@@ -23,7 +23,7 @@ use crate::callback::{unbox, Unfired};
 use crate::clock::TickClock;
 use crate::entry::{Entry, EntryRef};
 use crate::error::{BuildError, ScheduleError};
-use crate::executor::Inflight;
+use crate::executor::{in_callback_of, Inflight};
 use crate::handle::TimerHandle;
 use crate::inbound::Pop;
 use crate::lane::Lane;
@@ -47,6 +47,8 @@ pub struct TimerEngine {
 
 /// What the engine, its handles' lanes and a manual clock share.
 pub(crate) struct Shared {
+    /// This engine's id, to recognise a call made from one of its own callbacks.
+    pub(crate) id: u64,
     pub(crate) shards: Box<[Arc<ShardShared>]>,
     pub(crate) lanes: Box<[Arc<Lane>]>,
     pub(crate) lanes_per_shard: usize,
@@ -455,25 +457,37 @@ impl TimerEngine {
     /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
     /// ```
     pub fn shutdown(&self) -> Vec<Unfired> {
-        let Some(runners) = self.lock_runners().take() else {
+        let runners = {
+            let mut runners = self.lock_runners();
+            match runners.as_ref() {
+                // Already shut down, or the shards belong to the caller (`shutdown_driven`).
+                None => return Vec::new(),
+                Some(r) if r.driven => return Vec::new(),
+                Some(_) => {}
+            }
+            // Stop the shards before letting go of the lock, so a concurrent caller that finds
+            // the runners gone also finds `schedule` refusing.
+            self.stop_shards();
+            runners.take()
+        };
+        let Some(runners) = runners else {
             return Vec::new();
         };
-        if runners.driven {
-            // The shards belong to the caller, who shuts down with `shutdown_driven`.
-            *self.lock_runners() = Some(runners);
+        if in_callback_of(self.shared.id) {
+            // Called from one of this engine's own callbacks (for example by dropping the last
+            // reference to the engine there): waiting for callbacks in flight, or joining the
+            // thread, would wait for this very call. Finish on a thread of its own; the timers
+            // still pending are dropped there (and counted as handed back).
+            let shared = self.shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name("shardwheel-shutdown".into())
+                .spawn(move || drop(shared.finish(runners)));
+            // If no thread can be had, the timers stay where they are, pending, and their memory
+            // is freed as the handles go.
+            drop(spawned);
             return Vec::new();
         }
-        self.stop_shards();
-        let wheels = runners
-            .shard_threads
-            .into_iter()
-            .map(|thread| thread.join().ok())
-            .collect();
-        self.shared.inflight.wait_idle();
-        if let Some(pool) = runners.pool {
-            pool.join();
-        }
-        self.collect(wheels)
+        self.shared.finish(runners)
     }
 
     /// The engine's current tick (for tests that drive shards by hand).
@@ -490,11 +504,7 @@ impl TimerEngine {
         };
         self.stop_shards();
         let wheels = shards.into_iter().map(|s| Some(s.into_wheel())).collect();
-        self.shared.inflight.wait_idle();
-        if let Some(pool) = runners.pool {
-            pool.join();
-        }
-        self.collect(wheels)
+        self.shared.finish_with(runners.pool, wheels)
     }
 
     fn stop_shards(&self) {
@@ -508,11 +518,32 @@ impl TimerEngine {
         // Pairs with the fence a racing `schedule` makes after its push (module docs).
         fence(Ordering::SeqCst);
     }
+}
+
+impl Shared {
+    /// Joins the stopped shard threads, waits for callbacks in flight, joins the pool and
+    /// hands back what is still pending.
+    fn finish(&self, runners: Runners) -> Vec<Unfired> {
+        let wheels = runners
+            .shard_threads
+            .into_iter()
+            .map(|thread| thread.join().ok())
+            .collect();
+        self.finish_with(runners.pool, wheels)
+    }
+
+    fn finish_with(&self, pool: Option<OwnedPool>, wheels: Vec<Option<Wheel>>) -> Vec<Unfired> {
+        self.inflight.wait_idle();
+        if let Some(pool) = pool {
+            pool.join();
+        }
+        self.collect(wheels)
+    }
 
     /// Hands back every timer still pending in `wheels` (one per shard, in order; `None` for a
     /// shard whose thread died) and in the queues.
     fn collect(&self, wheels: Vec<Option<Wheel>>) -> Vec<Unfired> {
-        let shared = &*self.shared;
+        let shared = self;
         let mut unfired = Vec::new();
         let mut entries = Vec::new();
         for ((shard, lanes), wheel) in shared
@@ -554,22 +585,26 @@ impl TimerEngine {
         }
         unfired
     }
-}
 
-impl Shared {
-    /// Brings the shards up to the manual clock's time (see `ManualClock::advance`).
+    /// Brings the shards up to the manual clock's time (see `ManualClock::advance`): waits for
+    /// each shard to complete a turn that began after this call (so it read the new time and
+    /// found every timer scheduled before the clock moved), and for the callbacks it fired.
     pub(crate) fn settle(&self) {
         let target = self.clock.now_tick();
-        for shard in self.shards.iter() {
-            shard.signal.wake();
-        }
+        // A turn that was already under way when `start` was read may finish without having
+        // seen the new time; the one after it cannot.
+        let start: Vec<u64> = self.shards.iter().map(|s| s.counts.turns()).collect();
         loop {
-            let caught_up = self
-                .shards
-                .iter()
-                .all(|shard| shard.is_stopped() || shard.counts.processed() >= target);
+            let caught_up = self.shards.iter().zip(&start).all(|(shard, &start)| {
+                shard.is_stopped()
+                    || (shard.counts.turns() >= start + 2 && shard.counts.processed() >= target)
+            });
             if caught_up && self.inflight.is_idle() {
                 return;
+            }
+            // An idle shard sleeps until woken, so wake it for each turn waited for.
+            for shard in self.shards.iter() {
+                shard.signal.wake();
             }
             thread::yield_now();
         }

@@ -130,9 +130,11 @@ impl Entry {
         self.resolve(Lifecycle::Expired, true, |word| word.deadline() <= elapsed)
     }
 
-    /// INIT→RETURNED: at shutdown, or by a `schedule` that raced it.
+    /// INIT→RETURNED: at shutdown, or by a `schedule` that raced it. The placement is left for
+    /// the shard (or shutdown) to clear when it takes the entry out of its wheel, so PLACED
+    /// keeps meaning "linked".
     pub(crate) fn give_back(&self) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::Returned, true, |_| true)
+        self.resolve(Lifecycle::Returned, false, |_| true)
     }
 
     /// Records that the shard linked the entry at `at`, if the word is still `seen`.

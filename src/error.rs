@@ -9,8 +9,14 @@ use std::fmt;
 pub enum BuildError {
     /// `shards(0)`: an engine needs at least one shard.
     ZeroShards,
+    /// `shards(n)` with more than 1024 shards.
+    TooManyShards,
     /// A tick shorter than one microsecond (zero included).
     TickTooShort,
+    /// A tick longer than an hour.
+    TickTooLong,
+    /// `callback_threads(n)` with more than 4096 threads.
+    TooManyCallbackThreads,
     /// `callback_threads(0)`: the callback pool needs at least one thread.
     ZeroCallbackThreads,
     /// `max_pending(0)`: such an engine could never hold a timer.
@@ -25,7 +31,12 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::ZeroShards => f.write_str("the number of shards must be at least 1"),
+            BuildError::TooManyShards => f.write_str("an engine may have at most 1024 shards"),
             BuildError::TickTooShort => f.write_str("the tick must be at least 1 microsecond"),
+            BuildError::TickTooLong => f.write_str("the tick must be at most an hour"),
+            BuildError::TooManyCallbackThreads => {
+                f.write_str("the callback pool may have at most 4096 threads")
+            }
             BuildError::ZeroCallbackThreads => {
                 f.write_str("the callback pool must have at least 1 thread")
             }

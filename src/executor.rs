@@ -5,6 +5,7 @@
 //! the thread it runs on, never the tick thread. Every callback runs under `catch_unwind`; a
 //! panic is counted and the others run on.
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
@@ -95,8 +96,25 @@ impl Executor {
     }
 }
 
+thread_local! {
+    /// The engine whose callback this thread is running (0: none).
+    static RUNNING_FOR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside a callback of engine `engine`.
+pub(crate) fn in_callback_of(engine: u64) -> bool {
+    RUNNING_FOR.with(|running| running.get() == engine)
+}
+
 fn run_one(callback: Box<dyn Callback>, shard: &ShardShared) {
-    if catch_unwind(AssertUnwindSafe(|| callback.call())).is_err() {
+    let outer = RUNNING_FOR.with(|running| running.replace(shard.engine));
+    let outcome = catch_unwind(AssertUnwindSafe(|| callback.call()));
+    RUNNING_FOR.with(|running| running.set(outer));
+    if let Err(payload) = outcome {
         shard.counts.add_panicked();
+        // A payload whose own drop panics must not unwind into the tick thread or the pool.
+        if let Err(second) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            std::mem::forget(second);
+        }
     }
 }

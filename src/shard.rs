@@ -29,6 +29,8 @@ const INSERT_BUDGET: usize = 16_384;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
 pub(crate) struct ShardShared {
+    /// The engine's id (see `sync::next_engine_id`), to recognise its own callbacks.
+    pub(crate) engine: u64,
     pub(crate) signal: Signal,
     pub(crate) stop: AtomicBool,
     pub(crate) counts: CachePadded<ShardCounts>,
@@ -39,7 +41,7 @@ pub(crate) struct ShardShared {
 }
 
 /// Counters of a shard. Relaxed throughout: statistics, exact once the writers are quiet;
-/// `processed` is the exception (see `set_processed`).
+/// `processed` and `turns` are the exception (see `finish_turn`).
 #[derive(Default)]
 pub(crate) struct ShardCounts {
     fired: AtomicU64,
@@ -47,6 +49,7 @@ pub(crate) struct ShardCounts {
     panicked: AtomicU64,
     in_wheel: AtomicU64,
     processed: AtomicU64,
+    turns: AtomicU64,
 }
 
 impl ShardCounts {
@@ -71,21 +74,28 @@ impl ShardCounts {
     pub(crate) fn in_wheel(&self) -> u64 {
         self.in_wheel.load(Ordering::Relaxed)
     }
-    /// The last tick the shard finished a turn at.
+    /// The tick of the shard's last complete turn (one that emptied every queue).
     pub(crate) fn processed(&self) -> u64 {
-        // Acquire: pairs with `set_processed`, so a manual clock that sees the tick also sees
+        // Acquire: pairs with `finish_turn`, so a manual clock that sees the turn also sees
         // the batch of that turn registered as in flight.
         self.processed.load(Ordering::Acquire)
     }
-    fn set_processed(&self, tick: u64) {
-        // Release: see `processed`.
+    /// How many complete turns the shard has made.
+    pub(crate) fn turns(&self) -> u64 {
+        // Acquire: as `processed`.
+        self.turns.load(Ordering::Acquire)
+    }
+    fn finish_turn(&self, tick: u64) {
+        // Release: see `processed`. Only the shard thread writes these.
         self.processed.store(tick, Ordering::Release);
+        self.turns.fetch_add(1, Ordering::Release);
     }
 }
 
 impl ShardShared {
-    pub(crate) fn new(clock: TickClock, cap: Option<Arc<Cap>>) -> Self {
+    pub(crate) fn new(engine: u64, clock: TickClock, cap: Option<Arc<Cap>>) -> Self {
         ShardShared {
+            engine,
             signal: Signal::new(),
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
@@ -130,7 +140,8 @@ pub(crate) enum Turn {
     Idle,
     /// Work came in; poll again next tick.
     Busy,
-    /// A queue still has more than one turn's budget; go round again at once.
+    /// Work is left in a queue (more than one turn's budget, or a producer half-way through a
+    /// push); go round again at once.
     Backlog,
 }
 
@@ -170,7 +181,7 @@ impl Shard {
                     Pop::Empty => break,
                     Pop::Busy => {
                         // A producer is mid-push: take the rest on the next turn.
-                        turn = turn.max(Turn::Busy);
+                        turn = Turn::Backlog;
                         break;
                     }
                 };
@@ -182,11 +193,13 @@ impl Shard {
         }
         let batch = &mut self.batch;
         self.wheel.advance(now, |_, callback| batch.push(callback));
-        self.publish(now);
+        self.publish(now, turn != Turn::Backlog);
         turn
     }
 
-    fn publish(&mut self, now: u64) {
+    /// Hands the turn's callbacks to the executor and publishes the counters; a `complete`
+    /// turn (every queue emptied) also counts as having handled tick `now`.
+    fn publish(&mut self, now: u64, complete: bool) {
         let counts = &self.shared.counts;
         // Relaxed: a statistic (see `ShardCounts`).
         counts
@@ -199,7 +212,9 @@ impl Shard {
             let batch = std::mem::take(&mut self.batch);
             self.executor.run(batch, &self.shared, &self.inflight);
         }
-        counts.set_processed(now);
+        if complete {
+            counts.finish_turn(now);
+        }
     }
 
     /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
@@ -224,7 +239,7 @@ impl Shard {
         while !self.shared.is_stopped() {
             let now = clock.now_tick();
             match self.turn(now) {
-                Turn::Backlog => continue,
+                Turn::Backlog => crate::sync::thread::yield_now(),
                 Turn::Busy => clock.sleep_one_tick(now),
                 Turn::Idle => {
                     if let Ok(until) = self.prepare_sleep() {

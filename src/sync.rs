@@ -146,3 +146,12 @@ pub(crate) fn thread_slot() -> usize {
 pub(crate) fn thread_slot() -> usize {
     0
 }
+
+/// A number no other engine in this process has had.
+pub(crate) fn next_engine_id() -> u64 {
+    use std::sync::atomic::AtomicU64 as StdAtomicU64;
+    static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
+    // Relaxed: only hands out distinct numbers. (A std atomic even under loom: ids are not part
+    // of any modelled protocol, and a static loom atomic cannot outlive a model.)
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}

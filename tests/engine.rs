@@ -573,3 +573,120 @@ fn a_slow_callback_does_not_hold_up_the_others() {
         .expect("a fast timer waited for a slow callback");
     assert!(start.elapsed() < Duration::from_secs(2));
 }
+
+#[test]
+fn builder_refuses_settings_too_large() {
+    assert!(matches!(
+        TimerEngine::builder().shards(usize::MAX).build(),
+        Err(BuildError::TooManyShards)
+    ));
+    assert!(matches!(
+        TimerEngine::builder().callback_threads(usize::MAX).build(),
+        Err(BuildError::TooManyCallbackThreads)
+    ));
+    assert!(matches!(
+        TimerEngine::builder().tick(Duration::MAX).build(),
+        Err(BuildError::TickTooLong)
+    ));
+}
+
+/// The last reference to the engine dropped inside one of its own callbacks: neither the pool
+/// nor the tick thread may wait for itself.
+#[test]
+fn dropping_the_engine_from_its_own_callback_does_not_hang() {
+    for inline in [false, true] {
+        let builder = TimerEngine::builder();
+        let builder = if inline {
+            builder.inline_callbacks()
+        } else {
+            builder.callback_threads(2)
+        };
+        let engine = Arc::new(builder.build().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let held = Mutex::new(Some(engine.clone()));
+        engine.schedule(Duration::from_secs(60), || {}).unwrap();
+        engine
+            .schedule(Duration::from_millis(1), move || {
+                let engine = held.lock().unwrap().take().unwrap();
+                // Explicit shutdown from inside: it cannot wait for itself, so it finishes in
+                // the background and hands back nothing here.
+                assert!(engine.shutdown().is_empty());
+                drop(engine);
+                tx.send(()).unwrap();
+            })
+            .unwrap();
+        drop(engine);
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("the callback finished");
+    }
+}
+
+/// At a tick boundary a zero delay is due at once: an advance that stays within the tick must
+/// still run it (the shard's last turn at this tick happened before it was scheduled).
+#[test]
+fn a_zero_delay_timer_runs_on_a_sub_tick_advance() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    for _ in 0..3 {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        engine
+            .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+            .unwrap();
+        clock.advance(Duration::from_micros(100));
+        assert!(ran.load(Ordering::SeqCst));
+        // On to the next tick boundary.
+        clock.advance(Duration::from_micros(900));
+    }
+}
+
+#[test]
+fn a_manual_advance_waits_for_a_backlog_of_due_timers() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(1)
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let n = scaled(40_000);
+    for _ in 0..n {
+        let ran = ran.clone();
+        engine
+            .schedule(Duration::from_millis(1), move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(ran.load(Ordering::SeqCst), n);
+}
+
+#[test]
+fn a_panic_whose_payload_panics_on_drop_is_contained() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .inline_callbacks()
+        .build()
+        .unwrap();
+    engine
+        .schedule(Duration::from_millis(1), || std::panic::panic_any(Bomb))
+        .unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    engine
+        .schedule(Duration::from_millis(2), move || {
+            r.store(true, Ordering::SeqCst)
+        })
+        .unwrap();
+    clock.advance(Duration::from_millis(2));
+    assert!(ran.load(Ordering::SeqCst), "the shard kept ticking");
+    assert_eq!(engine.stats().panicked, 1);
+}

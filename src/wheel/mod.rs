@@ -138,8 +138,11 @@ impl Wheel {
         let word = entry.state();
         debug_assert!(!word.is_pending());
         if let Some(at) = word.placement() {
-            // SAFETY: the shard sets PLACED only when it links an entry into this wheel, and
-            // clears it whenever it takes the entry out, so a placed entry is linked at `at`.
+            // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
+            // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
+            // else clears or sets it. The one time an entry is out of its list with PLACED
+            // still set is while `advance` holds its slot's entries, and `release` never runs
+            // then. So a placed entry is linked at `at`.
             let held = unsafe { self.unlink(at, &entry) };
             entry.mark_unplaced();
             drop(held);
