@@ -829,6 +829,35 @@ fn floor(c: &mut Criterion) {
             drop(entry);
         })
     });
+    // What reclaiming entries through crossbeam-epoch would cost instead of a reference count:
+    // an allocation, a pin, and a deferred destruction (the engine uses neither epoch nor this
+    // bench's `Arc`; see the README's design section).
+    group.bench_function("epoch_alloc_pin_defer", |b| {
+        b.iter(|| {
+            let guard = crossbeam_epoch::pin();
+            let entry = crossbeam_epoch::Owned::new(FloorEntry {
+                state: AtomicU64::new(black_box(PENDING)),
+                links: [0; 2],
+                callback: Some(Box::new(|| {})),
+            })
+            .into_shared(&guard);
+            // SAFETY: the entry was never published, so no other thread can hold it; it is
+            // destroyed once this guard's epoch has passed.
+            unsafe { guard.defer_destroy(entry) };
+        })
+    });
+    group.bench_function("refcount_alloc_clone_free", |b| {
+        b.iter(|| {
+            let entry = triomphe::Arc::new(FloorEntry {
+                state: AtomicU64::new(black_box(PENDING)),
+                links: [0; 2],
+                callback: Some(Box::new(|| {})),
+            });
+            let held = entry.clone();
+            drop(black_box(entry));
+            drop(held);
+        })
+    });
     group.finish();
 }
 
