@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
+use crate::state::StateWord;
 use crate::sync::{thread, Arc, AtomicU64, Mutex, MutexGuard, Ordering};
 
 /// A clock that stands still until [`advance`](ManualClock::advance) moves it, for testing code
@@ -219,6 +220,25 @@ impl TickClock {
             .as_secs()
             .saturating_mul(1_000_000_000)
             .saturating_add(u64::from(since.subsec_nanos()))
+    }
+
+    /// The tick a timer `delay` from now is due at; `None` if that is beyond the wheel's range
+    /// or `Instant`'s.
+    pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
+        if delay > self.max_delay {
+            return None;
+        }
+        let deadline = self.now().checked_add(delay)?;
+        Some(self.ceil_tick(deadline)).filter(|&tick| tick <= StateWord::MAX_DEADLINE)
+    }
+
+    /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
+    /// range.
+    pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
+        if deadline.saturating_duration_since(self.now()) > self.max_delay {
+            return None;
+        }
+        Some(self.ceil_tick(deadline)).filter(|&tick| tick <= StateWord::MAX_DEADLINE)
     }
 
     /// The instant tick `tick` begins.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use rayon::ThreadPool;
 
 use crate::builder::Builder;
-use crate::callback::{unbox, Unfired};
+use crate::callback::{unbox, Callback, Unfired};
 use crate::clock::TickClock;
 use crate::entry::{Entry, EntryRef};
 use crate::error::{BuildError, ScheduleError};
@@ -27,10 +27,10 @@ use crate::executor::{in_callback_of, Inflight};
 use crate::handle::TimerHandle;
 use crate::inbound::Pop;
 use crate::lane::Lane;
+use crate::periodic::Repeating;
 #[cfg(all(test, loom))]
 use crate::shard::Shard;
 use crate::shard::ShardShared;
-use crate::state::StateWord;
 use crate::stats::{ShardStats, Stats};
 use crate::sync::{fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
 use crate::wheel::Wheel;
@@ -130,6 +130,64 @@ impl OwnedPool {
     }
 }
 
+/// Why a timer was refused before it was made.
+pub(crate) enum Refusal {
+    Shutdown,
+    TooLong,
+    Full,
+}
+
+impl Refusal {
+    fn hand_back<F>(self, callback: F) -> ScheduleError<F> {
+        match self {
+            Refusal::Shutdown => ScheduleError::Shutdown(callback),
+            Refusal::TooLong => ScheduleError::DelayTooLong(callback),
+            Refusal::Full => ScheduleError::Full(callback),
+        }
+    }
+}
+
+/// Checks that `lane`'s shard takes a timer due at `tick`, and takes a place under the cap.
+pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
+    let refused = |refusal| {
+        lane.counts.add_rejected();
+        Err(refusal)
+    };
+    if lane.shard.is_stopped() {
+        return refused(Refusal::Shutdown);
+    }
+    let Some(tick) = tick else {
+        return refused(Refusal::TooLong);
+    };
+    if let Some(cap) = &lane.shard.cap {
+        if !cap.try_take() {
+            return refused(Refusal::Full);
+        }
+    }
+    Ok(tick)
+}
+
+/// Queues `entry` for `lane`'s shard. If shutdown raced the push and this call wins the entry
+/// back (INIT→RETURNED), its callback comes back as the error.
+pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callback>> {
+    let shard = &lane.shard;
+    lane.counts.add_scheduled();
+    lane.inserts.push(entry.clone());
+    // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is after
+    // that fence too, which is what the shutdown hand-off relies on.
+    shard.signal.notify();
+    if shard.stop.load(Ordering::Relaxed) {
+        fence(Ordering::SeqCst);
+        if let Ok((_, callback)) = entry.give_back() {
+            lane.counts.unschedule();
+            shard.release_cap(1);
+            return Err(callback);
+        }
+        // Shutdown already handed it back, or the shard fired it: it is accounted for.
+    }
+    Ok(())
+}
+
 /// Spreads a hash over `shards` (Fibonacci hashing: the high bits of a multiply).
 fn shard_for(hash: u64, shards: usize) -> usize {
     let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -204,7 +262,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), self.deadline_after(delay), callback)
+        self.submit(task_hash(), self.shared.clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -227,7 +285,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), self.deadline_within_range(deadline), callback)
+        self.submit(task_hash(), self.shared.clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -250,7 +308,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, self.deadline_after(delay), callback)
+        self.submit(key, self.shared.clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -270,76 +328,103 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, self.deadline_within_range(deadline), callback)
+        self.submit(key, self.shared.clock.tick_at(deadline), callback)
     }
 
-    /// `now + delay`, or `None` if that is beyond the wheel's range or `Instant`'s.
-    fn deadline_after(&self, delay: Duration) -> Option<Instant> {
+    /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
+    /// `start + n·period`, where `start` is now, whatever the earlier runs cost. A run that
+    /// would overlap the one before it, or that was missed (the engine was busy, or the
+    /// callback ran long), is skipped, never queued up. `cancel()` on the handle stops it,
+    /// also from inside the callback itself; shutdown hands it back like any pending timer
+    /// (running it then runs it once). A period shorter than the tick repeats once a tick. A
+    /// callback that panics stops its timer.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule), for the first run.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let beats = Arc::new(AtomicUsize::new(0));
+    /// let b = beats.clone();
+    /// let heartbeat = engine
+    ///     .schedule_repeating(Duration::from_secs(5), move || { b.fetch_add(1, Ordering::SeqCst); })
+    ///     .unwrap();
+    /// for _ in 0..4 {
+    ///     clock.advance(Duration::from_secs(5));
+    /// }
+    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
+    /// assert!(heartbeat.cancel());
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
+    /// ```
+    pub fn schedule_repeating<F>(
+        &self,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let lane = self.lane_for(task_hash());
         let clock = &self.shared.clock;
-        if delay > clock.max_delay() {
-            return None;
+        let start = clock.now();
+        let first = start.checked_add(period);
+        let tick = match admit(lane, first.and_then(|first| clock.tick_at(first))) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(refusal.hand_back(callback)),
+        };
+        let mut entry = EntryRef::new(Entry::new_periodic(tick));
+        let repeating = Repeating::new(callback, start, period, lane.clone());
+        match EntryRef::get_mut(&mut entry) {
+            Some(unshared) => unshared.install(Box::new(repeating)),
+            None => unreachable!("a new entry is not shared yet"),
         }
-        clock.now().checked_add(delay)
+        match enqueue(lane, entry.clone()) {
+            Ok(()) => Ok(TimerHandle {
+                entry,
+                lane: lane.clone(),
+            }),
+            Err(callback) => Err(ScheduleError::Shutdown(
+                unbox::<Repeating<F>>(callback).into_inner(),
+            )),
+        }
     }
 
-    /// `deadline`, or `None` if it is beyond the wheel's range.
-    fn deadline_within_range(&self, deadline: Instant) -> Option<Instant> {
-        let clock = &self.shared.clock;
-        (deadline.saturating_duration_since(clock.now()) <= clock.max_delay()).then_some(deadline)
+    fn lane_for(&self, route: u64) -> &Arc<Lane> {
+        let shared = &*self.shared;
+        let shard_index = shard_for(route, shared.shards.len());
+        let lane_index =
+            shard_index * shared.lanes_per_shard + thread_slot() % shared.lanes_per_shard;
+        &shared.lanes[lane_index]
     }
 
-    /// Routes and queues a timer due at `deadline` (`None`: refused as too far away).
+    /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
     fn submit<F>(
         &self,
         route: u64,
-        deadline: Option<Instant>,
+        tick: Option<u64>,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
-        let shared = &*self.shared;
-        let shard_index = shard_for(route, shared.shards.len());
-        let lane_index =
-            shard_index * shared.lanes_per_shard + thread_slot() % shared.lanes_per_shard;
-        let lane = &shared.lanes[lane_index];
-        let shard = &lane.shard;
-        if shard.is_stopped() {
-            lane.counts.add_rejected();
-            return Err(ScheduleError::Shutdown(callback));
-        }
-        let tick = match deadline.map(|deadline| shared.clock.ceil_tick(deadline)) {
-            Some(tick) if tick <= StateWord::MAX_DEADLINE => tick,
-            _ => {
-                lane.counts.add_rejected();
-                return Err(ScheduleError::DelayTooLong(callback));
-            }
+        let lane = self.lane_for(route);
+        let tick = match admit(lane, tick) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(refusal.hand_back(callback)),
         };
-        if let Some(cap) = &shard.cap {
-            if !cap.try_take() {
-                lane.counts.add_rejected();
-                return Err(ScheduleError::Full(callback));
-            }
-        }
         let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
-        lane.counts.add_scheduled();
-        lane.inserts.push(entry.clone());
-        // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is
-        // after that fence too, which is what the shutdown hand-off relies on.
-        shard.signal.notify();
-        if shard.stop.load(Ordering::Relaxed) {
-            fence(Ordering::SeqCst);
-            if let Ok((_, callback)) = entry.give_back() {
-                lane.counts.unschedule();
-                shard.release_cap(1);
-                return Err(ScheduleError::Shutdown(unbox(callback)));
-            }
-            // Shutdown already handed it back, or the shard fired it: it is accounted for.
+        match enqueue(lane, entry.clone()) {
+            Ok(()) => Ok(TimerHandle {
+                entry,
+                lane: lane.clone(),
+            }),
+            Err(callback) => Err(ScheduleError::Shutdown(unbox(callback))),
         }
-        Ok(TimerHandle {
-            entry,
-            lane: lane.clone(),
-        })
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
@@ -593,14 +678,23 @@ impl Shared {
         let target = self.clock.now_tick();
         // A turn that was already under way when `start` was read may finish without having
         // seen the new time; the one after it cannot.
-        let start: Vec<u64> = self.shards.iter().map(|s| s.counts.turns()).collect();
+        let mut start: Vec<u64> = self.shards.iter().map(|s| s.counts.turns()).collect();
         loop {
             let caught_up = self.shards.iter().zip(&start).all(|(shard, &start)| {
                 shard.is_stopped()
                     || (shard.counts.turns() >= start + 2 && shard.counts.processed() >= target)
             });
             if caught_up && self.inflight.is_idle() {
-                return;
+                if self
+                    .lanes
+                    .iter()
+                    .all(|lane| lane.shard.is_stopped() || !lane.has_work())
+                {
+                    return;
+                }
+                // A callback queued work (a repeating timer re-armed, a timer scheduled from a
+                // callback): wait for the shards to take that in too.
+                start = self.shards.iter().map(|s| s.counts.turns()).collect();
             }
             // An idle shard sleeps until woken, so wake it for each turn waited for.
             for shard in self.shards.iter() {

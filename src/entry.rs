@@ -10,6 +10,9 @@
 //!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
 //! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
 //!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
+//!    A repeating timer (the PERIODIC bit) is the one exception to "once": its runner
+//!    re-arms it, EXPIRED→INIT, putting the callback back before the CAS that publishes it;
+//!    a cancel while it runs is EXPIRED→CANCELLED and leaves the callback to the runner.
 //! 4. The `next` link carries the entry first through its shard's inbound queue (where
 //!    producers write it, see [`crate::inbound`]) and then through the wheel slot list it is
 //!    linked into; `prev` is used by the wheel only. While an entry is in a wheel, both belong
@@ -60,12 +63,30 @@ pub(crate) type Won = (StateWord, Box<dyn Callback>);
 
 impl Entry {
     pub(crate) fn new(deadline: u64, callback: Box<dyn Callback>) -> Self {
+        Entry::with_word(StateWord::pending(deadline), Some(callback))
+    }
+
+    /// A repeating timer's entry; its callback is installed with [`Entry::install`] once the
+    /// callback can name the entry.
+    pub(crate) fn new_periodic(deadline: u64) -> Self {
+        Entry::with_word(StateWord::pending(deadline).periodic(), None)
+    }
+
+    fn with_word(word: StateWord, callback: Option<Box<dyn Callback>>) -> Self {
         Entry {
-            state: AtomicU64::new(StateWord::pending(deadline).bits()),
+            state: AtomicU64::new(word.bits()),
             next: AtomicPtr::new(std::ptr::null_mut()),
             prev: UnsafeCell::new(None),
-            callback: UnsafeCell::new(Some(callback)),
+            callback: UnsafeCell::new(callback),
         }
+    }
+
+    /// Installs the callback of an entry made by `new_periodic`. `&mut`: before the entry is
+    /// shared with anyone.
+    pub(crate) fn install(&mut self, callback: Box<dyn Callback>) {
+        // SAFETY: `&mut self` proves no other reference to the entry exists.
+        self.callback
+            .with_mut(|cell| unsafe { *cell = Some(callback) });
     }
 
     /// The current state word.
@@ -108,8 +129,10 @@ impl Entry {
     }
 
     fn take_callback(&self) -> Box<dyn Callback> {
-        // SAFETY: only the caller's just-won lifecycle CAS leads here, and that CAS succeeds once
-        // per entry, so no other thread reads or writes the cell now or later (ground rule 3).
+        // SAFETY: only a just-won lifecycle CAS leads here (or a failed re-arm, whose caller
+        // owns the cell as `rearm` explains), so no other thread reads or writes the cell now
+        // (ground rule 3). A repeating timer's cell is refilled only by `rearm`, which its
+        // owner calls before publishing INIT again.
         let taken = self.callback.with_mut(|cell| unsafe { (*cell).take() });
         match taken {
             Some(callback) => callback,
@@ -121,8 +144,84 @@ impl Entry {
 
     /// INIT→CANCELLED. On success returns the replaced word (its placement tells whether the
     /// shard holds the entry in its wheel) and the callback, for the canceller to drop.
-    pub(crate) fn cancel(&self) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::Cancelled, false, |_| true)
+    ///
+    /// A repeating timer whose callback is running (EXPIRED) can be cancelled too: then there
+    /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
+    pub(crate) fn cancel(&self) -> Result<(StateWord, Option<Box<dyn Callback>>), StateWord> {
+        let mut current = self.state();
+        loop {
+            let running = current.is_periodic() && current.lifecycle() == Lifecycle::Expired;
+            if !current.is_pending() && !running {
+                return Err(current);
+            }
+            // AcqRel/Acquire: as in `resolve`; a runner's re-arm CAS fails on this word.
+            match self.state.compare_exchange_weak(
+                current.bits(),
+                current.with_lifecycle(Lifecycle::Cancelled).bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) if running => return Ok((current, None)),
+                Ok(_) => return Ok((current, Some(self.take_callback()))),
+                Err(actual) => current = StateWord::from_bits(actual),
+            }
+        }
+    }
+
+    /// Moves a pending timer's deadline to `deadline`. Returns the word it replaced.
+    pub(crate) fn reset(&self, deadline: u64) -> Result<StateWord, StateWord> {
+        let mut current = self.state();
+        loop {
+            if !current.is_pending() {
+                return Err(current);
+            }
+            // AcqRel/Acquire: a shard whose EXPIRED CAS fails on this word re-reads it and sees
+            // the new deadline; failure hands back the competitor's word.
+            match self.state.compare_exchange_weak(
+                current.bits(),
+                current.with_deadline(deadline).bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(current),
+                Err(actual) => current = StateWord::from_bits(actual),
+            }
+        }
+    }
+
+    /// Re-arms a repeating timer after its run: EXPIRED→INIT with the next `deadline`, handing
+    /// the callback back to the entry. Fails, returning the callback, if the timer was
+    /// cancelled (or handed back) while it ran.
+    pub(crate) fn rearm(
+        &self,
+        deadline: u64,
+        callback: Box<dyn Callback>,
+    ) -> Result<(), Box<dyn Callback>> {
+        // SAFETY: while a repeating timer is EXPIRED its runner (the caller) owns the cell:
+        // a cancel in that state leaves it alone, and nothing else leaves EXPIRED.
+        self.callback
+            .with_mut(|cell| unsafe { *cell = Some(callback) });
+        let mut current = self.state();
+        loop {
+            if current.lifecycle() != Lifecycle::Expired {
+                return Err(self.take_callback());
+            }
+            let next = current
+                .with_lifecycle(Lifecycle::Pending)
+                .with_deadline(deadline)
+                .unplaced();
+            // AcqRel: Release publishes the callback written above to whoever wins the next
+            // CAS; Acquire on failure reads the canceller's word.
+            match self.state.compare_exchange_weak(
+                current.bits(),
+                next.bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => current = StateWord::from_bits(actual),
+            }
+        }
     }
 
     /// INIT→EXPIRED, by the shard, if the deadline is at or before `elapsed`.
@@ -210,6 +309,7 @@ mod tests {
         let hits = Arc::new(AtomicUsize::new(0));
         let entry = Entry::new(10, counting(&hits));
         let (before, callback) = entry.cancel().expect("first cancel wins");
+        let callback = callback.expect("a pending timer's cancel takes the callback");
         assert!(before.is_pending());
         drop(callback);
         assert_eq!(

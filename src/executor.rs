@@ -11,7 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::callback::Callback;
+use crate::callback::Fired;
 use crate::shard::ShardShared;
 use crate::sync::{Arc, Condvar, Mutex, StdArc};
 
@@ -65,7 +65,7 @@ impl Executor {
     /// Runs `batch`, counting panics against `shard`.
     pub(crate) fn run(
         &self,
-        batch: Vec<Box<dyn Callback>>,
+        batch: Vec<Fired>,
         shard: &Arc<ShardShared>,
         inflight: &Arc<Inflight>,
     ) {
@@ -106,9 +106,9 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
     RUNNING_FOR.with(|running| running.get() == engine)
 }
 
-fn run_one(callback: Box<dyn Callback>, shard: &ShardShared) {
+fn run_one(fired: Fired, shard: &ShardShared) {
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine));
-    let outcome = catch_unwind(AssertUnwindSafe(|| callback.call()));
+    let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
     RUNNING_FOR.with(|running| running.set(outer));
     if let Err(payload) = outcome {
         shard.counts.add_panicked();

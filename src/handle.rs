@@ -1,11 +1,11 @@
 //! The handle a caller keeps for each scheduled timer.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::entry::EntryRef;
 use crate::lane::Lane;
-use crate::state::Lifecycle;
+use crate::state::{Lifecycle, StateWord};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around.
@@ -20,7 +20,9 @@ pub struct TimerHandle {
 impl TimerHandle {
     /// Stops the timer. Returns `true` only if this call stopped it from ever running: `false`
     /// if it already fired (or is firing), was cancelled before, or was handed back at shutdown.
-    /// Safe to call from any thread, any number of times, after shutdown too.
+    /// For a repeating timer, `true` if this call stopped all runs after the current one
+    /// (it may be called from inside the timer's own callback). Safe to call from any thread,
+    /// any number of times, after shutdown too.
     ///
     /// ```
     /// use std::time::Duration;
@@ -34,15 +36,86 @@ impl TimerHandle {
         let Ok((before, callback)) = self.entry.cancel() else {
             return false;
         };
+        let Some(callback) = callback else {
+            // A repeating timer whose callback is running: that run counts as fired, and the
+            // runner finds the timer cancelled when it tries to re-arm it.
+            return true;
+        };
         drop(callback);
         self.lane.counts.add_cancelled();
         self.lane.shard.release_cap(1);
+        self.ask_shard_if_placed(before);
+        true
+    }
+
+    /// Tells the shard to look at the entry again if it had linked it into its wheel when
+    /// `before` was its state.
+    fn ask_shard_if_placed(&self, before: StateWord) {
         if before.placement().is_some() {
-            // The shard linked the entry into its wheel: ask it to unlink and free it.
             self.lane.changes.push(self.entry.clone());
             self.lane.shard.signal.notify();
         }
-        true
+    }
+
+    /// Moves a pending timer so that it is due `delay` from now, without a new allocation.
+    /// Returns `false` if the timer already fired (or is firing), was cancelled or handed
+    /// back, or if the new deadline is beyond [`max_delay`](crate::TimerEngine::max_delay).
+    ///
+    /// Pushing a deadline later — what a connection does on every read — is one CAS on the
+    /// timer's state word: the shard finds the new deadline when the old slot comes due and
+    /// places the timer again. Moving it earlier also asks the shard to move it. After a reset
+    /// that returned `true`, the timer never fires at its old deadline. A repeating timer's
+    /// next run moves; the runs after it keep the original rhythm.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let closed = Arc::new(AtomicBool::new(false));
+    /// let c = closed.clone();
+    /// let idle = engine.schedule(Duration::from_secs(30), move || c.store(true, Ordering::SeqCst)).unwrap();
+    /// clock.advance(Duration::from_secs(20));
+    /// assert!(idle.reset(Duration::from_secs(30))); // a read: 30 s more
+    /// clock.advance(Duration::from_secs(20));
+    /// assert!(!closed.load(Ordering::SeqCst));
+    /// clock.advance(Duration::from_secs(10));
+    /// assert!(closed.load(Ordering::SeqCst));
+    /// assert!(!idle.reset(Duration::from_secs(30))); // fired already
+    /// ```
+    pub fn reset(&self, delay: Duration) -> bool {
+        self.move_to(self.lane.shard.clock.tick_after(delay))
+    }
+
+    /// As [`reset`](Self::reset), to an absolute deadline.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let timer = engine.schedule(Duration::from_secs(30), || {}).unwrap();
+    /// let later = Instant::now() + Duration::from_secs(60);
+    /// assert!(timer.reset_at(later));
+    /// assert!(timer.deadline() >= later);
+    /// ```
+    pub fn reset_at(&self, deadline: Instant) -> bool {
+        self.move_to(self.lane.shard.clock.tick_at(deadline))
+    }
+
+    fn move_to(&self, tick: Option<u64>) -> bool {
+        let Some(tick) = tick else {
+            return false;
+        };
+        match self.entry.reset(tick) {
+            Ok(before) => {
+                if tick < before.deadline() {
+                    // Its slot may come due after the new deadline: the shard must move it.
+                    self.ask_shard_if_placed(before);
+                }
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Whether a `cancel` call stopped this timer.

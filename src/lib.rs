@@ -45,6 +45,7 @@ mod executor;
 mod handle;
 mod inbound;
 mod lane;
+mod periodic;
 mod shard;
 mod signal;
 mod state;

@@ -2,7 +2,8 @@
 //!
 //! The tick loop, one [`Shard::turn`] at a time:
 //! 1. take the timers cancelled after placement off every lane's `changes` queue and unlink
-//!    them (so their memory is freed within about a tick);
+//!    them (so their memory is freed within about a tick), and move the ones reset to an
+//!    earlier deadline;
 //! 2. take new timers off every lane's `inserts` queue and place them (a timer cancelled
 //!    while still queued is dropped here, having cost its canceller one CAS);
 //! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
@@ -13,7 +14,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::callback::Callback;
+use crate::callback::Fired;
 use crate::cap::Cap;
 use crate::clock::TickClock;
 use crate::executor::{Executor, Inflight};
@@ -130,7 +131,7 @@ pub(crate) struct Shard {
     wheel: Wheel,
     executor: Executor,
     inflight: Arc<Inflight>,
-    batch: Vec<Box<dyn Callback>>,
+    batch: Vec<Fired>,
 }
 
 /// What a turn found.
@@ -167,8 +168,10 @@ impl Shard {
         let mut turn = Turn::Idle;
         for lane in self.lanes.iter() {
             while let Some(entry) = lane.changes.pop() {
-                turn = Turn::Busy;
-                self.wheel.release(entry);
+                turn = turn.max(Turn::Busy);
+                if let Settled::Fired(fired) = self.wheel.reconsider(entry) {
+                    self.batch.push(fired);
+                }
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -186,13 +189,13 @@ impl Shard {
                     }
                 };
                 turn = turn.max(Turn::Busy);
-                if let Settled::Fired(callback) = self.wheel.settle(entry) {
-                    self.batch.push(callback);
+                if let Settled::Fired(fired) = self.wheel.settle(entry) {
+                    self.batch.push(fired);
                 }
             }
         }
         let batch = &mut self.batch;
-        self.wheel.advance(now, |_, callback| batch.push(callback));
+        self.wheel.advance(now, |_, fired| batch.push(fired));
         self.publish(now, turn != Turn::Backlog);
         turn
     }

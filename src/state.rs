@@ -4,18 +4,19 @@
 //! that every transition is a single compare-and-swap:
 //!
 //! ```text
-//!  63                                   12 11     6 5   3  2   1 0
-//! +---------------------------------------+--------+-----+---+-----+
-//! |            deadline (ticks)           |  slot  |level|PLC| life|
-//! +---------------------------------------+--------+-----+---+-----+
+//!  63                                 13 12      7 6   4  3   2   1 0
+//! +-------------------------------------+--------+-----+---+---+-----+
+//! |           deadline (ticks)          |  slot  |level|PER|PLC| life|
+//! +-------------------------------------+--------+-----+---+---+-----+
 //! ```
 //!
 //! - `life` (2 bits): [`Lifecycle`]. An entry starts `Pending`; exactly one party moves it out
 //!   of `Pending`, and that party alone owns the callback from then on.
 //! - `PLC` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
+//! - `PER` (1 bit): the timer repeats (set at creation, never changed).
 //! - `level`, `slot`: where in the wheel it is linked, meaningful only while `PLC` is set.
-//! - `deadline`: the tick at or after which the timer fires (52 bits: at a 1 ms tick, over
-//!   100,000 years).
+//! - `deadline`: the tick at or after which the timer fires (51 bits: at a 1 ms tick, over
+//!   70,000 years; at the shortest tick, 1 µs, 71 years from the engine's start).
 
 /// Where an entry is in its life. Moving out of `Pending` is final and happens once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,11 +45,12 @@ pub(crate) struct StateWord(u64);
 impl StateWord {
     const LIFECYCLE_MASK: u64 = 0b11;
     const PLACED: u64 = 1 << 2;
-    const LEVEL_SHIFT: u32 = 3;
+    const PERIODIC: u64 = 1 << 3;
+    const LEVEL_SHIFT: u32 = 4;
     const LEVEL_MASK: u64 = 0b111 << Self::LEVEL_SHIFT;
-    const SLOT_SHIFT: u32 = 6;
+    const SLOT_SHIFT: u32 = 7;
     const SLOT_MASK: u64 = 0b11_1111 << Self::SLOT_SHIFT;
-    const DEADLINE_SHIFT: u32 = 12;
+    const DEADLINE_SHIFT: u32 = 13;
 
     /// The largest deadline, in ticks, the word can hold.
     pub(crate) const MAX_DEADLINE: u64 = (1 << (64 - Self::DEADLINE_SHIFT)) - 1;
@@ -86,6 +88,20 @@ impl StateWord {
 
     pub(crate) fn deadline(self) -> u64 {
         self.0 >> Self::DEADLINE_SHIFT
+    }
+
+    pub(crate) fn with_deadline(self, deadline: u64) -> Self {
+        debug_assert!(deadline <= Self::MAX_DEADLINE);
+        StateWord((self.0 & ((1 << Self::DEADLINE_SHIFT) - 1)) | (deadline << Self::DEADLINE_SHIFT))
+    }
+
+    /// A word for a repeating timer.
+    pub(crate) fn periodic(self) -> Self {
+        StateWord(self.0 | Self::PERIODIC)
+    }
+
+    pub(crate) fn is_periodic(self) -> bool {
+        self.0 & Self::PERIODIC != 0
     }
 
     /// Where the entry is linked, if it is.
@@ -166,6 +182,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn changing_the_deadline_keeps_everything_else() {
+        let at = SlotId { level: 3, slot: 17 };
+        let w = StateWord::pending(10)
+            .periodic()
+            .placed_at(at)
+            .with_lifecycle(Lifecycle::Cancelled);
+        let moved = w.with_deadline(StateWord::MAX_DEADLINE);
+        assert_eq!(moved.deadline(), StateWord::MAX_DEADLINE);
+        assert_eq!(moved.lifecycle(), Lifecycle::Cancelled);
+        assert_eq!(moved.placement(), Some(at));
+        assert!(moved.is_periodic());
+        assert!(!StateWord::pending(10).is_periodic());
     }
 
     #[test]

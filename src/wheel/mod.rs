@@ -18,7 +18,7 @@ mod level;
 
 use std::ptr::NonNull;
 
-use crate::callback::Callback;
+use crate::callback::Fired;
 use crate::entry::{Entry, EntryRef};
 use crate::state::{Lifecycle, SlotId};
 
@@ -37,7 +37,7 @@ pub(crate) enum Settled {
     /// Linked into a slot.
     Placed,
     /// Due already: the shard won INIT→EXPIRED and owns the callback.
-    Fired(Box<dyn Callback>),
+    Fired(Fired),
     /// Resolved by someone else (cancelled, or handed back); the wheel let go of it.
     Dropped,
 }
@@ -111,7 +111,11 @@ impl Wheel {
     pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
         loop {
             let word = match entry.expire(self.elapsed) {
-                Ok((_, callback)) => return Settled::Fired(callback),
+                Ok((word, callback)) => {
+                    // A repeating timer's runner needs the entry to re-arm it.
+                    let repeat = word.is_periodic().then_some(entry);
+                    return Settled::Fired(Fired { callback, repeat });
+                }
                 Err(word) => word,
             };
             if word.lifecycle() != Lifecycle::Pending {
@@ -131,27 +135,29 @@ impl Wheel {
         }
     }
 
-    /// Unlinks an entry whose state word says it is linked and that is no longer pending, and
-    /// lets it go. An entry that is not linked (resolved while in a queue or a slot being
-    /// processed) is just released.
-    pub(crate) fn release(&mut self, entry: EntryRef) {
+    /// Handles an entry sent down a `changes` queue: cancelled after placement (unlink it and
+    /// let it go) or reset to an earlier deadline (unlink it and settle it again, which may fire
+    /// it). An entry that is not linked (resolved or re-placed since) needs nothing.
+    pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
         let word = entry.state();
-        debug_assert!(!word.is_pending());
-        if let Some(at) = word.placement() {
-            // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
-            // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
-            // else clears or sets it. The one time an entry is out of its list with PLACED
-            // still set is while `advance` holds its slot's entries, and `release` never runs
-            // then. So a placed entry is linked at `at`.
-            let held = unsafe { self.unlink(at, &entry) };
-            entry.mark_unplaced();
-            drop(held);
-        }
+        let Some(at) = word.placement() else {
+            return Settled::Dropped;
+        };
+        // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
+        // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
+        // else clears or sets it. The one time an entry is out of its list with PLACED
+        // still set is while `advance` holds its slot's entries, and `reconsider` never runs
+        // then. So a placed entry is linked at `at`.
+        let held = unsafe { self.unlink(at, &entry) };
+        drop(entry);
+        // Pending: place it again by its current deadline (or fire it). Resolved: `settle`
+        // clears the placement and lets it go.
+        self.settle(held)
     }
 
     /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
     /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due.
-    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, Box<dyn Callback>)) {
+    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, Fired)) {
         let mut due = std::mem::take(&mut self.scratch);
         while let Some(expiration) = self.next_expiration() {
             if expiration.deadline > now {
@@ -159,8 +165,8 @@ impl Wheel {
             }
             self.take_slot(expiration, &mut due);
             for entry in due.drain(..) {
-                if let Settled::Fired(callback) = self.settle(entry) {
-                    on_fire(self.elapsed, callback);
+                if let Settled::Fired(fired) = self.settle(entry) {
+                    on_fire(self.elapsed, fired);
                 }
             }
         }

@@ -27,8 +27,8 @@ impl Harness {
         }
     }
 
-    fn record(&mut self, tick: u64, callback: Box<dyn Callback>) {
-        callback.call();
+    fn record(&mut self, tick: u64, fired: Fired) {
+        fired.run();
         let id = *self.ran.lock().unwrap().last().unwrap();
         self.live.remove(&id);
         self.fired.push((tick, id));
@@ -43,9 +43,9 @@ impl Harness {
             Box::new(move || ran.lock().unwrap().push(id)),
         ));
         self.live.insert(id, entry.clone());
-        if let Settled::Fired(callback) = self.wheel.settle(entry) {
+        if let Settled::Fired(fired) = self.wheel.settle(entry) {
             let tick = self.wheel.elapsed();
-            self.record(tick, callback);
+            self.record(tick, fired);
         }
         id
     }
@@ -53,8 +53,9 @@ impl Harness {
     fn cancel(&mut self, id: u64) {
         let entry = self.live.remove(&id).unwrap();
         let (_, callback) = entry.cancel().unwrap();
+        let callback = callback.unwrap();
         drop(callback);
-        self.wheel.release(entry);
+        assert!(matches!(self.wheel.reconsider(entry), Settled::Dropped));
     }
 
     fn advance_to(&mut self, now: u64) {

@@ -1,0 +1,85 @@
+//! Models 6 and 7: a reset racing the shard firing the timer, and a cancel racing a repeating
+//! timer's re-arm.
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+use super::{driven_engine, MS};
+
+/// Reset vs fire: a timer placed and due, a thread resetting it to later while the shard
+/// fires it. If the reset returns true the callback does not run at the old deadline, and runs
+/// once at the new one; if it returns false the timer had fired. Nothing stays in the wheel.
+///
+/// Catches: a shard that decides "due" from a read of the deadline made before its
+/// INIT→EXPIRED CAS, or a CAS that compares only the lifecycle bits (instead of the whole
+/// word): a reset landing in between is then ignored and the timer fires at the old deadline.
+#[test]
+fn reset_vs_fire() {
+    loom::model(|| {
+        let (engine, mut shard, clock) = driven_engine();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let handle = engine
+            .schedule(MS, move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        shard.turn(engine.now_tick()); // place it
+        clock.advance(MS);
+        let resetter = thread::spawn(move || (handle.reset(MS * 10), handle));
+        shard.turn(engine.now_tick()); // fire it, unless moved first
+        let (moved, handle) = resetter.join().unwrap();
+        if moved {
+            assert_eq!(ran.load(Ordering::SeqCst), 0, "fired at the old deadline");
+            assert!(handle.is_pending());
+            clock.advance(MS * 10);
+            shard.turn(engine.now_tick());
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert!(handle.is_expired());
+        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert!(engine.shutdown_driven(vec![shard]).is_empty());
+    });
+}
+
+/// Cancel vs re-arm: a repeating timer fires (its callback runs inline on the shard and
+/// re-arms it) while another thread cancels it. The cancel always succeeds (the timer is
+/// pending or running), at most the one due run happens, none after, and nothing is left
+/// in the wheel or the queues.
+///
+/// Catches: a cancel that only handles INIT (a running timer's cancel would return false and
+/// the timer go on repeating), or a re-arm that publishes INIT without a CAS from EXPIRED
+/// (it would overwrite the cancel, and the timer would run again after a successful cancel).
+#[test]
+fn cancel_vs_rearm() {
+    loom::model(|| {
+        let (engine, mut shard, clock) = driven_engine();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let handle = engine
+            .schedule_repeating(MS, move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        shard.turn(engine.now_tick()); // place it
+        clock.advance(MS);
+        let canceller = thread::spawn(move || (handle.cancel(), handle));
+        shard.turn(engine.now_tick()); // run it (inline) and re-arm it
+        let (cancelled, handle) = canceller.join().unwrap();
+        assert!(cancelled);
+        assert!(handle.is_cancelled());
+        let runs = ran.load(Ordering::SeqCst);
+        assert!(runs <= 1);
+        clock.advance(MS * 3);
+        shard.turn(engine.now_tick());
+        shard.turn(engine.now_tick());
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            runs,
+            "ran after a successful cancel"
+        );
+        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert!(engine.shutdown_driven(vec![shard]).is_empty());
+    });
+}

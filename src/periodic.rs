@@ -1,0 +1,91 @@
+//! Repeating timers: a callback that re-arms its own entry after each run, at a fixed rate.
+//!
+//! The entry carries the PERIODIC bit. When the shard fires it, it hands the runner the entry
+//! along with the callback; after the user's `FnMut` returns, the runner works out the next
+//! run, re-arms the entry (EXPIRED→INIT with the new deadline, see `Entry::rearm`) and queues
+//! it to its shard again, like a new timer. Run `n` is due at `start + n·period`; runs whose
+//! time has already come when the previous one finishes are skipped, so a slow callback or a
+//! busy engine never causes a burst of catch-up runs. A cancel while the callback runs
+//! (EXPIRED→CANCELLED, also from inside the callback) makes the re-arm fail, and the timer
+//! stops.
+
+use std::any::Any;
+use std::time::{Duration, Instant};
+
+use crate::callback::Callback;
+use crate::engine::{admit, enqueue};
+use crate::entry::EntryRef;
+use crate::lane::Lane;
+use crate::sync::Arc;
+
+pub(crate) struct Repeating<F> {
+    run: F,
+    /// When the timer was scheduled: run `n` is due at `start + n·period`.
+    start: Instant,
+    period: Duration,
+    /// The number of the run that is due next.
+    next: u64,
+    lane: Arc<Lane>,
+}
+
+impl<F> Repeating<F> {
+    pub(crate) fn new(run: F, start: Instant, period: Duration, lane: Arc<Lane>) -> Self {
+        Repeating {
+            run,
+            start,
+            period,
+            next: 1,
+            lane,
+        }
+    }
+
+    pub(crate) fn into_inner(self) -> F {
+        self.run
+    }
+
+    /// The first run after the one just made that is not yet due at `now`, and when it is due.
+    fn following(&self, now: Instant) -> (u64, Option<Instant>) {
+        let period = self.period.as_nanos().max(1);
+        let elapsed = now.saturating_duration_since(self.start).as_nanos();
+        let first_not_due = u64::try_from(elapsed / period + 1).unwrap_or(u64::MAX);
+        let next = first_not_due.max(self.next.saturating_add(1));
+        let offset = u64::try_from(period.saturating_mul(u128::from(next))).ok();
+        let due = offset.and_then(|nanos| self.start.checked_add(Duration::from_nanos(nanos)));
+        (next, due)
+    }
+}
+
+impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
+    fn call(mut self: Box<Self>) {
+        (self.run)()
+    }
+
+    fn call_repeating(mut self: Box<Self>, entry: EntryRef) {
+        (self.run)();
+        let lane = self.lane.clone();
+        let clock = &lane.shard.clock;
+        let (next, due) = self.following(clock.now());
+        self.next = next;
+        // Refused (engine stopped, cap reached, or past the wheel's range): the timer stops.
+        let Ok(tick) = admit(&lane, due.and_then(|due| clock.tick_at(due))) else {
+            return;
+        };
+        match entry.rearm(tick, self) {
+            // Cancelled while it ran.
+            Err(callback) => {
+                lane.shard.release_cap(1);
+                drop(callback);
+            }
+            Ok(()) => {
+                if let Err(callback) = enqueue(&lane, entry) {
+                    // Shutdown raced the re-arm and this call took the timer back: it stops.
+                    drop(callback);
+                }
+            }
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
