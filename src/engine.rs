@@ -13,6 +13,7 @@
 //! pushed before shutdown emptied the queues, so every timer lands in exactly one place.
 
 use std::cell::Cell;
+use std::future::IntoFuture;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,7 @@ use crate::periodic::Repeating;
 #[cfg(all(test, loom))]
 use crate::shard::Shard;
 use crate::shard::ShardShared;
+use crate::sleep::{Sleep, Timeout};
 use crate::stats::{ShardStats, Stats};
 use crate::sync::{fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
 use crate::wheel::Wheel;
@@ -392,6 +394,52 @@ impl TimerEngine {
                 unbox::<Repeating<F>>(callback).into_inner(),
             )),
         }
+    }
+
+    /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
+    /// own and works under any executor. Dropping it cancels its timer. A sleep the engine
+    /// cannot hold (shut down, or at its cap) completes at once; one beyond
+    /// [`max_delay`](Self::max_delay) never does.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let start = Instant::now();
+    /// futures::executor::block_on(engine.sleep(Duration::from_millis(20)));
+    /// assert!(start.elapsed() >= Duration::from_millis(20));
+    /// ```
+    pub fn sleep(&self, delay: Duration) -> Sleep {
+        let lane = self.lane_for(task_hash());
+        Sleep::on(lane, self.shared.clock.tick_after(delay))
+    }
+
+    /// As [`sleep`](Self::sleep), until `deadline`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let deadline = Instant::now() + Duration::from_millis(20);
+    /// futures::executor::block_on(engine.sleep_until(deadline));
+    /// assert!(Instant::now() >= deadline);
+    /// ```
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        let lane = self.lane_for(task_hash());
+        Sleep::on(lane, self.shared.clock.tick_at(deadline))
+    }
+
+    /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the deadline came
+    /// first (the future is then dropped with the `Timeout`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let quick = futures::executor::block_on(engine.timeout(Duration::from_secs(5), async { 7 }));
+    /// assert_eq!(quick, Ok(7));
+    /// let slow = engine.timeout(Duration::from_millis(5), engine.sleep(Duration::from_secs(60)));
+    /// assert!(futures::executor::block_on(slow).is_err());
+    /// ```
+    pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
+        Timeout::new(future.into_future(), self.sleep(delay))
     }
 
     fn lane_for(&self, route: u64) -> &Arc<Lane> {

@@ -1,0 +1,234 @@
+//! Async sleeps and timeouts, driven by the engine's shards with no runtime of their own.
+//!
+//! A [`Sleep`] is an ordinary timer whose callback wakes the task that polled it last. The
+//! callback owns a `Waking` guard that wakes on drop, so the sleep completes whether its
+//! timer runs, is handed back at shutdown (and dropped or run there), or could not be
+//! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
+//! Dropping a `Sleep` cancels its timer.
+
+use std::error::Error;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::engine::{admit, enqueue};
+use crate::entry::{Entry, EntryRef};
+use crate::handle::TimerHandle;
+use crate::lane::Lane;
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+
+/// What a sleep and its timer's callback share.
+struct Wake {
+    fired: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Wake {
+    fn new() -> Arc<Wake> {
+        Arc::new(Wake {
+            fired: AtomicBool::new(false),
+            waker: Mutex::new(None),
+        })
+    }
+
+    fn fire(&self) {
+        // Release: pairs with the Acquire in `poll`.
+        self.fired.store(true, Ordering::Release);
+        let waker = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    fn has_fired(&self) -> bool {
+        // Acquire: pairs with the Release in `fire`.
+        self.fired.load(Ordering::Acquire)
+    }
+}
+
+/// Wakes the sleep when dropped: when the timer's callback runs, and also when the callback is
+/// dropped without running (cancelled, or handed back at shutdown).
+struct Waking(Arc<Wake>);
+
+impl Drop for Waking {
+    fn drop(&mut self) {
+        self.0.fire();
+    }
+}
+
+/// A future that completes at a deadline. Made by [`TimerEngine::sleep`].
+///
+/// Dropping it cancels its timer. If the engine shuts down first, the sleep completes then.
+///
+/// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
+pub struct Sleep {
+    wake: Arc<Wake>,
+    /// The timer, or `None` for a sleep that never ends (a deadline beyond the engine's range).
+    timer: Option<TimerHandle>,
+}
+
+impl Sleep {
+    /// A sleep on `lane`'s shard until `tick`.
+    pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
+        let wake = Wake::new();
+        let refused = |wake| Sleep { wake, timer: None };
+        let Some(tick) = tick else {
+            // Too far away to schedule: as good as forever.
+            return refused(wake);
+        };
+        let Ok(tick) = admit(lane, Some(tick)) else {
+            // Shut down, or full: the sleep ends now rather than never.
+            wake.fire();
+            return refused(wake);
+        };
+        let waking = Waking(wake.clone());
+        let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(waking))));
+        match enqueue(lane, entry.clone()) {
+            Ok(()) => Sleep {
+                wake,
+                timer: Some(TimerHandle {
+                    entry,
+                    lane: lane.clone(),
+                }),
+            },
+            // Shutdown took it back: dropping the callback woke the sleep.
+            Err(callback) => {
+                drop(callback);
+                refused(wake)
+            }
+        }
+    }
+
+    /// Whether the deadline has passed (the timer fired), or the engine let the sleep go.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let sleep = engine.sleep(Duration::from_secs(60));
+    /// assert!(!sleep.is_elapsed());
+    /// ```
+    pub fn is_elapsed(&self) -> bool {
+        self.wake.has_fired()
+    }
+
+    /// When the sleep ends (rounded up to the engine's tick), if it ever does.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let sleep = engine.sleep(Duration::from_secs(1));
+    /// assert!(sleep.deadline().unwrap() > Instant::now());
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.timer.as_ref().map(TimerHandle::deadline)
+    }
+
+    /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
+    /// sleep that has elapsed starts over). Pushing a deadline later is one CAS.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut sleep = engine.sleep(Duration::from_millis(1));
+    /// sleep.reset(Duration::from_secs(60));
+    /// assert!(!sleep.is_elapsed());
+    /// ```
+    pub fn reset(&mut self, delay: Duration) {
+        let Some(timer) = &self.timer else {
+            return;
+        };
+        if !self.wake.has_fired() && timer.reset(delay) {
+            return;
+        }
+        // It fired (or is firing): start a new timer. Dropping the old handle does not cancel
+        // the old timer, whose callback only wakes a `Wake` nobody polls any more.
+        let lane = timer.lane.clone();
+        *self = Sleep::on(&lane, lane.shard.clock.tick_after(delay));
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.wake.has_fired() {
+            return Poll::Ready(());
+        }
+        {
+            let mut slot = self.wake.waker.lock().unwrap_or_else(|p| p.into_inner());
+            match &*slot {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => *slot = Some(cx.waker().clone()),
+            }
+        }
+        // Fired between the first look and storing the waker: `fire` may have found no waker.
+        if self.wake.has_fired() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(timer) = &self.timer {
+            timer.cancel();
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .field("elapsed", &self.is_elapsed())
+            .finish()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future that gives up at a deadline. Made by [`TimerEngine::timeout`].
+    ///
+    /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
+    pub struct Timeout<F> {
+        #[pin]
+        future: F,
+        sleep: Sleep,
+    }
+}
+
+impl<F> Timeout<F> {
+    pub(crate) fn new(future: F, sleep: Sleep) -> Self {
+        Timeout { future, sleep }
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        match Pin::new(this.sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The error of a [`Timeout`] whose deadline passed before its future completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl Error for Elapsed {}
