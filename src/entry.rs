@@ -352,6 +352,48 @@ mod tests {
     }
 
     #[test]
+    fn a_repeating_entry_rearms_unless_cancelled_while_running() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let mut entry = Entry::new_periodic(5);
+        entry.install(counting(&hits));
+        // Fire, run, re-arm.
+        let (word, callback) = entry.expire(5).unwrap();
+        assert!(word.is_periodic());
+        entry.rearm(9, callback).map_err(|_| ()).unwrap();
+        let now = entry.state();
+        assert!(now.is_pending() && now.is_periodic());
+        assert_eq!(now.deadline(), 9);
+        // Fire again; cancelled while "running": the cancel hands over no callback, and the
+        // re-arm fails, giving the callback back to the runner.
+        let (_, callback) = entry.expire(9).unwrap();
+        let (_, taken) = entry.cancel().unwrap();
+        assert!(taken.is_none());
+        let back = entry.rearm(13, callback).unwrap_err();
+        back.call();
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert_eq!(entry.state().lifecycle(), Lifecycle::Cancelled);
+        assert!(entry.cancel().is_err());
+    }
+
+    #[test]
+    fn reset_moves_only_a_pending_deadline() {
+        let entry = Entry::new(10, Box::new(|| {}));
+        let at = SlotId { level: 0, slot: 10 };
+        entry.place(entry.state(), at).unwrap();
+        let before = entry.reset(40).unwrap();
+        assert_eq!(before.deadline(), 10);
+        assert_eq!(entry.state().deadline(), 40);
+        assert_eq!(
+            entry.state().placement(),
+            Some(at),
+            "the shard moves it, not the reset"
+        );
+        assert!(entry.expire(39).is_err());
+        entry.expire(40).unwrap();
+        assert!(entry.reset(50).is_err());
+    }
+
+    #[test]
     fn place_fails_after_cancel() {
         let entry = Entry::new(5, Box::new(|| {}));
         let seen = entry.state();
