@@ -371,7 +371,40 @@ impl TimerEngine {
     where
         F: FnMut() + Send + 'static,
     {
-        let lane = self.lane_for(task_hash());
+        self.repeat(task_hash(), period, callback)
+    }
+
+    /// As [`schedule_repeating`](Self::schedule_repeating), routed by `key`, so a connection's
+    /// heartbeat shares a shard with its other timers.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let heartbeat = engine.schedule_repeating_keyed(42, Duration::from_secs(10), || {}).unwrap();
+    /// assert!(heartbeat.cancel());
+    /// ```
+    pub fn schedule_repeating_keyed<F>(
+        &self,
+        key: u64,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.repeat(key, period, callback)
+    }
+
+    fn repeat<F>(
+        &self,
+        route: u64,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let lane = self.lane_for(route);
         let clock = &self.shared.clock;
         let start = clock.now();
         let first = start.checked_add(period);

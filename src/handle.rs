@@ -8,10 +8,11 @@ use crate::lane::Lane;
 use crate::state::{Lifecycle, StateWord};
 use crate::sync::Arc;
 
-/// A scheduled timer. `Send + Sync`; cheap to keep around.
+/// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
 ///
 /// Dropping a handle neither cancels the timer nor leaks it: the timer still fires, and its
 /// memory is freed when both the engine and the handle are done with it.
+#[derive(Clone)]
 pub struct TimerHandle {
     pub(crate) entry: EntryRef,
     pub(crate) lane: Arc<Lane>,

@@ -6,9 +6,10 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Timers accepted by `schedule` (and its variants).
+    /// Timers accepted by `schedule` (and its variants). A repeating timer counts once for each
+    /// time it is armed: when scheduled, and again each time it re-arms after a run.
     pub scheduled: u64,
-    /// Timers whose callbacks were handed to the executor.
+    /// Timers whose callbacks were handed to the executor (each run of a repeating timer).
     pub fired: u64,
     /// Timers stopped by a successful `cancel`.
     pub cancelled: u64,

@@ -1,0 +1,594 @@
+//! An RPC client whose every request runs under a shardwheel timeout.
+//!
+//! One process holds both ends, over loopback only (the server binds 127.0.0.1:0). The server
+//! answers each request after a short service delay (default 1 ms, on the runtime's own
+//! timer, so 1-2 ms), except a chosen fraction of
+//! requests (default 2%), which it answers only after a multiple (default 4x) of the client's
+//! timeout. The client opens N connections (default 16) and sends M requests on each (default
+//! 2000), one at a time, each awaited under `TimerEngine::timeout` (default 50 ms).
+//!
+//! Responses carry their request's id, and a reader task per connection hands each one to the
+//! request waiting for it; a response whose request has already timed out is counted and
+//! dropped. Because on-time responses are fast and late ones are far past the timeout, the
+//! checks are exact:
+//!
+//! - the requests that timed out are exactly the ones the server chose to answer late;
+//! - no timeout fired early (each waited at least the timeout);
+//! - every completed response carries the right answer, and every late response still arrived;
+//! - the engine fired one timer per timeout, cancelled one per completed request, and holds
+//!   nothing afterwards.
+//!
+//! It prints requests per second, the timeouts, and latency percentiles of the completed
+//! requests, and exits with status 1 if a check fails (status 2 for a bad command line).
+//!
+//! ```text
+//! cargo run --release --example rpc_client -- --help
+//! cargo run --release --example rpc_client -- --connections 4 --requests 200
+//! ```
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use shardwheel::TimerEngine;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+
+const HELP: &str = "\
+rpc_client: request timeouts on an RPC client, against a server on loopback
+
+USAGE:
+    cargo run --release --example rpc_client -- [--name value]...
+
+OPTIONS:
+    --connections N     concurrent client connections (default 16)
+    --requests M        requests per connection, sent one at a time (default 2000)
+    --timeout-ms MS     the client's timeout per request (default 50)
+    --late-fraction F   fraction of requests the server answers late (default 0.02)
+    --late-factor K     how late: K times the timeout (default 4, at least 2)
+    --service-us US     the server's delay for the other requests, in microseconds
+                        (default 1000; 0 answers at once; at most a quarter of the timeout);
+                        the server's timer has a 1 ms resolution, so 1000 means 1-2 ms
+    --seed N            seed of the server's choice of late requests (default 1)
+    --help              print this help
+";
+
+/// The command line, parsed.
+#[derive(Clone)]
+struct Config {
+    connections: u32,
+    requests: u32,
+    timeout: Duration,
+    late_fraction: f64,
+    late_factor: u32,
+    service: Duration,
+    seed: u64,
+}
+
+impl Config {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
+        let mut config = Config {
+            connections: 16,
+            requests: 2000,
+            timeout: Duration::from_millis(50),
+            late_fraction: 0.02,
+            late_factor: 4,
+            service: Duration::from_micros(1000),
+            seed: 1,
+        };
+        while let Some(flag) = args.next() {
+            if flag == "--help" || flag == "-h" {
+                return Ok(None);
+            }
+            let value = args
+                .next()
+                .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
+            match flag.as_str() {
+                "--connections" => config.connections = parse(&flag, &value)?,
+                "--requests" => config.requests = parse(&flag, &value)?,
+                "--timeout-ms" => config.timeout = Duration::from_millis(parse(&flag, &value)?),
+                "--late-fraction" => config.late_fraction = parse(&flag, &value)?,
+                "--late-factor" => config.late_factor = parse(&flag, &value)?,
+                "--service-us" => config.service = Duration::from_micros(parse(&flag, &value)?),
+                "--seed" => config.seed = parse(&flag, &value)?,
+                _ => return Err(format!("unknown flag {flag} (see --help)")),
+            }
+        }
+        if config.connections == 0 || config.requests == 0 {
+            return Err("--connections and --requests must be at least 1".into());
+        }
+        if config.timeout.is_zero() || config.timeout > Duration::from_secs(60) {
+            return Err("--timeout-ms must be between 1 and 60000".into());
+        }
+        if !(0.0..=1.0).contains(&config.late_fraction) {
+            return Err("--late-fraction must be between 0 and 1".into());
+        }
+        // The checks are exact only if late responses are clearly late and the others clearly
+        // on time; these bounds keep them apart.
+        if !(2..=100).contains(&config.late_factor) {
+            return Err("--late-factor must be between 2 and 100".into());
+        }
+        if config.service > config.timeout / 4 {
+            return Err("--service-us must be at most a quarter of the timeout".into());
+        }
+        Ok(Some(config))
+    }
+
+    fn late_delay(&self) -> Duration {
+        self.timeout * self.late_factor
+    }
+}
+
+fn parse<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|e| format!("{flag} {value}: not a valid value ({e})"))
+}
+
+/// SplitMix64's output function: a well-mixed hash of `x`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Locks a mutex, ignoring poisoning (a panicking task already reported itself).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// The wire format: requests and responses are 16 bytes, a request id and a value, big-endian.
+
+const FRAME: usize = 16;
+
+fn encode(id: u64, value: u64) -> [u8; FRAME] {
+    let mut frame = [0; FRAME];
+    frame[..8].copy_from_slice(&id.to_be_bytes());
+    frame[8..].copy_from_slice(&value.to_be_bytes());
+    frame
+}
+
+fn decode(frame: &[u8; FRAME]) -> (u64, u64) {
+    let mut id = [0; 8];
+    let mut value = [0; 8];
+    id.copy_from_slice(&frame[..8]);
+    value.copy_from_slice(&frame[8..]);
+    (u64::from_be_bytes(id), u64::from_be_bytes(value))
+}
+
+/// What the server computes for a request's value.
+fn answer(value: u64) -> u64 {
+    value.rotate_left(17) ^ 0x0005_DEEC_E66D
+}
+
+/// Reads one frame; `None` at a clean end of stream.
+async fn read_frame(reader: &mut OwnedReadHalf) -> Result<Option<[u8; FRAME]>, std::io::Error> {
+    let mut frame = [0; FRAME];
+    match reader.read_exact(&mut frame).await {
+        Ok(_) => Ok(Some(frame)),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+// The server.
+
+/// What the server decided, shared with the checks at the end.
+struct ServerLog {
+    /// Ids of the requests answered late.
+    late: Mutex<Vec<u64>>,
+}
+
+async fn serve(listener: TcpListener, config: Config, log: Arc<ServerLog>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let (config, log) = (config.clone(), log.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = serve_connection(stream, config, log).await {
+                        eprintln!("rpc_client: server connection failed: {e}");
+                    }
+                });
+            }
+            Err(e) => {
+                eprintln!("rpc_client: accept failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Answers every request on `stream`, each after its own delay, in whatever order the delays
+/// end; closes the stream once the client has stopped sending and every answer is written.
+async fn serve_connection(
+    stream: TcpStream,
+    config: Config,
+    log: Arc<ServerLog>,
+) -> Result<(), std::io::Error> {
+    stream.set_nodelay(true)?;
+    let (mut reader, mut writer) = stream.into_split();
+    let (responses, mut outbox) = mpsc::unbounded_channel::<[u8; FRAME]>();
+    let write_all = tokio::spawn(async move {
+        while let Some(frame) = outbox.recv().await {
+            writer.write_all(&frame).await?;
+        }
+        writer.shutdown().await
+    });
+    // Whether a request is late depends on its id and the seed only: reproducible whatever
+    // order the connections are accepted in.
+    let late_threshold = if config.late_fraction >= 1.0 {
+        u64::MAX
+    } else {
+        (config.late_fraction * 2f64.powi(64)) as u64
+    };
+    while let Some(frame) = read_frame(&mut reader).await? {
+        let (id, value) = decode(&frame);
+        let response = encode(id, answer(value));
+        let late = config.late_fraction > 0.0 && mix(id ^ mix(config.seed)) < late_threshold;
+        let delay = if late {
+            lock(&log.late).push(id);
+            config.late_delay()
+        } else {
+            config.service
+        };
+        if delay.is_zero() {
+            // The writer only stops when every sender is gone: it cannot have.
+            let _ = responses.send(response);
+        } else {
+            let responses = responses.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = responses.send(response);
+            });
+        }
+    }
+    drop(responses);
+    write_all
+        .await
+        .map_err(|e| std::io::Error::other(format!("the writer task failed: {e}")))?
+}
+
+// The client.
+
+/// Requests waiting for their responses, by id.
+type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<u64>>>>;
+
+/// What one connection saw.
+#[derive(Default)]
+struct ClientReport {
+    /// Latencies of the completed requests, from sending to receiving the response.
+    latencies: Vec<Duration>,
+    /// Requests that timed out: id, and how long the timeout took to fire once armed.
+    timeouts: Vec<(u64, Duration)>,
+    /// Completed requests whose answer was wrong.
+    wrong_answers: u64,
+    /// When this connection's last request ended.
+    done: Option<Instant>,
+    /// Responses read, in all, and those whose request had already timed out.
+    responses: u64,
+    unclaimed: u64,
+}
+
+async fn client(
+    connection: u32,
+    addr: SocketAddr,
+    engine: Arc<TimerEngine>,
+    config: Config,
+) -> Result<ClientReport, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("cannot set TCP_NODELAY: {e}"))?;
+    let (reader, mut writer) = stream.into_split();
+    let waiting: Waiting = Arc::new(Mutex::new(HashMap::new()));
+    let read_all = tokio::spawn(read_responses(reader, waiting.clone()));
+
+    let mut report = ClientReport::default();
+    for n in 0..config.requests {
+        let id = (u64::from(connection) << 32) | u64::from(n);
+        let value = mix(id);
+        let (tx, rx) = oneshot::channel();
+        lock(&waiting).insert(id, tx);
+        let sent = Instant::now();
+        // The write stays outside the timeout: cancelling a write half-way would leave a torn
+        // frame on the stream. A 16-byte write to loopback does not block.
+        writer
+            .write_all(&encode(id, value))
+            .await
+            .map_err(|e| format!("connection {connection}: write failed: {e}"))?;
+        let armed = Instant::now();
+        match engine.timeout(config.timeout, rx).await {
+            Ok(Ok(got)) => {
+                report.latencies.push(sent.elapsed());
+                report.wrong_answers += u64::from(got != answer(value));
+            }
+            Ok(Err(_)) => {
+                return Err(format!(
+                    "connection {connection}: the connection closed while request {n} waited"
+                ))
+            }
+            Err(_elapsed) => {
+                let waited = armed.elapsed();
+                // Forget the request; its response is dropped when it comes.
+                lock(&waiting).remove(&id);
+                report.timeouts.push((id, waited));
+            }
+        }
+    }
+    report.done = Some(Instant::now());
+    // Done sending: the server answers what is outstanding (the late responses), then closes,
+    // which ends the reader.
+    writer
+        .shutdown()
+        .await
+        .map_err(|e| format!("connection {connection}: shutdown failed: {e}"))?;
+    let (responses, unclaimed) = read_all
+        .await
+        .map_err(|e| format!("connection {connection}: reader task failed: {e}"))?
+        .map_err(|e| format!("connection {connection}: read failed: {e}"))?;
+    report.responses = responses;
+    report.unclaimed = unclaimed;
+    Ok(report)
+}
+
+/// Hands each response to the request waiting for it. Returns the responses read and those
+/// no request was waiting for any more.
+async fn read_responses(
+    mut reader: OwnedReadHalf,
+    waiting: Waiting,
+) -> Result<(u64, u64), std::io::Error> {
+    let (mut responses, mut unclaimed) = (0, 0);
+    while let Some(frame) = read_frame(&mut reader).await? {
+        let (id, value) = decode(&frame);
+        responses += 1;
+        let waiter = lock(&waiting).remove(&id);
+        match waiter {
+            Some(tx) => {
+                // Fails only if the request gave up in the meantime.
+                if tx.send(value).is_err() {
+                    unclaimed += 1;
+                }
+            }
+            None => unclaimed += 1,
+        }
+    }
+    Ok((responses, unclaimed))
+}
+
+// The run and its checks.
+
+/// The nearest-rank percentile `p` (0 < p <= 1) of sorted `values`.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn run(config: Config) -> Result<Vec<String>, String> {
+    let engine = Arc::new(
+        TimerEngine::builder()
+            .build()
+            .map_err(|e| format!("cannot start the timer engine: {e}"))?,
+    );
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let log = Arc::new(ServerLog {
+        late: Mutex::new(Vec::new()),
+    });
+    let server = tokio::spawn(serve(listener, config.clone(), log.clone()));
+
+    println!(
+        "server on {addr}; {} connections x {} requests, timeout {} ms; {:.1}% of requests \
+         answered after {} ms, the rest after {} us",
+        config.connections,
+        config.requests,
+        config.timeout.as_millis(),
+        config.late_fraction * 100.0,
+        config.late_delay().as_millis(),
+        config.service.as_micros()
+    );
+
+    let start = Instant::now();
+    let clients: Vec<_> = (0..config.connections)
+        .map(|c| tokio::spawn(client(c, addr, engine.clone(), config.clone())))
+        .collect();
+    let mut reports = Vec::with_capacity(clients.len());
+    for client in clients {
+        let report = client
+            .await
+            .map_err(|e| format!("a client task failed: {e}"))??;
+        reports.push(report);
+    }
+    let total_time = start.elapsed();
+    server.abort();
+    let requests_time = reports
+        .iter()
+        .filter_map(|r| r.done)
+        .max()
+        .map_or(total_time, |done| done - start);
+
+    // Gather.
+    let total = u64::from(config.connections) * u64::from(config.requests);
+    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
+    latencies.sort_unstable();
+    let mut timed_out: Vec<u64> = reports
+        .iter()
+        .flat_map(|r| r.timeouts.iter().map(|&(id, _)| id))
+        .collect();
+    timed_out.sort_unstable();
+    let mut waits: Vec<Duration> = reports
+        .iter()
+        .flat_map(|r| r.timeouts.iter().map(|&(_, waited)| waited))
+        .collect();
+    waits.sort_unstable();
+    let mut late = lock(&log.late).clone();
+    late.sort_unstable();
+    let wrong: u64 = reports.iter().map(|r| r.wrong_answers).sum();
+    let responses: u64 = reports.iter().map(|r| r.responses).sum();
+    let unclaimed: u64 = reports.iter().map(|r| r.unclaimed).sum();
+    let completed = latencies.len() as u64;
+    let timeouts = timed_out.len() as u64;
+
+    // Check.
+    let mut failures = Vec::new();
+    if timed_out != late {
+        let unexpected: Vec<u64> = timed_out
+            .iter()
+            .filter(|id| late.binary_search(id).is_err())
+            .copied()
+            .collect();
+        let missed: Vec<u64> = late
+            .iter()
+            .filter(|id| timed_out.binary_search(id).is_err())
+            .copied()
+            .collect();
+        failures.push(format!(
+            "{timeouts} timeouts fired for {} late responses: {} on-time requests timed out \
+             (first ids {:x?}), {} late requests did not time out (first ids {:x?})",
+            late.len(),
+            unexpected.len(),
+            &unexpected[..unexpected.len().min(5)],
+            missed.len(),
+            &missed[..missed.len().min(5)]
+        ));
+    }
+    let early = waits.iter().filter(|&&w| w < config.timeout).count();
+    if early > 0 {
+        failures.push(format!(
+            "{early} timeouts fired early (shortest wait {:.3} ms, timeout {} ms)",
+            ms(waits[0]),
+            config.timeout.as_millis()
+        ));
+    }
+    if wrong > 0 {
+        failures.push(format!("{wrong} responses carried a wrong answer"));
+    }
+    if completed + timeouts != total {
+        failures.push(format!(
+            "{completed} completed + {timeouts} timed out, expected {total} requests"
+        ));
+    }
+    if responses != total || unclaimed != timeouts {
+        failures.push(format!(
+            "{responses} responses arrived ({unclaimed} after their timeout), expected {total} \
+             ({timeouts} after their timeout)"
+        ));
+    }
+    let stats = engine.stats();
+    if stats.fired != timeouts || stats.cancelled != completed || stats.pending != 0 {
+        failures.push(format!(
+            "engine: {} timers fired, {} cancelled, {} pending; expected {timeouts}, \
+             {completed}, 0",
+            stats.fired, stats.cancelled, stats.pending
+        ));
+    }
+    let unfired = engine.shutdown().len();
+    if unfired != 0 {
+        failures.push(format!("shutdown handed back {unfired} timers"));
+    }
+
+    // Report.
+    println!(
+        "requests:   {total} in {:.3} s: {:.0} requests/s",
+        requests_time.as_secs_f64(),
+        total as f64 / requests_time.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "timeouts:   {timeouts} fired for {} late responses ({}); every late response arrived \
+         later and was dropped: {}",
+        late.len(),
+        if timed_out == late {
+            "the same requests"
+        } else {
+            "NOT the same requests"
+        },
+        if unclaimed == timeouts { "yes" } else { "NO" }
+    );
+    if !waits.is_empty() {
+        println!(
+            "            time to fire after arming: min {:.3} ms, p50 {:.3} ms, p99 {:.3} ms, \
+             max {:.3} ms (timeout {} ms, none early: {})",
+            ms(waits[0]),
+            ms(percentile(&waits, 0.50)),
+            ms(percentile(&waits, 0.99)),
+            ms(waits[waits.len() - 1]),
+            config.timeout.as_millis(),
+            if early == 0 { "yes" } else { "NO" }
+        );
+    }
+    println!(
+        "latency:    {completed} completed: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        ms(percentile(&latencies, 0.50)),
+        ms(percentile(&latencies, 0.99)),
+        ms(latencies.last().copied().unwrap_or_default())
+    );
+    println!(
+        "engine:     {} fired, {} cancelled, {} pending",
+        stats.fired, stats.cancelled, stats.pending
+    );
+    println!(
+        "wall time:  {:.3} s, including waiting for the last late responses",
+        total_time.as_secs_f64()
+    );
+    Ok(failures)
+}
+
+fn main() -> ExitCode {
+    let config = match Config::parse(std::env::args().skip(1)) {
+        Ok(Some(config)) => config,
+        Ok(None) => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("rpc_client: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("rpc_client: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(failures) if failures.is_empty() => {
+            println!("all checks passed");
+            ExitCode::SUCCESS
+        }
+        Ok(failures) => {
+            for failure in failures {
+                eprintln!("rpc_client: check failed: {failure}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(message) => {
+            eprintln!("rpc_client: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
