@@ -460,8 +460,10 @@ impl TimerEngine {
         Sleep::on(lane, self.shared.clock.tick_at(deadline))
     }
 
-    /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the deadline came
-    /// first (the future is then dropped with the `Timeout`).
+    /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
+    /// deadline came first (the future is then dropped with the `Timeout`). Like
+    /// [`sleep`](Self::sleep), a timeout the engine cannot hold (shut down, or at its cap)
+    /// elapses at once.
     ///
     /// ```
     /// use std::time::Duration;
@@ -757,31 +759,36 @@ impl Shared {
     /// found every timer scheduled before the clock moved), and for the callbacks it fired.
     pub(crate) fn settle(&self) {
         let target = self.clock.now_tick();
-        // A turn that was already under way when `start` was read may finish without having
-        // seen the new time; the one after it cannot.
-        let mut start: Vec<u64> = self.shards.iter().map(|s| s.counts.turns()).collect();
         loop {
-            let caught_up = self.shards.iter().zip(&start).all(|(shard, &start)| {
-                shard.is_stopped()
-                    || (shard.counts.turns() >= start + 2 && shard.counts.processed() >= target)
-            });
-            if caught_up && self.inflight.is_idle() {
-                if self
-                    .lanes
-                    .iter()
-                    .all(|lane| lane.shard.is_stopped() || !lane.has_work())
-                {
-                    return;
+            // A turn that was already under way when `start` was read may finish without
+            // having seen the new time; the one after it cannot.
+            let start: Vec<u64> = self.shards.iter().map(|s| s.counts.turns()).collect();
+            let fired_before: u64 = self.shards.iter().map(|s| s.counts.fired()).sum();
+            loop {
+                let caught_up = self.shards.iter().zip(&start).all(|(shard, &start)| {
+                    shard.is_stopped()
+                        || (shard.counts.turns() >= start + 2 && shard.counts.processed() >= target)
+                });
+                if caught_up {
+                    break;
                 }
-                // A callback queued work (a repeating timer re-armed, a timer scheduled from a
-                // callback): wait for the shards to take that in too.
-                start = self.shards.iter().map(|s| s.counts.turns()).collect();
+                // An idle shard sleeps until woken, so wake it for each turn waited for.
+                for shard in self.shards.iter() {
+                    shard.signal.wake();
+                }
+                thread::yield_now();
             }
-            // An idle shard sleeps until woken, so wake it for each turn waited for.
-            for shard in self.shards.iter() {
-                shard.signal.wake();
+            self.inflight.wait_idle();
+            // Done once a whole round fired nothing and left nothing queued: callbacks may
+            // have scheduled or re-armed timers that are due already.
+            let fired_after: u64 = self.shards.iter().map(|s| s.counts.fired()).sum();
+            let queued = self
+                .lanes
+                .iter()
+                .any(|lane| !lane.shard.is_stopped() && lane.has_work());
+            if fired_after == fired_before && !queued {
+                return;
             }
-            thread::yield_now();
         }
     }
 }

@@ -189,6 +189,25 @@ impl Entry {
         }
     }
 
+    /// Ends a repeating timer whose runner gives up (the engine stopped, the next run is out of
+    /// range, or the callback panicked): EXPIRED stays, without the PERIODIC bit, so the timer
+    /// reads as fired and done and a later `cancel` answers false. Fails if it was cancelled.
+    pub(crate) fn retire(&self) {
+        let mut current = self.state();
+        while current.is_periodic() && current.lifecycle() == Lifecycle::Expired {
+            // AcqRel/Acquire: as in `cancel`, with which it races.
+            match self.state.compare_exchange_weak(
+                current.bits(),
+                current.retired().bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = StateWord::from_bits(actual),
+            }
+        }
+    }
+
     /// Re-arms a repeating timer after its run: EXPIRED→INIT with the next `deadline`, handing
     /// the callback back to the entry. Fails, returning the callback, if the timer was
     /// cancelled (or handed back) while it ran.

@@ -55,10 +55,6 @@ impl Inflight {
             batches = self.idle.wait(batches).unwrap_or_else(|p| p.into_inner());
         }
     }
-
-    pub(crate) fn is_idle(&self) -> bool {
-        *self.batches.lock().unwrap_or_else(|p| p.into_inner()) == 0
-    }
 }
 
 impl Executor {

@@ -21,8 +21,9 @@ pub struct TimerHandle {
 impl TimerHandle {
     /// Stops the timer. Returns `true` only if this call stopped it from ever running: `false`
     /// if it already fired (or is firing), was cancelled before, or was handed back at shutdown.
-    /// For a repeating timer, `true` if this call stopped all runs after the current one
-    /// (it may be called from inside the timer's own callback). Safe to call from any thread,
+    /// For a repeating timer, `true` if this call stopped every run after the current one (a
+    /// run already handed to the executor still happens); it may be called from inside the
+    /// timer's own callback. Safe to call from any thread,
     /// any number of times, after shutdown too.
     ///
     /// ```

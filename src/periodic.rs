@@ -7,13 +7,14 @@
 //! time has already come when the previous one finishes are skipped, so a slow callback or a
 //! busy engine never causes a burst of catch-up runs. A cancel while the callback runs
 //! (EXPIRED→CANCELLED, also from inside the callback) makes the re-arm fail, and the timer
-//! stops.
+//! stops. A repeating timer holds one place under the engine's cap for its whole life, so a
+//! full engine cannot stop it between two runs.
 
 use std::any::Any;
 use std::time::{Duration, Instant};
 
 use crate::callback::Callback;
-use crate::engine::{admit, enqueue};
+use crate::engine::enqueue;
 use crate::entry::EntryRef;
 use crate::lane::Lane;
 use crate::sync::Arc;
@@ -55,33 +56,52 @@ impl<F> Repeating<F> {
     }
 }
 
+/// Ends a repeating timer that will not run again: retires its entry (unless it was
+/// cancelled) and gives back the cap place it held for its whole life.
+struct Ending<'a> {
+    entry: &'a EntryRef,
+    lane: &'a Lane,
+    rearmed: bool,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        if !self.rearmed {
+            self.entry.retire();
+            self.lane.shard.release_cap(1);
+        }
+    }
+}
+
 impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
     fn call(mut self: Box<Self>) {
         (self.run)()
     }
 
     fn call_repeating(mut self: Box<Self>, entry: EntryRef) {
-        (self.run)();
         let lane = self.lane.clone();
+        // Unless the timer is re-armed, this ends it when dropped: also if the callback panics.
+        let mut ending = Ending {
+            entry: &entry,
+            lane: &lane,
+            rearmed: false,
+        };
+        (self.run)();
         let clock = &lane.shard.clock;
         let (next, due) = self.following(clock.now());
         self.next = next;
-        // Refused (engine stopped, cap reached, or past the wheel's range): the timer stops.
-        let Ok(tick) = admit(&lane, due.and_then(|due| clock.tick_at(due))) else {
+        if lane.shard.is_stopped() {
+            return;
+        }
+        let Some(tick) = due.and_then(|due| clock.tick_at(due)) else {
             return;
         };
-        match entry.rearm(tick, self) {
-            // Cancelled while it ran.
-            Err(callback) => {
-                lane.shard.release_cap(1);
-                drop(callback);
-            }
-            Ok(()) => {
-                if let Err(callback) = enqueue(&lane, entry) {
-                    // Shutdown raced the re-arm and this call took the timer back: it stops.
-                    drop(callback);
-                }
-            }
+        // Cancelled while it ran: the re-arm fails and hands the callback back to drop.
+        if let Ok(()) = entry.rearm(tick, self) {
+            ending.rearmed = true;
+            // If shutdown raced the re-arm and this call took the timer back, it stops there
+            // (`enqueue` gave its cap place back).
+            drop(enqueue(&lane, entry.clone()));
         }
     }
 

@@ -211,7 +211,9 @@ impl Shard {
         if !self.batch.is_empty() {
             let fired = self.batch.len();
             counts.add_fired(fired as u64);
-            self.shared.release_cap(fired);
+            // A repeating timer keeps its cap place until it ends (see `periodic`).
+            let ended = self.batch.iter().filter(|f| f.repeat.is_none()).count();
+            self.shared.release_cap(ended);
             let batch = std::mem::take(&mut self.batch);
             self.executor.run(batch, &self.shared, &self.inflight);
         }

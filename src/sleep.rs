@@ -36,7 +36,8 @@ impl Wake {
     fn fire(&self) {
         // Release: pairs with the Acquire in `poll`.
         self.fired.store(true, Ordering::Release);
-        let waker = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // The waker stays registered, so a sleep reset after it fired wakes the same task.
+        let waker = self.waker.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -65,15 +66,25 @@ impl Drop for Waking {
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
 pub struct Sleep {
     wake: Arc<Wake>,
-    /// The timer, or `None` for a sleep that never ends (a deadline beyond the engine's range).
+    /// The timer, or `None` for a sleep the engine does not hold: one that never ends (a
+    /// deadline beyond the engine's range) or one that ended at once (refused).
     timer: Option<TimerHandle>,
+    /// Where to schedule a new timer on `reset`.
+    lane: Arc<Lane>,
 }
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick`.
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
-        let wake = Wake::new();
-        let refused = |wake| Sleep { wake, timer: None };
+        Sleep::with_wake(lane, tick, Wake::new())
+    }
+
+    fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<Wake>) -> Sleep {
+        let refused = |wake| Sleep {
+            wake,
+            timer: None,
+            lane: lane.clone(),
+        };
         let Some(tick) = tick else {
             // Too far away to schedule: as good as forever.
             return refused(wake);
@@ -92,6 +103,7 @@ impl Sleep {
                     entry,
                     lane: lane.clone(),
                 }),
+                lane: lane.clone(),
             },
             // Shutdown took it back: dropping the callback woke the sleep.
             Err(callback) => {
@@ -136,16 +148,25 @@ impl Sleep {
     /// assert!(!sleep.is_elapsed());
     /// ```
     pub fn reset(&mut self, delay: Duration) {
-        let Some(timer) = &self.timer else {
-            return;
-        };
-        if !self.wake.has_fired() && timer.reset(delay) {
-            return;
+        if let Some(timer) = &self.timer {
+            if !self.wake.has_fired() && timer.reset(delay) {
+                return;
+            }
         }
-        // It fired (or is firing): start a new timer. Dropping the old handle does not cancel
-        // the old timer, whose callback only wakes a `Wake` nobody polls any more.
-        let lane = timer.lane.clone();
-        *self = Sleep::on(&lane, lane.shard.clock.tick_after(delay));
+        // It fired (or is firing), or the engine never held it: start over with a new timer,
+        // keeping the waker the task registered. Replacing `self` cancels the old timer, whose
+        // callback then wakes only the old `Wake`.
+        let wake = Wake::new();
+        let registered = self
+            .wake
+            .waker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        *wake.waker.lock().unwrap_or_else(|p| p.into_inner()) = registered;
+        let lane = self.lane.clone();
+        let tick = lane.shard.clock.tick_after(delay);
+        *self = Sleep::with_wake(&lane, tick, wake);
     }
 }
 

@@ -100,6 +100,11 @@ impl StateWord {
         StateWord(self.0 | Self::PERIODIC)
     }
 
+    /// The same word without the PERIODIC bit: a repeating timer that has stopped for good.
+    pub(crate) fn retired(self) -> Self {
+        StateWord(self.0 & !Self::PERIODIC)
+    }
+
     pub(crate) fn is_periodic(self) -> bool {
         self.0 & Self::PERIODIC != 0
     }

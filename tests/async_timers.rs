@@ -150,3 +150,36 @@ fn a_sleep_ends_when_its_engine_shuts_down() {
     let mut late = engine.sleep(Duration::from_secs(60));
     assert!(poll_once(&mut late, &waker).is_ready());
 }
+
+#[test]
+fn reset_revives_a_sleep_the_engine_did_not_hold() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    // Beyond the engine's range: never ends, until reset to something it can hold.
+    let mut sleep = engine.sleep(Duration::MAX);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    sleep.reset(MS * 10);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS * 10);
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+}
+
+#[test]
+fn a_reset_after_firing_keeps_the_registered_waker() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(counter.clone());
+    let mut sleep = engine.sleep(MS);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS);
+    assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+    sleep.reset(MS * 5); // not polled again before it fires
+    clock.advance(MS * 5);
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        2,
+        "the task is woken again"
+    );
+}

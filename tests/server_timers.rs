@@ -264,3 +264,82 @@ fn a_repeating_timer_is_handed_back_once_at_shutdown() {
         stats.fired + stats.cancelled + stats.returned
     );
 }
+
+#[test]
+fn a_repeating_timer_holds_one_cap_place_for_its_whole_life() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .max_pending(1)
+        .build()
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let heartbeat = engine
+        .schedule_repeating(SEC, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    for _ in 0..5 {
+        clock.advance(SEC);
+        // Between runs the place stays taken: no one-shot timer can slip in and stop it.
+        assert!(engine.schedule(SEC, || {}).is_err());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    assert!(heartbeat.cancel());
+    assert!(
+        engine.schedule(SEC, || {}).is_ok(),
+        "the place is free again"
+    );
+}
+
+#[test]
+fn a_panicking_repeating_callback_stops_its_timer_for_good() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .max_pending(1)
+        .build()
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let timer = engine
+        .schedule_repeating(SEC, move || {
+            if r.fetch_add(1, Ordering::SeqCst) == 1 {
+                panic!("the second run panics on purpose");
+            }
+        })
+        .unwrap();
+    for _ in 0..5 {
+        clock.advance(SEC);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(engine.stats().panicked, 1);
+    assert!(timer.is_expired());
+    assert!(!timer.cancel(), "it had already stopped");
+    assert!(
+        engine.schedule(SEC, || {}).is_ok(),
+        "its cap place was given back"
+    );
+    assert_eq!(engine.pending(), 1);
+}
+
+#[test]
+fn advance_waits_for_due_timers_that_callbacks_schedule() {
+    let (clock, engine) = manual();
+    let engine = Arc::new(engine);
+    let ran = Arc::new(AtomicBool::new(false));
+    let (e, r) = (Arc::downgrade(&engine), ran.clone());
+    engine
+        .schedule(SEC, move || {
+            let engine = e.upgrade().unwrap();
+            let r = r.clone();
+            // Due at once: it must run within the same `advance`.
+            engine
+                .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+                .unwrap();
+        })
+        .unwrap();
+    clock.advance(SEC);
+    assert!(ran.load(Ordering::SeqCst));
+}
