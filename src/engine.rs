@@ -150,6 +150,7 @@ impl Refusal {
 }
 
 /// Checks that `lane`'s shard takes a timer due at `tick`, and takes a place under the cap.
+#[inline]
 pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
     let refused = |refusal| {
         lane.counts.add_rejected();
@@ -171,6 +172,7 @@ pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
 
 /// Queues `entry` for `lane`'s shard. If shutdown raced the push and this call wins the entry
 /// back (INIT→RETURNED), its callback comes back as the error.
+#[inline]
 pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callback>> {
     let shard = &lane.shard;
     lane.counts.add_scheduled();
@@ -191,12 +193,14 @@ pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callba
 }
 
 /// Spreads a hash over `shards` (Fibonacci hashing: the high bits of a multiply).
+#[inline]
 fn shard_for(hash: u64, shards: usize) -> usize {
     let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     ((mixed >> 32) as usize) % shards
 }
 
 /// The hash of an unkeyed task: the calling thread's slot and its count of tasks so far.
+#[inline]
 fn task_hash() -> u64 {
     thread_local! {
         static TASKS: Cell<u64> = const { Cell::new(0) };
@@ -477,6 +481,7 @@ impl TimerEngine {
         Timeout::new(future.into_future(), self.sleep(delay))
     }
 
+    #[inline]
     fn lane_for(&self, route: u64) -> &Arc<Lane> {
         let shared = &*self.shared;
         let shard_index = shard_for(route, shared.shards.len());
