@@ -14,7 +14,8 @@
 //! - `fire`: schedule [`FIRE_BATCH`] timers due 1–3 ms ahead whose callbacks bump a counter;
 //!   timed from the first schedule until every callback has run.
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
-//!   `Arc` allocation of 56 bytes, one `SegQueue` push and pop, one `compare_exchange` on an
+//!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
+//!   standing in for the engine's intrusive queue), one `compare_exchange` on an
 //!   `AtomicU64`, and the free. On one thread, so malloc's per-thread cache serves the
 //!   allocation and takes back the free; in the engine the free usually happens on a shard
 //!   thread, which the floor does not show.
@@ -871,7 +872,7 @@ fn reset(c: &mut Criterion) {
 }
 
 /// A stand-in for shardwheel's timer entry: a state word, two intrusive links and a boxed
-/// callback, 40 bytes; with the `Arc`'s two counts, one 56-byte allocation.
+/// callback, 40 bytes; with the reference count, one 48-byte allocation, as the engine's.
 struct FloorEntry {
     state: AtomicU64,
     links: [usize; 2],
@@ -887,7 +888,7 @@ fn floor(c: &mut Criterion) {
     group.bench_function("alloc_queue_cas_free", |b| {
         b.iter(|| {
             // The handle keeps one reference and the shard's queue carries the other.
-            let entry = Arc::new(FloorEntry {
+            let entry = triomphe::Arc::new(FloorEntry {
                 state: AtomicU64::new(black_box(PENDING)),
                 links: [0; 2],
                 callback: Some(Box::new(|| {})),
