@@ -231,8 +231,9 @@ fn a_slow_repeating_callback_never_overlaps_itself() {
     thread::sleep(Duration::from_millis(50));
     let made = runs.load(Ordering::SeqCst);
     assert_eq!(overlaps.load(Ordering::SeqCst), 0);
-    // 300 ms of a 5 ms rhythm is 60 slots; a 12 ms callback can use at most one in three.
-    assert!((5..=25).contains(&made), "{made} runs");
+    // 300 ms of a 5 ms rhythm is 60 slots; a 12 ms callback can use at most one in three
+    // (loose bounds: the machine may be busy).
+    assert!((3..=30).contains(&made), "{made} runs");
     thread::sleep(Duration::from_millis(30));
     assert_eq!(runs.load(Ordering::SeqCst), made, "no run after the cancel");
 }
