@@ -192,6 +192,15 @@ pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callba
     Ok(())
 }
 
+/// Queues `entry` (as `enqueue`) and hands out its handle.
+pub(crate) fn arm(lane: &Arc<Lane>, entry: EntryRef) -> Result<TimerHandle, Box<dyn Callback>> {
+    enqueue(lane, entry.clone())?;
+    Ok(TimerHandle {
+        entry,
+        lane: lane.clone(),
+    })
+}
+
 /// Spreads a hash over `shards` (Fibonacci hashing: the high bits of a multiply).
 #[inline]
 fn shard_for(hash: u64, shards: usize) -> usize {
@@ -422,15 +431,9 @@ impl TimerEngine {
             Some(unshared) => unshared.install(Box::new(repeating)),
             None => unreachable!("a new entry is not shared yet"),
         }
-        match enqueue(lane, entry.clone()) {
-            Ok(()) => Ok(TimerHandle {
-                entry,
-                lane: lane.clone(),
-            }),
-            Err(callback) => Err(ScheduleError::Shutdown(
-                unbox::<Repeating<F>>(callback).into_inner(),
-            )),
-        }
+        arm(lane, entry).map_err(|callback| {
+            ScheduleError::Shutdown(unbox::<Repeating<F>>(callback).into_inner())
+        })
     }
 
     /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
@@ -506,13 +509,7 @@ impl TimerEngine {
             Err(refusal) => return Err(refusal.hand_back(callback)),
         };
         let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
-        match enqueue(lane, entry.clone()) {
-            Ok(()) => Ok(TimerHandle {
-                entry,
-                lane: lane.clone(),
-            }),
-            Err(callback) => Err(ScheduleError::Shutdown(unbox(callback))),
-        }
+        arm(lane, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::engine::{admit, enqueue};
+use crate::engine::{admit, arm};
 use crate::entry::{Entry, EntryRef};
 use crate::handle::TimerHandle;
 use crate::lane::Lane;
@@ -96,13 +96,10 @@ impl Sleep {
         };
         let waking = Waking(wake.clone());
         let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(waking))));
-        match enqueue(lane, entry.clone()) {
-            Ok(()) => Sleep {
+        match arm(lane, entry) {
+            Ok(timer) => Sleep {
                 wake,
-                timer: Some(TimerHandle {
-                    entry,
-                    lane: lane.clone(),
-                }),
+                timer: Some(timer),
                 lane: lane.clone(),
             },
             // Shutdown took it back: dropping the callback woke the sleep.
