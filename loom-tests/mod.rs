@@ -13,6 +13,7 @@
 
 mod cancel_vs_fire;
 mod cancel_vs_transfer;
+mod owner_paths;
 mod poll_vs_fire;
 mod reset_vs_fire;
 mod schedule_vs_shutdown;

@@ -173,10 +173,18 @@ pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
 /// Queues `entry` for `lane`'s shard. If shutdown raced the push and this call wins the entry
 /// back (INIT→RETURNED), its callback comes back as the error.
 #[inline]
-pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callback>> {
+pub(crate) fn enqueue(lane: &Lane, entry: &EntryRef) -> Result<(), Box<dyn Callback>> {
     let shard = &lane.shard;
-    lane.counts.add_scheduled();
-    lane.inserts.push(entry.clone());
+    let mine = lane.counts.is_mine();
+    lane.counts.add_scheduled(mine);
+    if mine {
+        // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
+        if let Err(full) = unsafe { lane.ring.push(entry.clone()) } {
+            lane.inserts.push(full);
+        }
+    } else {
+        lane.inserts.push(entry.clone());
+    }
     // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is after
     // that fence too, which is what the shutdown hand-off relies on.
     shard.signal.notify();
@@ -194,7 +202,7 @@ pub(crate) fn enqueue(lane: &Lane, entry: EntryRef) -> Result<(), Box<dyn Callba
 
 /// Queues `entry` (as `enqueue`) and hands out its handle.
 pub(crate) fn arm(lane: &Arc<Lane>, entry: EntryRef) -> Result<TimerHandle, Box<dyn Callback>> {
-    enqueue(lane, entry.clone())?;
+    enqueue(lane, &entry)?;
     Ok(TimerHandle {
         entry,
         lane: lane.clone(),
@@ -277,7 +285,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), self.shared.clock.tick_after(delay), callback)
+        self.submit(task_hash(), |clock| clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -300,7 +308,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), self.shared.clock.tick_at(deadline), callback)
+        self.submit(task_hash(), |clock| clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -323,7 +331,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, self.shared.clock.tick_after(delay), callback)
+        self.submit(key, |clock| clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -343,7 +351,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, self.shared.clock.tick_at(deadline), callback)
+        self.submit(key, |clock| clock.tick_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -493,22 +501,34 @@ impl TimerEngine {
         &shared.lanes[lane_index]
     }
 
-    /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
+    /// Routes and queues a timer due at the tick `due` reads off the clock (`None`: refused as
+    /// too far away).
     fn submit<F>(
         &self,
         route: u64,
-        tick: Option<u64>,
+        due: impl FnOnce(&TickClock) -> Option<u64>,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
         let lane = self.lane_for(route);
-        let tick = match admit(lane, tick) {
+        let tick = match admit(lane, due(&self.shared.clock)) {
             Ok(tick) => tick,
             Err(refusal) => return Err(refusal.hand_back(callback)),
         };
-        let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
+        let callback: Box<dyn Callback> = Box::new(callback);
+        // SAFETY: this is a call on the engine.
+        let entry = match unsafe { lane.spare() } {
+            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
+                Some(unshared) => {
+                    unshared.reuse(tick, callback);
+                    spare
+                }
+                None => unreachable!("a spare entry is held by its lane alone"),
+            },
+            None => EntryRef::new(Entry::new(tick, callback)),
+        };
         arm(lane, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
     }
 
@@ -738,7 +758,11 @@ impl Shared {
                         Pop::Busy => thread::yield_now(),
                     }
                 }
+                // SAFETY: as above.
+                unsafe { lane.ring.take(usize::MAX, &mut entries) };
                 while lane.changes.pop().is_some() {}
+                // Spare entries hold their lane (see `recycle`); the shard gives no more.
+                lane.spares.free_returned();
             }
             let before = unfired.len();
             for entry in entries.drain(..) {
@@ -798,6 +822,11 @@ impl Shared {
 impl Drop for TimerEngine {
     fn drop(&mut self) {
         drop(self.shutdown());
+        for lane in self.shared.lanes.iter() {
+            // SAFETY: a lane's owner takes spares only inside a call on this engine, and none
+            // can be in progress while it is dropped.
+            unsafe { lane.spares.free_stash() };
+        }
     }
 }
 

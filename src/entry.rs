@@ -2,9 +2,10 @@
 //!
 //! Ground rules, which every other module relies on:
 //!
-//! 1. An entry is a single reference-counted allocation ([`EntryRef`]) holding the packed state word, the two
-//!    intrusive links of the wheel slot it sits in, and the boxed callback (a callback that
-//!    captures nothing is zero-sized and costs no allocation of its own).
+//! 1. An entry is a single reference-counted allocation ([`EntryRef`]) holding the packed state
+//!    word, the two intrusive links of the wheel slot it sits in, the boxed callback (a callback
+//!    that captures nothing is zero-sized and costs no allocation of its own). An entry that no
+//!    one else holds any more may be reused for a new timer (see [`crate::recycle`]).
 //! 2. The state word ([`StateWord`]) is the only field more than one thread writes, and every
 //!    atomic operation on it lives in this file. Leaving `Pending` is one successful
 //!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
@@ -79,6 +80,15 @@ impl Entry {
             prev: UnsafeCell::new(None),
             callback: UnsafeCell::new(callback),
         }
+    }
+
+    /// Makes a dead entry (one no one else refers to any more, hence `&mut`) a new pending timer
+    /// due at `deadline`, keeping its allocation.
+    pub(crate) fn reuse(&mut self, deadline: u64, callback: Box<dyn Callback>) {
+        self.state = AtomicU64::new(StateWord::pending(deadline).bits());
+        self.next = AtomicPtr::new(std::ptr::null_mut());
+        self.prev = UnsafeCell::new(None);
+        self.callback = UnsafeCell::new(Some(callback));
     }
 
     /// Installs the callback of an entry made by `new_periodic`. `&mut`: before the entry is

@@ -4,79 +4,225 @@
 //! A lane carries two lock-free queues into the shard: `inserts` (new timers, an intrusive
 //! queue through the entries themselves, see [`crate::inbound`]) and `changes` (timers
 //! cancelled after the shard placed them, which it must unlink; crossbeam's `SegQueue`, since
-//! a placed entry's links belong to the wheel). A timer handle keeps
-//! its lane alive, so a cancel can reach the shard even after the engine is gone.
+//! a placed entry's links belong to the wheel).
 //!
-//! Lanes exist to keep the hot path uncontended: a handle's reference count, the queue tails
-//! and the `scheduled`/`cancelled` counters are touched mostly by one thread each, instead of
-//! by every producer of the shard.
+//! Lanes exist to keep the hot path uncontended: the queue tails and the counters are touched
+//! mostly by one thread each, instead of by every producer of the shard. The first thread that
+//! schedules through a lane becomes its *owner* for good. The owner counts with a plain load and
+//! store where every other thread needs a read-modify-write, and it alone reuses the lane's
+//! spare entries (see [`crate::recycle`]). A timer's entry keeps its lane alive, so a cancel
+//! can reach the shard even after the engine is gone.
 
 use crossbeam_utils::CachePadded;
 
 use crate::entry::EntryRef;
 use crate::inbound::Inbound;
+use crate::recycle::Recycler;
+use crate::ring::Ring;
 use crate::shard::ShardShared;
-use crate::sync::{Arc, AtomicU64, Ordering, Queue};
+use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
 
 pub(crate) struct Lane {
+    /// New timers from the lane's owner (see [`crate::ring`]).
+    pub(crate) ring: Ring,
+    /// New timers from every other thread, and from the owner when its ring is full.
     pub(crate) inserts: Inbound,
     pub(crate) changes: Queue<EntryRef>,
-    pub(crate) counts: CachePadded<LaneCounts>,
+    pub(crate) counts: LaneCounts,
+    pub(crate) spares: Recycler,
     pub(crate) shard: Arc<ShardShared>,
 }
 
-/// Counters written by the threads that schedule and cancel through a lane. Relaxed
-/// throughout: they are statistics, exact once the threads that wrote them are quiet.
-#[derive(Default)]
+/// `owner` before any thread has claimed the lane.
+const NO_OWNER: usize = usize::MAX;
+
+/// Counters written by the threads that schedule and cancel through a lane, and the lane's
+/// owner. The owner's counts go to `own`, which no other thread writes; everyone else's go to
+/// `others`; a reader adds the two. Relaxed throughout: they are statistics, exact once the
+/// threads that wrote them are quiet. Each part has a cache line of its own: `owner` is read
+/// on every call and written once, `own` is written by the owner alone, `others` by any thread.
 pub(crate) struct LaneCounts {
+    /// The thread slot of the lane's owner, or `NO_OWNER`.
+    owner: CachePadded<AtomicUsize>,
+    own: CachePadded<Tally>,
+    others: CachePadded<Tally>,
+}
+
+#[derive(Default)]
+struct Tally {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
     rejected: AtomicU64,
 }
 
+/// Which counter of a [`Tally`].
+#[derive(Clone, Copy)]
+enum Count {
+    Scheduled,
+    Cancelled,
+    Rejected,
+}
+
+impl Tally {
+    fn get(&self, count: Count) -> &AtomicU64 {
+        match count {
+            Count::Scheduled => &self.scheduled,
+            Count::Cancelled => &self.cancelled,
+            Count::Rejected => &self.rejected,
+        }
+    }
+}
+
 impl LaneCounts {
-    pub(crate) fn add_scheduled(&self) {
-        self.scheduled.fetch_add(1, Ordering::Relaxed);
+    fn new() -> Self {
+        LaneCounts {
+            owner: CachePadded::new(AtomicUsize::new(NO_OWNER)),
+            own: CachePadded::new(Tally::default()),
+            others: CachePadded::new(Tally::default()),
+        }
+    }
+
+    /// Whether the calling thread owns the lane; the first thread to ask claims it.
+    #[inline]
+    pub(crate) fn is_mine(&self) -> bool {
+        let Some(me) = owner_slot() else {
+            return false;
+        };
+        // Relaxed: ownership decides only which cells this thread writes; slots are unique per
+        // thread, so only the claiming thread ever matches.
+        match self.owner.load(Ordering::Relaxed) {
+            owner if owner == me => true,
+            NO_OWNER => self
+                .owner
+                .compare_exchange(NO_OWNER, me, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Whether some thread owns the lane (and so may reuse its spare entries).
+    pub(crate) fn has_owner(&self) -> bool {
+        // Relaxed: a hint; a lane claimed just now merely misses a few spares.
+        self.owner.load(Ordering::Relaxed) != NO_OWNER
+    }
+
+    #[inline]
+    fn add(&self, count: Count, delta: u64) {
+        if self.is_mine() {
+            let cell = self.own.get(count);
+            // Relaxed load and store: only the owner writes `own`, so no update is lost.
+            cell.store(
+                cell.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.others.get(count).fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self, count: Count) -> u64 {
+        let own = self.own.get(count).load(Ordering::Relaxed);
+        own.wrapping_add(self.others.get(count).load(Ordering::Relaxed))
+    }
+
+    /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
+    /// lane (see [`is_mine`](Self::is_mine)).
+    pub(crate) fn add_scheduled(&self, mine: bool) {
+        if mine {
+            let cell = &self.own.scheduled;
+            // Relaxed load and store: only the owner writes `own`, so no update is lost.
+            cell.store(
+                cell.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.others.scheduled.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A schedule that raced shutdown and got its callback back: it counts as rejected.
     pub(crate) fn unschedule(&self) {
-        self.scheduled.fetch_sub(1, Ordering::Relaxed);
+        self.add(Count::Scheduled, u64::MAX);
         self.add_rejected();
     }
 
     pub(crate) fn add_cancelled(&self) {
-        self.cancelled.fetch_add(1, Ordering::Relaxed);
+        self.add(Count::Cancelled, 1);
     }
 
     pub(crate) fn add_rejected(&self) {
-        self.rejected.fetch_add(1, Ordering::Relaxed);
+        self.add(Count::Rejected, 1);
     }
 
     pub(crate) fn scheduled(&self) -> u64 {
-        self.scheduled.load(Ordering::Relaxed)
+        self.read(Count::Scheduled)
     }
 
     pub(crate) fn cancelled(&self) -> u64 {
-        self.cancelled.load(Ordering::Relaxed)
+        self.read(Count::Cancelled)
     }
 
     pub(crate) fn rejected(&self) -> u64 {
-        self.rejected.load(Ordering::Relaxed)
+        self.read(Count::Rejected)
     }
 }
 
 impl Lane {
     pub(crate) fn new(shard: Arc<ShardShared>) -> Self {
         Lane {
+            ring: Ring::new(),
             inserts: Inbound::new(),
             changes: Queue::new(),
-            counts: CachePadded::new(LaneCounts::default()),
+            counts: LaneCounts::new(),
+            spares: Recycler::new(),
             shard,
         }
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        !self.inserts.is_empty() || !self.changes.is_empty()
+        !self.ring.is_empty() || !self.inserts.is_empty() || !self.changes.is_empty()
+    }
+
+    /// A spare entry for the calling thread to reuse, if it owns the lane and the lane has one.
+    ///
+    /// # Safety
+    /// The caller is inside a call on the lane's engine (so the engine is not being dropped).
+    #[inline]
+    pub(crate) unsafe fn spare(&self) -> Option<EntryRef> {
+        if !self.counts.is_mine() {
+            return None;
+        }
+        // SAFETY: the calling thread owns the lane, and by this function's contract it is
+        // inside a call on the engine.
+        unsafe { self.spares.take() }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_and_other_threads_add_up() {
+        let counts = Arc::new(LaneCounts::new());
+        assert!(!counts.has_owner());
+        counts.add_scheduled(counts.is_mine());
+        assert!(counts.has_owner() && counts.is_mine());
+        let other = counts.clone();
+        std::thread::spawn(move || {
+            assert!(!other.is_mine());
+            for _ in 0..3 {
+                other.add_scheduled(other.is_mine());
+            }
+            other.add_cancelled();
+            other.unschedule();
+        })
+        .join()
+        .unwrap();
+        counts.add_cancelled();
+        counts.unschedule();
+        assert_eq!(counts.scheduled(), 2);
+        assert_eq!(counts.cancelled(), 2);
+        assert_eq!(counts.rejected(), 2);
     }
 }

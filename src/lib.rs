@@ -46,6 +46,8 @@ mod handle;
 mod inbound;
 mod lane;
 mod periodic;
+mod recycle;
+mod ring;
 mod shard;
 mod signal;
 mod sleep;

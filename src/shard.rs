@@ -7,7 +7,8 @@
 //! 2. take new timers off every lane's `inserts` queue and place them (a timer cancelled
 //!    while still queued is dropped here, having cost its canceller one CAS);
 //! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
-//! 4. hand the callbacks fired in this turn to the executor as one batch.
+//! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
+//!    found dead and unshared back to their lanes for reuse (see [`crate::recycle`]).
 //!
 //! Between turns the thread polls once a tick while work keeps arriving, and otherwise sleeps
 //! until the wheel's next deadline (see [`crate::signal`]).
@@ -17,9 +18,11 @@ use crossbeam_utils::CachePadded;
 use crate::callback::Fired;
 use crate::cap::Cap;
 use crate::clock::TickClock;
+use crate::entry::EntryRef;
 use crate::executor::{Executor, Inflight};
 use crate::inbound::Pop;
 use crate::lane::Lane;
+use crate::recycle::RETURN_LIMIT;
 use crate::signal::Signal;
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::wheel::{Settled, Wheel};
@@ -131,7 +134,77 @@ pub(crate) struct Shard {
     wheel: Wheel,
     executor: Executor,
     inflight: Arc<Inflight>,
-    batch: Vec<Fired>,
+    outcomes: Outcomes,
+    /// Reused buffer for the entries taken from a ring.
+    fresh: Vec<EntryRef>,
+}
+
+/// What a turn does with the entries it handled.
+struct Outcomes {
+    /// The callbacks fired, for the executor.
+    fired: Vec<Fired>,
+    /// The dead entries, for their lanes to reuse.
+    spares: Spares,
+}
+
+impl Outcomes {
+    fn file(&mut self, settled: Settled, index: usize, lane: &Lane) {
+        match settled {
+            Settled::Fired(fired) => self.fired.push(fired),
+            Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
+            Settled::Placed => {}
+        }
+    }
+}
+
+/// The dead entries a turn gives back to each lane (indexed as `Shard::lanes`).
+struct Spares {
+    kept: Box<[Vec<EntryRef>]>,
+    /// How many entries each lane's stack may still hold from earlier turns.
+    given: Box<[usize]>,
+}
+
+impl Spares {
+    fn new(lanes: usize) -> Self {
+        Spares {
+            kept: (0..lanes).map(|_| Vec::new()).collect(),
+            given: vec![0; lanes].into_boxed_slice(),
+        }
+    }
+
+    /// Keeps `entry`, resolved and out of the wheel, to give back to lane `index` if no one
+    /// else holds it and the lane has an owner to reuse it; otherwise lets it go.
+    fn keep(&mut self, index: usize, lane: &Lane, mut entry: EntryRef) {
+        if EntryRef::get_mut(&mut entry).is_none() || !lane.counts.has_owner() {
+            return;
+        }
+        if self.given[index] + self.kept[index].len() >= RETURN_LIMIT {
+            if !lane.spares.is_drained() {
+                return;
+            }
+            self.given[index] = 0;
+        }
+        self.kept[index].push(entry);
+    }
+
+    /// Pushes each lane's kept entries onto its stack.
+    fn give_back(&mut self, lanes: &[Arc<Lane>]) {
+        for ((lane, kept), given) in lanes
+            .iter()
+            .zip(self.kept.iter_mut())
+            .zip(self.given.iter_mut())
+        {
+            let n = kept.len();
+            if n == 0 {
+                continue;
+            }
+            if lane.spares.give(kept) {
+                *given = n;
+            } else {
+                *given += n;
+            }
+        }
+    }
 }
 
 /// What a turn found.
@@ -155,23 +228,35 @@ impl Shard {
     ) -> Self {
         Shard {
             shared,
+            outcomes: Outcomes {
+                fired: Vec::new(),
+                spares: Spares::new(lanes.len()),
+            },
+            fresh: Vec::new(),
             lanes,
             wheel: Wheel::new(),
             executor,
             inflight,
-            batch: Vec::new(),
         }
     }
 
     /// One pass of the tick loop at tick `now` (see the module documentation).
     pub(crate) fn turn(&mut self, now: u64) -> Turn {
         let mut turn = Turn::Idle;
-        for lane in self.lanes.iter() {
+        let mut fresh = std::mem::take(&mut self.fresh);
+        for (index, lane) in self.lanes.iter().enumerate() {
             while let Some(entry) = lane.changes.pop() {
                 turn = turn.max(Turn::Busy);
-                if let Settled::Fired(fired) = self.wheel.reconsider(entry) {
-                    self.batch.push(fired);
-                }
+                let settled = self.wheel.reconsider(entry);
+                self.outcomes.file(settled, index, lane);
+            }
+            // SAFETY: the shard thread is the only consumer of its lanes' rings.
+            if unsafe { lane.ring.take(usize::MAX, &mut fresh) } > 0 {
+                turn = turn.max(Turn::Busy);
+            }
+            for entry in fresh.drain(..) {
+                let settled = self.wheel.settle(entry);
+                self.outcomes.file(settled, index, lane);
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -189,13 +274,14 @@ impl Shard {
                     }
                 };
                 turn = turn.max(Turn::Busy);
-                if let Settled::Fired(fired) = self.wheel.settle(entry) {
-                    self.batch.push(fired);
-                }
+                let settled = self.wheel.settle(entry);
+                self.outcomes.file(settled, index, lane);
             }
         }
-        let batch = &mut self.batch;
+        self.fresh = fresh;
+        let batch = &mut self.outcomes.fired;
         self.wheel.advance(now, |_, fired| batch.push(fired));
+        self.outcomes.spares.give_back(&self.lanes);
         self.publish(now, turn != Turn::Backlog);
         turn
     }
@@ -208,13 +294,18 @@ impl Shard {
         counts
             .in_wheel
             .store(self.wheel.len() as u64, Ordering::Relaxed);
-        if !self.batch.is_empty() {
-            let fired = self.batch.len();
+        if !self.outcomes.fired.is_empty() {
+            let fired = self.outcomes.fired.len();
             counts.add_fired(fired as u64);
             // A repeating timer keeps its cap place until it ends (see `periodic`).
-            let ended = self.batch.iter().filter(|f| f.repeat.is_none()).count();
+            let ended = self
+                .outcomes
+                .fired
+                .iter()
+                .filter(|f| f.repeat.is_none())
+                .count();
             self.shared.release_cap(ended);
-            let batch = std::mem::take(&mut self.batch);
+            let batch = std::mem::take(&mut self.outcomes.fired);
             self.executor.run(batch, &self.shared, &self.inflight);
         }
         if complete {

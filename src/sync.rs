@@ -147,6 +147,21 @@ pub(crate) fn thread_slot() -> usize {
     0
 }
 
+/// The calling thread's slot, when it may take a single-writer fast path: a lane's first
+/// user becomes its owner and counts and recycles entries without read-modify-write
+/// operations (see `lane`). Slots are never reused, so no two threads share one. `None` under
+/// loom, where every thread has slot 0: models take the shared paths, and the recycling
+/// stack has a model of its own.
+#[cfg(not(loom))]
+pub(crate) fn owner_slot() -> Option<usize> {
+    Some(thread_slot())
+}
+
+#[cfg(loom)]
+pub(crate) fn owner_slot() -> Option<usize> {
+    None
+}
+
 /// A number no other engine in this process has had.
 pub(crate) fn next_engine_id() -> u64 {
     use std::sync::atomic::AtomicU64 as StdAtomicU64;

@@ -38,8 +38,9 @@ pub(crate) enum Settled {
     Placed,
     /// Due already: the shard won INIT→EXPIRED and owns the callback.
     Fired(Fired),
-    /// Resolved by someone else (cancelled, or handed back); the wheel let go of it.
-    Dropped,
+    /// Resolved by someone else (cancelled, or handed back); the wheel let go of it and hands
+    /// back the reference it held, for the shard to drop or recycle.
+    Dropped(EntryRef),
 }
 
 pub(crate) struct Wheel {
@@ -122,7 +123,7 @@ impl Wheel {
                 if word.placement().is_some() {
                     entry.mark_unplaced();
                 }
-                return Settled::Dropped;
+                return Settled::Dropped(entry);
             }
             let Some(at) = self.slot_for(word.deadline()) else {
                 // Became due between the two reads (a concurrent reset); try again.
@@ -141,7 +142,7 @@ impl Wheel {
     pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
         let word = entry.state();
         let Some(at) = word.placement() else {
-            return Settled::Dropped;
+            return Settled::Dropped(entry);
         };
         // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
         // clears it whenever it takes the entry out for good (`settle`, `drain`); no one

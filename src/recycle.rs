@@ -1,0 +1,230 @@
+//! Recycling entries: in the RPC pattern a timer that is scheduled and cancelled costs no
+//! allocation and no free.
+//!
+//! Nearly every RPC timeout is cancelled, most of them while the entry still waits in its
+//! shard's inbound queue. The shard is then the last holder of the entry, and freeing it there
+//! is a free across threads: the producer allocated it. Instead the shard hands entries that
+//! no one else holds back to their lane, and the lane's owner (the first thread that scheduled
+//! through it, see [`crate::lane`]) reuses them for its next timers:
+//!
+//! - During a turn the shard collects the lane's dead, unshared entries in a `Vec`; at the end
+//!   of the turn it links them through their `next` links and pushes the whole chain onto the
+//!   lane's `returned` stack with one compare-and-swap ([`Recycler::give`]).
+//! - The owner keeps a private stash. When it runs dry, the owner takes the whole stack with
+//!   one swap, then reuses entries from the stash one by one with no atomic operation at all
+//!   ([`Recycler::take`]).
+//!
+//! The stack has one pusher (the shard thread), and every consumer takes all of it at once.
+//! There is no single-node pop, so the ABA problem of a Treiber stack cannot arise. The shard
+//! puts at most [`RETURN_LIMIT`] entries on a lane's stack before it sees the stack emptied
+//! again; past that it frees them as usual. A lane therefore holds at most twice that many
+//! spare entries: a stack's worth and a stash's worth.
+//!
+//! Spare entries are freed when the engine goes away. Shutdown empties the stacks once the shard
+//! threads have been joined. `TimerEngine`'s `drop` empties the stashes: no call on the engine
+//! can be in progress then, so no owner is using a stash.
+
+use std::ptr;
+
+use crate::entry::{Entry, EntryRef};
+use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
+
+/// The most entries a shard leaves on one lane's stack before it sees the stack emptied.
+pub(crate) const RETURN_LIMIT: usize = 4096;
+
+/// A lane's spare entries: the stack the shard fills and the stash its owner draws from.
+pub(crate) struct Recycler {
+    /// A chain of spare entries linked through `next`, each carrying one strong count.
+    returned: AtomicPtr<Entry>,
+    /// The owner's chain, taken from `returned`. Only the lane's owner touches it, inside a
+    /// call on its engine, or `TimerEngine::drop`.
+    stash: UnsafeCell<*mut Entry>,
+}
+
+// SAFETY: the chains hold strong counts of `Entry`s, which are `Send + Sync`; `returned` is
+// atomic, and `stash` is reached only under the single-owner rule of `take`/`free_stash`.
+unsafe impl Send for Recycler {}
+// SAFETY: as above.
+unsafe impl Sync for Recycler {}
+
+impl Recycler {
+    pub(crate) fn new() -> Self {
+        Recycler {
+            returned: AtomicPtr::new(ptr::null_mut()),
+            stash: UnsafeCell::new(ptr::null_mut()),
+        }
+    }
+
+    /// Shard thread: pushes `spares` (each unshared, resolved and unlinked) onto the stack.
+    /// Returns whether the stack was empty before, that is, the owner took everything given
+    /// before.
+    pub(crate) fn give(&self, spares: &mut Vec<EntryRef>) -> bool {
+        let mut chain: *mut Entry = ptr::null_mut();
+        let mut last: *mut Entry = ptr::null_mut();
+        for entry in spares.drain(..).rev() {
+            let node = EntryRef::into_raw(entry).cast_mut();
+            if last.is_null() {
+                last = node;
+            }
+            // SAFETY: `node` carries the strong count `into_raw` took over, and the shard was
+            // its only holder, so this thread alone writes its `next` link.
+            // Relaxed: published by the Release CAS below.
+            unsafe { (*node).next.store(chain, Ordering::Relaxed) };
+            chain = node;
+        }
+        if chain.is_null() {
+            return false;
+        }
+        // Relaxed: only the pointer is needed, the CAS below publishes.
+        let mut head = self.returned.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `last` is in the chain this thread still owns (unpublished).
+            // Relaxed: published by the Release CAS below.
+            unsafe { (*last).next.store(head, Ordering::Relaxed) };
+            // Release on success: the owner's Acquire swap sees the chain's links and every
+            // write made to the entries before they were given back. Relaxed on failure: the
+            // next attempt only needs the new head's value.
+            match self.returned.compare_exchange_weak(
+                head,
+                chain,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(previous) => return previous.is_null(),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Whether the stack is empty (the owner took everything given so far). Any thread.
+    pub(crate) fn is_drained(&self) -> bool {
+        // Relaxed: a hint for how many more entries the shard may give; no data is read
+        // through it.
+        self.returned.load(Ordering::Relaxed).is_null()
+    }
+
+    /// Owner: a spare entry to reuse, unshared, if there is one.
+    ///
+    /// # Safety
+    /// The caller is the lane's owner thread, inside a call on its engine (so `free_stash` is
+    /// not running).
+    pub(crate) unsafe fn take(&self) -> Option<EntryRef> {
+        // SAFETY: by this function's contract the calling thread alone touches the stash.
+        self.stash.with_mut(|stash| unsafe {
+            let mut head = *stash;
+            if head.is_null() {
+                // Acquire: pairs with the Release CAS in `give`.
+                head = self.returned.swap(ptr::null_mut(), Ordering::Acquire);
+                if head.is_null() {
+                    return None;
+                }
+            }
+            // Relaxed: the links were published by `give` and acquired by the swap, and no one
+            // else holds these entries.
+            *stash = (*head).next.load(Ordering::Relaxed);
+            Some(EntryRef::from_raw(head))
+        })
+    }
+
+    /// Frees the entries on the stack. Any thread; used once the shard thread is gone.
+    pub(crate) fn free_returned(&self) {
+        // Acquire: as in `take`.
+        let head = self.returned.swap(ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: the swap made this thread the chain's only holder.
+        unsafe { free_chain(head) };
+    }
+
+    /// Frees the owner's stash.
+    ///
+    /// # Safety
+    /// No thread is in [`take`](Self::take), and none will be unless a later call on the engine
+    /// makes it so (the engine is being dropped).
+    pub(crate) unsafe fn free_stash(&self) {
+        // SAFETY: by this function's contract no other thread touches the stash now.
+        let head = self
+            .stash
+            .with_mut(|stash| unsafe { std::mem::replace(&mut *stash, ptr::null_mut()) });
+        // SAFETY: the stash's chain was the owner's, and is this thread's now.
+        unsafe { free_chain(head) };
+    }
+}
+
+impl Drop for Recycler {
+    fn drop(&mut self) {
+        self.free_returned();
+        // SAFETY: `&mut self`: no other thread can reach the stash.
+        unsafe { self.free_stash() };
+    }
+}
+
+/// Drops every entry of a chain linked through `next`.
+///
+/// # Safety
+/// The caller holds the chain: each node carries a strong count no one else will release.
+unsafe fn free_chain(mut node: *mut Entry) {
+    while !node.is_null() {
+        // SAFETY: by this function's contract the node carries a strong count to release.
+        let entry = unsafe { EntryRef::from_raw(node) };
+        // Relaxed: the chain is this thread's alone.
+        node = entry.next.load(Ordering::Relaxed);
+        drop(entry);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn spare(deadline: u64) -> EntryRef {
+        EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+    }
+
+    fn take_all(recycler: &Recycler) -> Vec<u64> {
+        let mut out = Vec::new();
+        // SAFETY: the test thread is the only owner.
+        while let Some(entry) = unsafe { recycler.take() } {
+            assert!(EntryRef::count(&entry) == 1, "a spare entry is unshared");
+            out.push(entry.state().deadline());
+        }
+        out
+    }
+
+    #[test]
+    fn given_entries_come_back_once_each() {
+        let recycler = Recycler::new();
+        let mut spares: Vec<_> = (0..3).map(spare).collect();
+        assert!(recycler.give(&mut spares), "the stack starts empty");
+        assert!(spares.is_empty());
+        let mut more: Vec<_> = (3..5).map(spare).collect();
+        assert!(!recycler.give(&mut more), "the first chain is still there");
+        assert!(!recycler.is_drained());
+        let mut got = take_all(&recycler);
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1, 2, 3, 4]);
+        assert!(recycler.is_drained());
+        assert!(
+            !recycler.give(&mut Vec::new()),
+            "an empty chain is not pushed"
+        );
+    }
+
+    #[test]
+    fn freeing_releases_the_counts_held() {
+        let kept = spare(9);
+        let recycler = Recycler::new();
+        let mut spares = vec![kept.clone()];
+        recycler.give(&mut spares);
+        assert_eq!(EntryRef::count(&kept), 2);
+        recycler.free_returned();
+        assert_eq!(EntryRef::count(&kept), 1);
+
+        // Through the stash, and through `drop`.
+        recycler.give(&mut vec![kept.clone(), spare(1)]);
+        // SAFETY: the test thread is the only owner.
+        let first = unsafe { recycler.take() }.unwrap();
+        drop(first);
+        recycler.give(&mut vec![spare(2)]);
+        drop(recycler);
+        assert_eq!(EntryRef::count(&kept), 1);
+    }
+}

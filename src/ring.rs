@@ -1,0 +1,201 @@
+//! The owner's ring: a bounded single-producer, single-consumer queue of new timers from a
+//! lane's owner thread to its shard.
+//!
+//! The owner of a lane (see [`crate::lane`]) is the one thread that pushes here, so a push is a
+//! store of the entry's pointer into the next slot and a Release store of `tail`, with no
+//! read-modify-write at all. The shard reads the slots between `head` and `tail` in one pass.
+//! Unlike the linked inbound queue, where each entry's address is known only once the entry
+//! before it has been read, the slots give the shard every address at once, so the cache
+//! misses on entries just written by the other core overlap instead of queueing up one
+//! behind another. When the ring is full, the owner falls back to the inbound queue: the
+//! shard takes timers from both, and their order does not matter.
+//!
+//! This is the classic Lamport ring buffer, with the producer keeping a cached copy of `head`
+//! so that it reads the consumer's index only when the ring looks full (as in Rigtorp's
+//! `SPSCQueue`). Each queued pointer carries one strong count of its entry (from
+//! `EntryRef::into_raw`), handed to whoever takes it.
+
+use std::ptr;
+
+use crossbeam_utils::CachePadded;
+
+use crate::entry::{Entry, EntryRef};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+
+/// Slots in a ring: a power of two. A handful under loom, so models reach a full ring.
+#[cfg(not(loom))]
+pub(crate) const RING_SLOTS: usize = 1024;
+#[cfg(loom)]
+pub(crate) const RING_SLOTS: usize = 2;
+
+pub(crate) struct Ring {
+    slots: Box<[AtomicPtr<Entry>]>,
+    /// The next slot the producer writes; written by the producer only.
+    tail: CachePadded<AtomicUsize>,
+    /// The next slot the consumer reads; written by the consumer only.
+    head: CachePadded<AtomicUsize>,
+    /// The producer's last reading of `head`; the producer's alone.
+    head_seen: CachePadded<UnsafeCell<usize>>,
+}
+
+// SAFETY: the slots and indices are atomic; `head_seen` is touched by the single producer
+// only (`push`'s contract); the pointers carry counts of `Send + Sync` entries.
+unsafe impl Send for Ring {}
+// SAFETY: as above.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    pub(crate) fn new() -> Self {
+        Ring {
+            slots: (0..RING_SLOTS)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            head: CachePadded::new(AtomicUsize::new(0)),
+            head_seen: CachePadded::new(UnsafeCell::new(0)),
+        }
+    }
+
+    /// Appends `entry`, or hands it back if the ring is full.
+    ///
+    /// # Safety
+    /// One producer: the lane's owner thread.
+    pub(crate) unsafe fn push(&self, entry: EntryRef) -> Result<(), EntryRef> {
+        // Relaxed: only this thread writes `tail`.
+        let tail = self.tail.load(Ordering::Relaxed);
+        // SAFETY: by this function's contract the calling thread alone touches `head_seen`.
+        let full = self.head_seen.with_mut(|seen| unsafe {
+            if tail.wrapping_sub(*seen) < RING_SLOTS {
+                return false;
+            }
+            // Acquire: pairs with the consumer's Release store, so the slots it has read are
+            // free to overwrite.
+            *seen = self.head.load(Ordering::Acquire);
+            tail.wrapping_sub(*seen) >= RING_SLOTS
+        });
+        if full {
+            return Err(entry);
+        }
+        let node = EntryRef::into_raw(entry).cast_mut();
+        // Relaxed: published by the Release store of `tail` below.
+        self.slots[tail % RING_SLOTS].store(node, Ordering::Relaxed);
+        // Release: the consumer's Acquire load of `tail` sees the slot and the entry as
+        // written before the push.
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether nothing is queued. Any thread.
+    pub(crate) fn is_empty(&self) -> bool {
+        // Acquire: pairs with the producer's Release store of `tail`.
+        self.tail.load(Ordering::Acquire) == self.head.load(Ordering::Acquire)
+    }
+
+    /// Takes up to `max` entries, oldest first, into `out`; returns how many.
+    ///
+    /// # Safety
+    /// One consumer at a time: the shard thread, or, once it has been joined, shutdown.
+    pub(crate) unsafe fn take(&self, max: usize, out: &mut Vec<EntryRef>) -> usize {
+        // Relaxed: only the consumer writes `head`.
+        let head = self.head.load(Ordering::Relaxed);
+        // Acquire: pairs with the producer's Release store.
+        let tail = self.tail.load(Ordering::Acquire);
+        let n = tail.wrapping_sub(head).min(max);
+        for i in 0..n {
+            // Relaxed: ordered by the Acquire load of `tail`.
+            let node = self.slots[head.wrapping_add(i) % RING_SLOTS].load(Ordering::Relaxed);
+            // SAFETY: the producer stored a pointer carrying a strong count in every slot
+            // between `head` and `tail`, and only the consumer takes it.
+            out.push(unsafe { EntryRef::from_raw(node) });
+        }
+        // Release: the producer's Acquire load of `head` sees these slots read before it
+        // reuses them.
+        self.head.store(head.wrapping_add(n), Ordering::Release);
+        n
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        let mut rest = Vec::new();
+        // SAFETY: `&mut self`: no producer or other consumer is left.
+        unsafe { self.take(RING_SLOTS, &mut rest) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn entry(deadline: u64) -> EntryRef {
+        EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+    }
+
+    fn deadlines(entries: &[EntryRef]) -> Vec<u64> {
+        entries.iter().map(|e| e.state().deadline()).collect()
+    }
+
+    #[test]
+    fn fills_refuses_when_full_and_wraps() {
+        let ring = Ring::new();
+        assert!(ring.is_empty());
+        for round in 0..3u64 {
+            for d in 0..RING_SLOTS as u64 {
+                // SAFETY: the test thread is the one producer.
+                assert!(unsafe { ring.push(entry(round * 10_000 + d)) }.is_ok());
+            }
+            // SAFETY: as above.
+            let refused = unsafe { ring.push(entry(1)) }.unwrap_err();
+            assert_eq!(EntryRef::count(&refused), 1, "handed back whole");
+            let mut out = Vec::new();
+            // SAFETY: the test thread is the one consumer.
+            assert_eq!(unsafe { ring.take(10, &mut out) }, 10);
+            // SAFETY: as above.
+            assert_eq!(unsafe { ring.take(usize::MAX, &mut out) }, RING_SLOTS - 10);
+            let expected: Vec<u64> = (0..RING_SLOTS as u64).map(|d| round * 10_000 + d).collect();
+            assert_eq!(deadlines(&out), expected);
+            assert!(ring.is_empty());
+        }
+    }
+
+    #[test]
+    fn dropping_a_ring_releases_what_it_holds() {
+        let ring = Ring::new();
+        let kept = entry(3);
+        // SAFETY: the test thread is the one producer.
+        unsafe { ring.push(kept.clone()) }.unwrap();
+        assert_eq!(EntryRef::count(&kept), 2);
+        drop(ring);
+        assert_eq!(EntryRef::count(&kept), 1);
+    }
+
+    #[test]
+    fn one_producer_one_consumer_lose_nothing() {
+        let per: u64 = if cfg!(miri) { 300 } else { 200_000 };
+        let ring = Arc::new(Ring::new());
+        let producer = {
+            let ring = ring.clone();
+            std::thread::spawn(move || {
+                for d in 0..per {
+                    let mut next = entry(d);
+                    // SAFETY: this thread is the one producer.
+                    while let Err(back) = unsafe { ring.push(next) } {
+                        next = back;
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut got = Vec::new();
+        while (got.len() as u64) < per {
+            // SAFETY: this thread is the one consumer.
+            if unsafe { ring.take(64, &mut got) } == 0 {
+                std::thread::yield_now();
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(deadlines(&got), (0..per).collect::<Vec<_>>());
+        assert!(ring.is_empty());
+    }
+}
