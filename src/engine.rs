@@ -285,7 +285,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), |clock| clock.tick_after(delay), callback)
+        self.submit(task_hash(), self.shared.clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -308,7 +308,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(task_hash(), |clock| clock.tick_at(deadline), callback)
+        self.submit(task_hash(), self.shared.clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -331,7 +331,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, |clock| clock.tick_after(delay), callback)
+        self.submit(key, self.shared.clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -351,7 +351,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.submit(key, |clock| clock.tick_at(deadline), callback)
+        self.submit(key, self.shared.clock.tick_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -501,19 +501,18 @@ impl TimerEngine {
         &shared.lanes[lane_index]
     }
 
-    /// Routes and queues a timer due at the tick `due` reads off the clock (`None`: refused as
-    /// too far away).
+    /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
     fn submit<F>(
         &self,
         route: u64,
-        due: impl FnOnce(&TickClock) -> Option<u64>,
+        tick: Option<u64>,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
         let lane = self.lane_for(route);
-        let tick = match admit(lane, due(&self.shared.clock)) {
+        let tick = match admit(lane, tick) {
             Ok(tick) => tick,
             Err(refusal) => return Err(refusal.hand_back(callback)),
         };
@@ -761,7 +760,8 @@ impl Shared {
                 // SAFETY: as above.
                 unsafe { lane.ring.take(usize::MAX, &mut entries) };
                 while lane.changes.pop().is_some() {}
-                // Spare entries hold their lane (see `recycle`); the shard gives no more.
+                // The shard gives no more spares: free them now rather than with the lane, which
+                // handles may keep alive long after.
                 lane.spares.free_returned();
             }
             let before = unfired.len();

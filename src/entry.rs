@@ -85,10 +85,7 @@ impl Entry {
     /// Makes a dead entry (one no one else refers to any more, hence `&mut`) a new pending timer
     /// due at `deadline`, keeping its allocation.
     pub(crate) fn reuse(&mut self, deadline: u64, callback: Box<dyn Callback>) {
-        self.state = AtomicU64::new(StateWord::pending(deadline).bits());
-        self.next = AtomicPtr::new(std::ptr::null_mut());
-        self.prev = UnsafeCell::new(None);
-        self.callback = UnsafeCell::new(Some(callback));
+        *self = Entry::new(deadline, callback);
     }
 
     /// Installs the callback of an entry made by `new_periodic`. `&mut`: before the entry is

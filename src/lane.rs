@@ -10,7 +10,7 @@
 //! mostly by one thread each, instead of by every producer of the shard. The first thread that
 //! schedules through a lane becomes its *owner* for good. The owner counts with a plain load and
 //! store where every other thread needs a read-modify-write, and it alone reuses the lane's
-//! spare entries (see [`crate::recycle`]). A timer's entry keeps its lane alive, so a cancel
+//! spare entries (see [`crate::recycle`]). A timer handle keeps its lane alive, so a cancel
 //! can reach the shard even after the engine is gone.
 
 use crossbeam_utils::CachePadded;
@@ -108,7 +108,13 @@ impl LaneCounts {
 
     #[inline]
     fn add(&self, count: Count, delta: u64) {
-        if self.is_mine() {
+        self.add_as(self.is_mine(), count, delta);
+    }
+
+    /// Adds `delta` to `count`, into the owner's cells if `mine`.
+    #[inline]
+    fn add_as(&self, mine: bool, count: Count, delta: u64) {
+        if mine {
             let cell = self.own.get(count);
             // Relaxed load and store: only the owner writes `own`, so no update is lost.
             cell.store(
@@ -128,16 +134,7 @@ impl LaneCounts {
     /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
     /// lane (see [`is_mine`](Self::is_mine)).
     pub(crate) fn add_scheduled(&self, mine: bool) {
-        if mine {
-            let cell = &self.own.scheduled;
-            // Relaxed load and store: only the owner writes `own`, so no update is lost.
-            cell.store(
-                cell.load(Ordering::Relaxed).wrapping_add(1),
-                Ordering::Relaxed,
-            );
-        } else {
-            self.others.scheduled.fetch_add(1, Ordering::Relaxed);
-        }
+        self.add_as(mine, Count::Scheduled, 1);
     }
 
     /// A schedule that raced shutdown and got its callback back: it counts as rejected.

@@ -4,8 +4,8 @@
 //! 1. take the timers cancelled after placement off every lane's `changes` queue and unlink
 //!    them (so their memory is freed within about a tick), and move the ones reset to an
 //!    earlier deadline;
-//! 2. take new timers off every lane's `inserts` queue and place them (a timer cancelled
-//!    while still queued is dropped here, having cost its canceller one CAS);
+//! 2. take new timers off every lane's owner ring and `inserts` queue and place them (a timer
+//!    cancelled while still queued is dropped here, having cost its canceller one CAS);
 //! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see [`crate::recycle`]).
@@ -160,7 +160,7 @@ impl Outcomes {
 /// The dead entries a turn gives back to each lane (indexed as `Shard::lanes`).
 struct Spares {
     kept: Box<[Vec<EntryRef>]>,
-    /// How many entries each lane's stack may still hold from earlier turns.
+    /// How many entries each lane's stack has been given since the shard last saw it empty.
     given: Box<[usize]>,
 }
 
