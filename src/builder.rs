@@ -11,7 +11,7 @@ use crate::error::BuildError;
 use crate::executor::{Executor, Inflight};
 use crate::lane::Lane;
 use crate::shard::{Shard, ShardShared};
-use crate::sync::{next_engine_id, Arc, StdArc};
+use crate::sync::{barrier, next_engine_id, Arc, StdArc};
 use crate::wheel::SPAN;
 
 /// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
@@ -254,6 +254,8 @@ impl Builder {
             }
             _ => {}
         }
+        // Before any thread of the engine exists (see `sync::barrier`).
+        barrier::enable();
         let pool = match self.callbacks {
             Callbacks::Pool(threads) => Some(OwnedPool::start(
                 threads.unwrap_or_else(default_callback_threads),

@@ -7,10 +7,11 @@
 //! Shutdown hands back every timer that neither fired nor was cancelled. It sets each shard's
 //! `stop` flag, joins the shard threads, waits for callbacks in flight, and then empties the
 //! wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
-//! racing it pushes its entry, fences, and reads `stop` again: if it now sees shutdown, it
-//! tries INIT→RETURNED itself and, if it wins, hands the callback back as
-//! `ScheduleError::Shutdown`. The fences make sure that a producer that did not see `stop`
-//! pushed before shutdown emptied the queues, so every timer lands in exactly one place.
+//! racing it pushes its entry, passes a light barrier, and reads `stop` again: if it now sees
+//! shutdown, it tries INIT→RETURNED itself and, if it wins, hands the callback back as
+//! `ScheduleError::Shutdown`. Shutdown passes the heavy barrier after setting `stop` (see
+//! [`crate::sync::barrier`]), so a producer that did not see `stop` pushed before shutdown
+//! emptied the queues, and every timer lands in exactly one place.
 
 use std::cell::Cell;
 use std::future::IntoFuture;
@@ -34,7 +35,7 @@ use crate::shard::Shard;
 use crate::shard::ShardShared;
 use crate::sleep::{Sleep, Timeout};
 use crate::stats::{ShardStats, Stats};
-use crate::sync::{fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
+use crate::sync::{barrier, fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
 use crate::wheel::Wheel;
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
@@ -185,8 +186,8 @@ pub(crate) fn enqueue(lane: &Lane, entry: &EntryRef) -> Result<(), Box<dyn Callb
     } else {
         lane.inserts.push(entry.clone());
     }
-    // `notify` fences (SeqCst) before it reads the sleep word; the `stop` read below is after
-    // that fence too, which is what the shutdown hand-off relies on.
+    // `notify` passes the light barrier before it reads the sleep word; the `stop` read below is
+    // after that barrier too, which is what the shutdown hand-off relies on.
     shard.signal.notify();
     if shard.stop.load(Ordering::Relaxed) {
         fence(Ordering::SeqCst);
@@ -601,6 +602,7 @@ impl TimerEngine {
             rejected: 0,
             panicked: 0,
             pending: 0,
+            asymmetric_barrier: barrier::is_asymmetric(),
             shards: Vec::with_capacity(shared.shards.len()),
         };
         for (shard, lanes) in shared
@@ -704,8 +706,8 @@ impl TimerEngine {
             shard.stop.store(true, Ordering::SeqCst);
             shard.signal.wake();
         }
-        // Pairs with the fence a racing `schedule` makes after its push (module docs).
-        fence(Ordering::SeqCst);
+        // Pairs with the light barrier a racing `schedule` passes after its push (module docs).
+        barrier::heavy();
     }
 }
 

@@ -21,6 +21,11 @@ pub struct Stats {
     pub panicked: u64,
     /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - returned`.
     pub pending: u64,
+    /// Whether producers wake a sleeping shard without a fence of their own: true where the
+    /// system offers `membarrier(2)` (Linux 4.14 and later, unless a sandbox forbids it), so
+    /// the shard pays for the barrier when it goes to sleep instead. False means every
+    /// schedule and cancel pays a full fence; the engine is correct either way.
+    pub asymmetric_barrier: bool,
     /// One entry per shard.
     pub shards: Vec<ShardStats>,
 }

@@ -4,6 +4,9 @@
 //! the inbound queue come from loom (or a loom-visible stand-in), so the model checker sees every
 //! interleaving of the engine's protocols. Otherwise they are std's and crossbeam's. No other
 //! file imports `std::sync::atomic`; code that needs an atomic imports it from here.
+//! The asymmetric fences of the wake-up and shutdown protocols live here too ([`barrier`]).
+
+pub(crate) mod barrier;
 
 #[cfg(loom)]
 pub(crate) use loom::{
