@@ -10,8 +10,8 @@ use super::{driven_engine, MS};
 /// if and only if `cancel()` returned false; afterwards the wheel holds nothing and the
 /// callback is freed either way.
 ///
-/// The timer is placed in the wheel first, so the cancel also sends it down the `changes`
-/// queue, racing the shard's slot processing.
+/// The timer is placed in the wheel first, so the cancel also pushes an unlink request,
+/// racing the shard's slot processing (which may meet the cancelled entry first).
 ///
 /// Catches: a lifecycle change that is not a CAS from Pending (for example `resolve` storing
 /// its new word without comparing): then both sides win, and the callback runs after a cancel

@@ -7,8 +7,8 @@ use super::{driven_engine, MS};
 
 /// Whichever comes first — the shard placing the entry or the cancel — the entry ends up
 /// unlinked and freed exactly once: a cancel that lands before placement costs only the CAS
-/// (the shard drops the entry when it finds it cancelled), one that lands after sends the
-/// entry down `changes` for the shard to unlink. Nothing stays in the wheel and only the
+/// (the shard drops the entry when it finds it cancelled), one that lands after pushes an
+/// unlink request for the shard. Nothing stays in the wheel and only the
 /// handle's reference is left.
 ///
 /// Catches: the canceller deciding whether to send the unlink request from a read of the

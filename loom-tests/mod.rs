@@ -12,6 +12,7 @@
 //! putting that bug in and watching the model fail.
 
 mod cancel_vs_fire;
+mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
 mod owner_paths;
 mod poll_vs_fire;

@@ -32,11 +32,10 @@ use crate::lane::Lane;
 use crate::periodic::Repeating;
 #[cfg(all(test, loom))]
 use crate::shard::Shard;
-use crate::shard::ShardShared;
+use crate::shard::{ShardShared, Stopped};
 use crate::sleep::{Sleep, Timeout};
 use crate::stats::{ShardStats, Stats};
 use crate::sync::{barrier, fence, thread, thread_slot, Arc, Mutex, Ordering, StdArc};
-use crate::wheel::Wheel;
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -61,7 +60,7 @@ pub(crate) struct Shared {
 
 /// The threads an engine started, joined at shutdown.
 pub(crate) struct Runners {
-    shard_threads: Vec<JoinHandle<Wheel>>,
+    shard_threads: Vec<JoinHandle<Stopped>>,
     pool: Option<OwnedPool>,
     driven: bool,
 }
@@ -256,7 +255,7 @@ impl TimerEngine {
         }
     }
 
-    pub(crate) fn add_shard_thread(&self, thread: JoinHandle<Wheel>) {
+    pub(crate) fn add_shard_thread(&self, thread: JoinHandle<Stopped>) {
         if let Some(runners) = self.lock_runners().as_mut() {
             runners.shard_threads.push(thread);
         }
@@ -694,8 +693,8 @@ impl TimerEngine {
             return Vec::new();
         };
         self.stop_shards();
-        let wheels = shards.into_iter().map(|s| Some(s.into_wheel())).collect();
-        self.shared.finish_with(runners.pool, wheels)
+        let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();
+        self.shared.finish_with(runners.pool, stopped)
     }
 
     fn stop_shards(&self) {
@@ -715,36 +714,37 @@ impl Shared {
     /// Joins the stopped shard threads, waits for callbacks in flight, joins the pool and
     /// hands back what is still pending.
     fn finish(&self, runners: Runners) -> Vec<Unfired> {
-        let wheels = runners
+        let stopped = runners
             .shard_threads
             .into_iter()
             .map(|thread| thread.join().ok())
             .collect();
-        self.finish_with(runners.pool, wheels)
+        self.finish_with(runners.pool, stopped)
     }
 
-    fn finish_with(&self, pool: Option<OwnedPool>, wheels: Vec<Option<Wheel>>) -> Vec<Unfired> {
+    fn finish_with(&self, pool: Option<OwnedPool>, stopped: Vec<Option<Stopped>>) -> Vec<Unfired> {
         self.inflight.wait_idle();
         if let Some(pool) = pool {
             pool.join();
         }
-        self.collect(wheels)
+        self.collect(stopped)
     }
 
-    /// Hands back every timer still pending in `wheels` (one per shard, in order; `None` for a
-    /// shard whose thread died) and in the queues.
-    fn collect(&self, wheels: Vec<Option<Wheel>>) -> Vec<Unfired> {
+    /// Hands back every timer still pending in the stopped shards' wheels (one per shard, in
+    /// order; `None` for a shard whose thread died, whose wheel was drained as it unwound) and
+    /// in the queues.
+    fn collect(&self, stopped: Vec<Option<Stopped>>) -> Vec<Unfired> {
         let shared = self;
         let mut unfired = Vec::new();
         let mut entries = Vec::new();
-        for ((shard, lanes), wheel) in shared
+        for ((shard, lanes), stopped) in shared
             .shards
             .iter()
             .zip(shared.lanes.chunks(shared.lanes_per_shard))
-            .zip(wheels)
+            .zip(stopped)
         {
-            if let Some(mut wheel) = wheel {
-                wheel.drain(&mut entries);
+            if let Some(mut stopped) = stopped {
+                stopped.wheel.drain(&mut entries);
             }
             for lane in lanes {
                 loop {
@@ -761,6 +761,9 @@ impl Shared {
                 }
                 // SAFETY: as above.
                 unsafe { lane.ring.take(usize::MAX, &mut entries) };
+                // SAFETY: the shard's wheel has just been drained (or was, as its thread
+                // unwound), which unlinked and unmarked every entry.
+                unsafe { lane.unlinks.release_all() };
                 while lane.changes.pop().is_some() {}
                 // The shard gives no more spares: free them now rather than with the lane, which
                 // handles may keep alive long after.

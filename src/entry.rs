@@ -11,6 +11,9 @@
 //!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
 //! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
 //!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
+//!    The emptied cell stays the winner's: a canceller that must tell the shard to unlink the
+//!    entry uses it as the link of its lane's unlink stack (see [`crate::unlink`]), and the
+//!    shard that takes the entry off that stack owns it after that.
 //!    A repeating timer (the PERIODIC bit) is the one exception to "once": its runner
 //!    re-arms it, EXPIRED→INIT, putting the callback back before the CAS that publishes it;
 //!    a cancel while it runs is EXPIRED→CANCELLED and leaves the callback to the runner.
@@ -41,7 +44,16 @@ pub(crate) struct Entry {
     /// The next entry in the inbound queue, then in the wheel slot list (ground rule 4).
     pub(crate) next: AtomicPtr<Entry>,
     prev: UnsafeCell<Option<NonNull<Entry>>>,
-    callback: UnsafeCell<Option<Box<dyn Callback>>>,
+    callback: UnsafeCell<CallbackCell>,
+}
+
+/// The callback cell: the callback until the winner of the lifecycle CAS takes it, then empty,
+/// with room for the link of an unlink stack (ground rule 3). Both fit in the 16 bytes of the
+/// boxed callback (the link sits beside the box's data pointer, whose null value marks `Empty`).
+enum CallbackCell {
+    Full(Box<dyn Callback>),
+    /// Taken; the next entry on the unlink stack this entry is on, if any.
+    Empty(Option<NonNull<Entry>>),
 }
 
 /// A copy of an entry's slot-list links, for the wheel to read and change (see
@@ -78,7 +90,10 @@ impl Entry {
             state: AtomicU64::new(word.bits()),
             next: AtomicPtr::new(std::ptr::null_mut()),
             prev: UnsafeCell::new(None),
-            callback: UnsafeCell::new(callback),
+            callback: UnsafeCell::new(match callback {
+                Some(callback) => CallbackCell::Full(callback),
+                None => CallbackCell::Empty(None),
+            }),
         }
     }
 
@@ -93,7 +108,7 @@ impl Entry {
     pub(crate) fn install(&mut self, callback: Box<dyn Callback>) {
         // SAFETY: `&mut self` proves no other reference to the entry exists.
         self.callback
-            .with_mut(|cell| unsafe { *cell = Some(callback) });
+            .with_mut(|cell| unsafe { *cell = CallbackCell::Full(callback) });
     }
 
     /// The current state word.
@@ -140,10 +155,12 @@ impl Entry {
         // owns the cell as `rearm` explains), so no other thread reads or writes the cell now
         // (ground rule 3). A repeating timer's cell is refilled only by `rearm`, which its
         // owner calls before publishing INIT again.
-        let taken = self.callback.with_mut(|cell| unsafe { (*cell).take() });
+        let taken = self
+            .callback
+            .with_mut(|cell| unsafe { std::mem::replace(&mut *cell, CallbackCell::Empty(None)) });
         match taken {
-            Some(callback) => callback,
-            None => {
+            CallbackCell::Full(callback) => callback,
+            CallbackCell::Empty(_) => {
                 unreachable!("the lifecycle leaves Pending once, so the callback is taken once")
             }
         }
@@ -226,7 +243,7 @@ impl Entry {
         // SAFETY: while a repeating timer is EXPIRED its runner (the caller) owns the cell:
         // a cancel in that state leaves it alone, and nothing else leaves EXPIRED.
         self.callback
-            .with_mut(|cell| unsafe { *cell = Some(callback) });
+            .with_mut(|cell| unsafe { *cell = CallbackCell::Full(callback) });
         let mut current = self.state();
         loop {
             if current.lifecycle() != Lifecycle::Expired {
@@ -278,12 +295,57 @@ impl Entry {
             .map_err(StateWord::from_bits)
     }
 
-    /// Clears the placement after the shard has unlinked a resolved entry.
-    pub(crate) fn mark_unplaced(&self) {
-        // Release: nothing is published by the bit itself; Release keeps the unlink that came
-        // before it ordered ahead for a thread that reads the word.
-        self.state
-            .fetch_and(!StateWord::PLACED_BIT, Ordering::Release);
+    /// Clears the placement after the shard has unlinked the entry; returns the word it
+    /// replaced. A cancel that comes later finds the entry unplaced; one that came earlier is
+    /// in the word returned (and then its canceller pushed an unlink request, see
+    /// [`crate::unlink`]).
+    pub(crate) fn mark_unplaced(&self) -> StateWord {
+        // AcqRel: Release keeps the unlink that came before it ordered ahead for a thread that
+        // reads the word; Acquire, because a cancel seen in the old word hands this thread the
+        // entry's count.
+        StateWord::from_bits(
+            self.state
+                .fetch_and(!StateWord::PLACED_BIT, Ordering::AcqRel),
+        )
+    }
+
+    /// Sets the entry's link on an unlink stack.
+    ///
+    /// # Safety
+    /// The caller won the cancel that emptied the callback cell and has not yet published the
+    /// entry on a stack (ground rule 3), so it alone touches the cell.
+    pub(crate) unsafe fn set_unlink_next(&self, next: Option<NonNull<Entry>>) {
+        // SAFETY: by this function's contract.
+        self.callback
+            .with_mut(|cell| unsafe { *cell = CallbackCell::Empty(next) });
+    }
+
+    /// The entry's link on an unlink stack.
+    ///
+    /// # Safety
+    /// The caller took the entry off the stack (with the Acquire that pairs with the push), so
+    /// it alone touches the cell.
+    pub(crate) unsafe fn unlink_next(&self) -> Option<NonNull<Entry>> {
+        // SAFETY: by this function's contract.
+        self.callback.with_mut(|cell| match unsafe { &*cell } {
+            CallbackCell::Empty(next) => *next,
+            CallbackCell::Full(_) => {
+                unreachable!("only an entry whose cancel took the callback is on an unlink stack")
+            }
+        })
+    }
+
+    /// A copy of the entry's slot-list links.
+    ///
+    /// # Safety
+    /// As [`with_links`](Self::with_links).
+    pub(crate) unsafe fn links(&self) -> Links {
+        Links {
+            // Relaxed: while the entry is in a wheel, `next` is touched by the shard thread alone.
+            next: NonNull::new(self.next.load(Ordering::Relaxed)),
+            // SAFETY: by this function's contract, the calling thread alone accesses `prev`.
+            prev: self.prev.with_mut(|prev| unsafe { *prev }),
+        }
     }
 
     /// Runs `f` on the entry's slot-list links.
@@ -292,12 +354,8 @@ impl Entry {
     /// The caller is the shard thread that owns the wheel this entry is linked into, or is about
     /// to be linked into (ground rule 4); no reference from an earlier call is still alive.
     pub(crate) unsafe fn with_links<R>(&self, f: impl FnOnce(&mut Links) -> R) -> R {
-        // Relaxed: while the entry is in a wheel, `next` is touched by the shard thread alone.
-        let mut links = Links {
-            next: NonNull::new(self.next.load(Ordering::Relaxed)),
-            // SAFETY: by this function's contract, the calling thread alone accesses `prev`.
-            prev: self.prev.with_mut(|prev| unsafe { *prev }),
-        };
+        // SAFETY: by this function's contract.
+        let mut links = unsafe { self.links() };
         let result = f(&mut links);
         self.next.store(
             links.next.map_or(std::ptr::null_mut(), NonNull::as_ptr),

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::entry::EntryRef;
 use crate::lane::Lane;
-use crate::state::{Lifecycle, StateWord};
+use crate::state::Lifecycle;
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
@@ -46,17 +46,13 @@ impl TimerHandle {
         drop(callback);
         self.lane.counts.add_cancelled();
         self.lane.shard.release_cap(1);
-        self.ask_shard_if_placed(before);
-        true
-    }
-
-    /// Tells the shard to look at the entry again if it had linked it into its wheel when
-    /// `before` was its state.
-    fn ask_shard_if_placed(&self, before: StateWord) {
         if before.placement().is_some() {
-            self.lane.changes.push(self.entry.clone());
+            // SAFETY: this call won the cancel and took the callback, the cancel found the
+            // entry PLACED, and the entry is pushed only this once (a cancel wins once).
+            unsafe { self.lane.unlinks.push(&self.entry) };
             self.lane.shard.signal.notify();
         }
+        true
     }
 
     /// Moves a pending timer so that it is due `delay` from now, without a new allocation.
@@ -110,9 +106,10 @@ impl TimerHandle {
         };
         match self.entry.reset(tick) {
             Ok(before) => {
-                if tick < before.deadline() {
+                if tick < before.deadline() && before.placement().is_some() {
                     // Its slot may come due after the new deadline: the shard must move it.
-                    self.ask_shard_if_placed(before);
+                    self.lane.changes.push(self.entry.clone());
+                    self.lane.shard.signal.notify();
                 }
                 true
             }

@@ -1,10 +1,11 @@
 //! Lanes: the inbound side of a shard.
 //!
 //! Each shard has a few lanes, and each producer thread uses the lane its thread slot picks.
-//! A lane carries two lock-free queues into the shard: `inserts` (new timers, an intrusive
-//! queue through the entries themselves, see [`crate::inbound`]) and `changes` (timers
-//! cancelled after the shard placed them, which it must unlink; crossbeam's `SegQueue`, since
-//! a placed entry's links belong to the wheel).
+//! A lane carries the lock-free queues into the shard: `inserts` (new timers, an intrusive
+//! queue through the entries themselves, see [`crate::inbound`]), `unlinks` (timers cancelled
+//! after the shard placed them, which it must unlink, see [`crate::unlink`]) and `changes`
+//! (timers reset to an earlier deadline, which it must move; crossbeam's `SegQueue`, since a
+//! placed entry's links belong to the wheel and its callback is still in place).
 //!
 //! Lanes exist to keep the hot path uncontended: the queue tails and the counters are touched
 //! mostly by one thread each, instead of by every producer of the shard. The first thread that
@@ -21,12 +22,14 @@ use crate::recycle::Recycler;
 use crate::ring::Ring;
 use crate::shard::ShardShared;
 use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
+use crate::unlink::Unlinks;
 
 pub(crate) struct Lane {
     /// New timers from the lane's owner (see [`crate::ring`]).
     pub(crate) ring: Ring,
     /// New timers from every other thread, and from the owner when its ring is full.
     pub(crate) inserts: Inbound,
+    pub(crate) unlinks: Unlinks,
     pub(crate) changes: Queue<EntryRef>,
     pub(crate) counts: LaneCounts,
     pub(crate) spares: Recycler,
@@ -169,6 +172,7 @@ impl Lane {
         Lane {
             ring: Ring::new(),
             inserts: Inbound::new(),
+            unlinks: Unlinks::new(),
             changes: Queue::new(),
             counts: LaneCounts::new(),
             spares: Recycler::new(),
@@ -177,7 +181,10 @@ impl Lane {
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        !self.ring.is_empty() || !self.inserts.is_empty() || !self.changes.is_empty()
+        !self.ring.is_empty()
+            || !self.inserts.is_empty()
+            || !self.unlinks.is_empty()
+            || !self.changes.is_empty()
     }
 
     /// A spare entry for the calling thread to reuse, if it owns the lane and the lane has one.

@@ -54,6 +54,7 @@ mod sleep;
 mod state;
 mod stats;
 mod sync;
+mod unlink;
 mod wheel;
 
 #[cfg(all(test, loom))]

@@ -25,11 +25,16 @@ use crate::lane::Lane;
 use crate::recycle::RETURN_LIMIT;
 use crate::signal::Signal;
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::unlink::Requests;
 use crate::wheel::{Settled, Wheel};
 
 /// At most this many new timers are taken from one lane per turn, so a flood of inserts cannot
 /// hold back firing for long.
 const INSERT_BUDGET: usize = 16_384;
+
+/// Changed timers are taken this many at a time, and loaded before any is unlinked (see
+/// `Wheel::warm`).
+const WARM_BATCH: usize = 32;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
 pub(crate) struct ShardShared {
@@ -129,14 +134,27 @@ impl ShardShared {
 
 /// The shard thread's own state: its wheel, its lanes, and the callbacks of the current turn.
 pub(crate) struct Shard {
+    /// Declared before `lanes`, so that a shard dropped while unwinding drains its wheel
+    /// before it lets go of its lanes (see [`Stopped`]).
+    wheel: Wheel,
     pub(crate) shared: Arc<ShardShared>,
     lanes: Box<[Arc<Lane>]>,
-    wheel: Wheel,
     executor: Executor,
     inflight: Arc<Inflight>,
     outcomes: Outcomes,
-    /// Reused buffer for the entries taken from a ring.
+    /// Reused buffer for the entries taken from a ring or a `changes` queue.
     fresh: Vec<EntryRef>,
+    /// Reused buffer for the entries taken from an unlink stack.
+    unlinked: Requests,
+}
+
+/// A stopped shard: its wheel, for shutdown to empty, and its lanes, kept until the wheel is
+/// gone. The fields drop in order, wheel first: the wheel leaves the counts of cancelled
+/// entries to their unlink requests, which the lanes release when they go (see
+/// [`crate::unlink`]), so the lanes must not go first.
+pub(crate) struct Stopped {
+    pub(crate) wheel: Wheel,
+    _lanes: Box<[Arc<Lane>]>,
 }
 
 /// What a turn does with the entries it handled.
@@ -152,7 +170,7 @@ impl Outcomes {
         match settled {
             Settled::Fired(fired) => self.fired.push(fired),
             Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
-            Settled::Placed => {}
+            Settled::Placed | Settled::LeftToUnlink => {}
         }
     }
 }
@@ -233,6 +251,7 @@ impl Shard {
                 spares: Spares::new(lanes.len()),
             },
             fresh: Vec::new(),
+            unlinked: Requests::default(),
             lanes,
             wheel: Wheel::new(),
             executor,
@@ -245,6 +264,20 @@ impl Shard {
         let mut turn = Turn::Idle;
         let mut fresh = std::mem::take(&mut self.fresh);
         for (index, lane) in self.lanes.iter().enumerate() {
+            let unlinked = &mut self.unlinked.0;
+            if lane.unlinks.take_all(unlinked) > 0 {
+                turn = turn.max(Turn::Busy);
+            }
+            while !unlinked.is_empty() {
+                let batch = unlinked.len().saturating_sub(WARM_BATCH);
+                // SAFETY: the entries came off this shard's unlink stack.
+                unsafe { self.wheel.warm(&unlinked[batch..]) };
+                for entry in unlinked.drain(batch..) {
+                    // SAFETY: as above.
+                    let dead = unsafe { self.wheel.unlink_cancelled(entry) };
+                    self.outcomes.file(Settled::Dropped(dead), index, lane);
+                }
+            }
             while let Some(entry) = lane.changes.pop() {
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.reconsider(entry);
@@ -327,7 +360,7 @@ impl Shard {
 
     /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown
     /// to empty.
-    pub(crate) fn run(mut self) -> Wheel {
+    pub(crate) fn run(mut self) -> Stopped {
         self.shared
             .signal
             .set_thread(crate::sync::thread::current());
@@ -345,7 +378,7 @@ impl Shard {
                 }
             }
         }
-        self.into_wheel()
+        self.stop()
     }
 
     /// Pins the calling thread to `core`, recording the outcome for the stats.
@@ -358,7 +391,10 @@ impl Shard {
         pinned
     }
 
-    pub(crate) fn into_wheel(self) -> Wheel {
-        self.wheel
+    pub(crate) fn stop(self) -> Stopped {
+        Stopped {
+            wheel: self.wheel,
+            _lanes: self.lanes,
+        }
     }
 }

@@ -41,6 +41,9 @@ pub(crate) enum Settled {
     /// Resolved by someone else (cancelled, or handed back); the wheel let go of it and hands
     /// back the reference it held, for the shard to drop or recycle.
     Dropped(EntryRef),
+    /// Cancelled while linked: the wheel unmarked it and left its count to the canceller's
+    /// unlink request (see [`crate::unlink`]), which the shard has taken or will take.
+    LeftToUnlink,
 }
 
 pub(crate) struct Wheel {
@@ -120,8 +123,14 @@ impl Wheel {
                 Err(word) => word,
             };
             if word.lifecycle() != Lifecycle::Pending {
-                if word.placement().is_some() {
-                    entry.mark_unplaced();
+                if word.placement().is_none() {
+                    return Settled::Dropped(entry);
+                }
+                if entry.mark_unplaced().lifecycle() == Lifecycle::Cancelled {
+                    // The cancel found it PLACED (nothing marks a resolved entry), so its
+                    // canceller pushes an unlink request that owns this count.
+                    let _ = EntryRef::into_raw(entry);
+                    return Settled::LeftToUnlink;
                 }
                 return Settled::Dropped(entry);
             }
@@ -136,9 +145,10 @@ impl Wheel {
         }
     }
 
-    /// Handles an entry sent down a `changes` queue: cancelled after placement (unlink it and
-    /// let it go) or reset to an earlier deadline (unlink it and settle it again, which may fire
-    /// it). An entry that is not linked (resolved or re-placed since) needs nothing.
+    /// Handles an entry sent down a `changes` queue, reset to an earlier deadline: unlinks it
+    /// and settles it again, which may fire it (or leave it to its unlink request, if it was
+    /// cancelled since). An entry that is not linked (resolved or re-placed since) needs
+    /// nothing.
     pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
         let word = entry.state();
         let Some(at) = word.placement() else {
@@ -154,6 +164,62 @@ impl Wheel {
         // Pending: place it again by its current deadline (or fire it). Resolved: `settle`
         // clears the placement and lets it go.
         self.settle(held)
+    }
+
+    /// Takes a cancelled entry out of the wheel for its unlink request and returns the count
+    /// the request owned, for the shard to drop or recycle. The entry is still linked unless
+    /// the wheel met it first (and then left the count to this request).
+    ///
+    /// # Safety
+    /// `entry` came off an unlink stack of this wheel's shard, so its request owns a count.
+    pub(crate) unsafe fn unlink_cancelled(&mut self, entry: NonNull<Entry>) -> EntryRef {
+        // SAFETY: the request's count keeps the entry live.
+        let word = unsafe { entry.as_ref() }.state();
+        match word.placement() {
+            Some(at) => {
+                // SAFETY: PLACED is set only while the entry is linked here (see
+                // `reconsider`); the list's pointer carries the one count, the request's.
+                let held = unsafe { self.unlink(at, entry.as_ref()) };
+                let _ = held.mark_unplaced();
+                held
+            }
+            // SAFETY: `settle` or `drain` unlinked it and left the count, by `into_raw`, to
+            // this request.
+            None => unsafe { EntryRef::from_raw(entry.as_ptr()) },
+        }
+    }
+
+    /// Reads the entries about to be handed to
+    /// [`unlink_cancelled`](Self::unlink_cancelled), and the slot-list neighbours of those
+    /// still linked, ahead of time. The entries were last written by their cancellers on other
+    /// cores and the neighbours lie anywhere in memory; loading them in two independent sweeps
+    /// lets their cache misses overlap, where unlinking one entry after another would wait for
+    /// each miss in turn.
+    ///
+    /// # Safety
+    /// As `unlink_cancelled`, for each entry.
+    pub(crate) unsafe fn warm(&self, entries: &[NonNull<Entry>]) {
+        let mut seen = 0_u64;
+        for entry in entries {
+            // SAFETY: by this function's contract the entries are live.
+            seen ^= unsafe { entry.as_ref() }.state().bits();
+        }
+        for entry in entries {
+            // SAFETY: as above.
+            let entry = unsafe { entry.as_ref() };
+            if entry.state().placement().is_none() {
+                continue;
+            }
+            // SAFETY: the shard thread owns the links of the entries in its wheel, and this
+            // one is linked (PLACED is set and only this thread clears it).
+            let links = unsafe { entry.links() };
+            for neighbour in [links.next, links.prev].into_iter().flatten() {
+                // SAFETY: a linked entry's neighbours are linked too, and the wheel holds a
+                // strong count for each, so they are live.
+                seen ^= unsafe { neighbour.as_ref() }.state().bits();
+            }
+        }
+        std::hint::black_box(seen);
     }
 
     /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
@@ -186,8 +252,10 @@ impl Wheel {
         self.detach_list(head, out);
     }
 
-    /// Takes every entry out of the wheel (at shutdown).
+    /// Takes every entry out of the wheel (at shutdown), unmarked. The cancelled ones are left
+    /// to their unlink requests (see `settle`); the rest go to `out`.
     pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
+        let start = out.len();
         for level in 0..LEVELS {
             for slot in 0..level::SLOTS {
                 let head = self.levels[level].take(slot);
@@ -195,8 +263,18 @@ impl Wheel {
             }
             debug_assert!(self.levels[level].is_empty());
         }
-        for entry in out.iter() {
-            entry.mark_unplaced();
+        let mut kept = start;
+        for i in start..out.len() {
+            // The unmarking decides, against a cancel racing shutdown: a cancel before it saw
+            // PLACED and pushed a request; a cancel after it sees the entry unplaced.
+            if out[i].mark_unplaced().lifecycle() != Lifecycle::Cancelled {
+                out.swap(kept, i);
+                kept += 1;
+            }
+        }
+        for cancelled in out.drain(kept..) {
+            // As in `settle`: the canceller's unlink request owns this count.
+            let _ = EntryRef::into_raw(cancelled);
         }
     }
 

@@ -14,6 +14,8 @@ struct Harness {
     live: BTreeMap<u64, EntryRef>,
     fired: Vec<(u64, u64)>,
     next_id: u64,
+    /// Handles of timers cancelled while linked, whose unlink requests are not taken yet.
+    requests: Vec<EntryRef>,
 }
 
 impl Harness {
@@ -24,6 +26,7 @@ impl Harness {
             live: BTreeMap::new(),
             fired: Vec::new(),
             next_id: 0,
+            requests: Vec::new(),
         }
     }
 
@@ -50,18 +53,43 @@ impl Harness {
         id
     }
 
+    /// Cancels as a handle does: the wheel's count goes to an unlink request, taken later.
     fn cancel(&mut self, id: u64) {
         let entry = self.live.remove(&id).unwrap();
-        let (_, callback) = entry.cancel().unwrap();
-        let callback = callback.unwrap();
-        drop(callback);
-        match self.wheel.reconsider(entry) {
-            // The wheel let go of its own reference: the one it hands back is the last.
-            Settled::Dropped(held) => assert_eq!(EntryRef::count(&held), 1),
-            _ => panic!("a cancelled entry is let go"),
+        let (before, callback) = entry.cancel().unwrap();
+        drop(callback.unwrap());
+        assert!(
+            before.placement().is_some(),
+            "the harness links every entry it does not fire"
+        );
+        self.requests.push(entry);
+    }
+
+    /// Takes the unlink requests, as the shard does at the start of a turn.
+    fn take_requests(&mut self) {
+        for handle in std::mem::take(&mut self.requests) {
+            // SAFETY: the request owns the count the wheel held for the entry (see `cancel`).
+            let ptr = NonNull::new(EntryRef::as_ptr(&handle).cast_mut()).unwrap();
+            let held = unsafe { self.wheel.unlink_cancelled(ptr) };
+            assert_eq!(
+                EntryRef::count(&held),
+                2,
+                "the request's count and the handle's"
+            );
+            assert_eq!(held.state().placement(), None);
         }
     }
 
+    /// Requests whose entries the wheel still holds linked.
+    fn requests_linked(&self) -> usize {
+        self.requests
+            .iter()
+            .filter(|handle| handle.state().placement().is_some())
+            .count()
+    }
+
+    /// Advances, then takes the unlink requests: a cancelled entry whose slot came due in
+    /// between was met by the wheel first, the others are still linked.
     fn advance_to(&mut self, now: u64) {
         let mut fired = Vec::new();
         self.wheel
@@ -69,6 +97,14 @@ impl Harness {
         for (tick, callback) in fired {
             self.record(tick, callback);
         }
+        self.take_requests();
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        // Requests not yet taken own counts the wheel left them: release them, as a lane does.
+        self.take_requests();
     }
 }
 
@@ -137,6 +173,8 @@ fn a_due_entry_fires_on_insert_and_a_cancelled_one_is_unlinked_at_once() {
     let id = h.insert(1_000_000);
     assert_eq!(h.wheel.len(), 1);
     h.cancel(id);
+    assert_eq!(h.wheel.len(), 1, "linked until its unlink request is taken");
+    h.take_requests();
     assert_eq!(h.wheel.len(), 0);
     assert_eq!(h.wheel.next_expiration(), None);
 }
@@ -222,7 +260,7 @@ proptest! {
                     model = still;
                 }
             }
-            prop_assert_eq!(h.wheel.len(), model.len());
+            prop_assert_eq!(h.wheel.len(), model.len() + h.requests_linked());
             let mut got = h.fired.clone();
             got.sort_unstable();
             let mut want = expected.clone();
@@ -234,4 +272,29 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
+    let mut h = Harness::new();
+    let kept = h.insert(500);
+    let cancelled = h.insert(700);
+    h.cancel(cancelled);
+    let mut out = Vec::new();
+    h.wheel.drain(&mut out);
+    assert_eq!(out.len(), 1, "only the pending entry is handed out");
+    assert!(out[0].state().is_pending());
+    assert_eq!(out[0].state().placement(), None);
+    drop(out);
+    let handle = h.requests.pop().unwrap();
+    assert_eq!(handle.state().placement(), None, "unmarked by the drain");
+    assert_eq!(
+        EntryRef::count(&handle),
+        2,
+        "the request still owns the wheel's count"
+    );
+    // SAFETY: the request owns that count; no wheel holds the entry.
+    drop(unsafe { EntryRef::from_raw(EntryRef::as_ptr(&handle)) });
+    assert_eq!(EntryRef::count(&handle), 1);
+    assert!(h.live.contains_key(&kept));
 }

@@ -1,0 +1,240 @@
+//! The unlink stack: how a cancel tells the shard to take a timer out of its wheel.
+//!
+//! A timer cancelled after its shard linked it into the wheel still holds its slot, and its
+//! memory, until the shard unlinks it; the shard must hear of it within about a tick. The
+//! canceller has just won the lifecycle CAS and emptied the entry's callback cell, which is
+//! then its own (ground rule 3 of [`crate::entry`]), so the cell serves as the link of an
+//! intrusive Treiber stack, one per lane:
+//!
+//! - a canceller writes the current top into its entry's cell and swings the top to the entry
+//!   with one compare-and-swap (Release), with no allocation;
+//! - the shard takes the whole stack with one swap (Acquire) per turn, and then owns every
+//!   cell on the chain.
+//!
+//! Nothing is ever popped alone, so the ABA problem of a Treiber stack cannot arise. The order
+//! of the chain does not matter: the shard re-reads each entry's state word when it handles it.
+//!
+//! The push takes no reference count. The entry is linked in the wheel, which holds a count
+//! for it, and from the cancel on that count belongs to the request: the wheel never lets a
+//! cancelled entry that is still marked PLACED go on its own (see `Wheel::settle` and
+//! `Wheel::drain`). It unlinks such an entry when it meets it and leaves the count to the
+//! request; the shard releases the count when it takes the request ([`Wheel::unlink_cancelled`]).
+//! Requests left on the stack when the lane goes away are released with it: by then the wheel
+//! has been drained, which unmarked every entry it held.
+//!
+//! [`Wheel::unlink_cancelled`]: crate::wheel::Wheel::unlink_cancelled A queue with slots of its own (crossbeam's
+//! `SegQueue`, used before) costs the canceller two read-modify-writes and the shard two more
+//! per cancel on cache lines that both sides write, and a count taken and released besides;
+//! this stack costs one CAS in all.
+
+use std::ptr::{self, NonNull};
+
+use crate::entry::{Entry, EntryRef};
+use crate::sync::{AtomicPtr, Ordering};
+
+/// A reusable buffer of requests taken off a stack (see [`Unlinks::take_all`]).
+#[derive(Default)]
+pub(crate) struct Requests(pub(crate) Vec<NonNull<Entry>>);
+
+// SAFETY: each pointer stands for the strong count its request owns, as an `EntryRef` (which
+// is `Send`) would.
+unsafe impl Send for Requests {}
+
+pub(crate) struct Unlinks {
+    /// The entry pushed last, or null.
+    top: AtomicPtr<Entry>,
+}
+
+impl Unlinks {
+    pub(crate) fn new() -> Self {
+        Unlinks {
+            top: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Pushes `entry` for the shard to unlink. Any thread.
+    ///
+    /// # Safety
+    /// The caller won the cancel of `entry` that emptied its callback cell (so it owns the
+    /// cell), the cancel found the entry PLACED (so the wheel's count now belongs to this
+    /// request), and the entry has not been pushed before.
+    pub(crate) unsafe fn push(&self, entry: &EntryRef) {
+        let node = EntryRef::as_ptr(entry).cast_mut();
+        // Relaxed: only the pointer is needed; the CAS below publishes.
+        let mut top = self.top.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` is live (the caller's `entry`), and by this function's contract
+            // the calling thread owns its callback cell until the CAS publishes it.
+            unsafe { (*node).set_unlink_next(NonNull::new(top)) };
+            // Release on success: whoever takes the stack sees the link just written, and the
+            // cancel that came before it. Relaxed on failure: the next attempt needs only the
+            // new top.
+            match self
+                .top
+                .compare_exchange_weak(top, node, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => top = actual,
+            }
+        }
+    }
+
+    /// Takes every request pushed so far into `out` (the entries, each standing for the count
+    /// its request owns); returns how many. Any thread (the shard, or shutdown): each call
+    /// takes a whole chain.
+    pub(crate) fn take_all(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
+        // Acquire: pairs with the Release CAS in `push`.
+        let mut node = self.top.swap(ptr::null_mut(), Ordering::Acquire);
+        let before = out.len();
+        while let Some(current) = NonNull::new(node) {
+            // SAFETY: the entry is live: its request owns a count. The swap above took the
+            // chain off the stack, so this thread owns the cells of its entries.
+            node =
+                unsafe { current.as_ref().unlink_next() }.map_or(ptr::null_mut(), NonNull::as_ptr);
+            out.push(current);
+        }
+        out.len() - before
+    }
+
+    /// Takes every request and releases the counts they own.
+    ///
+    /// # Safety
+    /// No wheel holds any entry on the stack linked: each was unlinked, and unmarked, when its
+    /// shard met it or when its wheel was drained.
+    pub(crate) unsafe fn release_all(&self) {
+        let mut left = Vec::new();
+        self.take_all(&mut left);
+        for entry in left {
+            // SAFETY: each request owns one count of its entry (see the module docs), which no
+            // wheel holds any more (by this function's contract); it is released once, here.
+            drop(unsafe { EntryRef::from_raw(entry.as_ptr()) });
+        }
+    }
+
+    /// Whether nothing is waiting to be unlinked.
+    pub(crate) fn is_empty(&self) -> bool {
+        // Relaxed: a shard about to sleep reads this after the barrier of the sleep protocol
+        // (see `signal`), which orders it; elsewhere it is a hint.
+        self.top.load(Ordering::Relaxed).is_null()
+    }
+}
+
+impl Drop for Unlinks {
+    fn drop(&mut self) {
+        // SAFETY: a lane outlives the wheel of its shard's thread: the shard's own references
+        // to its lanes are dropped after its wheel has been dropped or drained (see
+        // `shard::Stopped`), and draining unlinks and unmarks every entry.
+        unsafe { self.release_all() };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::state::SlotId;
+    use crate::sync::Arc;
+
+    /// An entry as a cancel that must tell the shard leaves it: marked PLACED, cancelled, with
+    /// the count a wheel would hold for it taken (and forgotten) here.
+    fn cancelled_while_placed(deadline: u64) -> EntryRef {
+        let entry = EntryRef::new(Entry::new(deadline, Box::new(|| {})));
+        entry
+            .place(entry.state(), SlotId { level: 0, slot: 1 })
+            .unwrap();
+        let (before, callback) = entry.cancel().expect("a new entry can be cancelled");
+        assert!(before.placement().is_some());
+        drop(callback);
+        std::mem::forget(entry.clone()); // the wheel's count, now the request's
+        entry
+    }
+
+    /// What a wheel does when it meets the entry before the request: unlinks and unmarks it.
+    fn unlinked_by_the_wheel(entry: &EntryRef) {
+        entry.mark_unplaced();
+    }
+
+    #[test]
+    fn takes_every_request_once_and_releases_its_count() {
+        let stack = Unlinks::new();
+        assert!(stack.is_empty());
+        let entries: Vec<EntryRef> = (0..5).map(cancelled_while_placed).collect();
+        for entry in &entries {
+            // SAFETY: each entry was just cancelled while placed and is pushed once.
+            unsafe { stack.push(entry) };
+        }
+        assert!(!stack.is_empty());
+        let mut taken = Vec::new();
+        assert_eq!(stack.take_all(&mut taken), 5);
+        assert!(stack.is_empty());
+        let mut deadlines: Vec<u64> = taken
+            .iter()
+            // SAFETY: each request keeps its entry alive.
+            .map(|e| unsafe { e.as_ref() }.state().deadline())
+            .collect();
+        deadlines.sort_unstable();
+        assert_eq!(deadlines, vec![0, 1, 2, 3, 4]);
+        for entry in &entries {
+            unlinked_by_the_wheel(entry);
+            // SAFETY: pushed again once, as a new request with the count taken back below.
+            unsafe { stack.push(entry) };
+        }
+        // SAFETY: unmarked above, as a drained wheel leaves them.
+        unsafe { stack.release_all() };
+        for entry in &entries {
+            assert_eq!(
+                EntryRef::count(entry),
+                1,
+                "the request's count was released"
+            );
+        }
+        assert_eq!(stack.take_all(&mut Vec::new()), 0);
+    }
+
+    #[test]
+    fn requests_left_on_the_stack_are_released_with_it() {
+        let stack = Unlinks::new();
+        let entry = cancelled_while_placed(7);
+        // SAFETY: just cancelled while placed, pushed once.
+        unsafe { stack.push(&entry) };
+        unlinked_by_the_wheel(&entry);
+        assert_eq!(EntryRef::count(&entry), 2);
+        drop(stack);
+        assert_eq!(EntryRef::count(&entry), 1);
+    }
+
+    #[test]
+    fn pushes_from_many_threads_all_arrive() {
+        let stack = Arc::new(Unlinks::new());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let stack = stack.clone();
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        let entry = cancelled_while_placed(t * 1000 + i);
+                        unlinked_by_the_wheel(&entry);
+                        // SAFETY: cancelled while placed here, pushed once.
+                        unsafe { stack.push(&entry) };
+                    }
+                })
+            })
+            .collect();
+        let mut taken = Vec::new();
+        for thread in threads {
+            stack.take_all(&mut taken);
+            thread.join().unwrap();
+        }
+        stack.take_all(&mut taken);
+        let mut deadlines: Vec<u64> = taken
+            .iter()
+            // SAFETY: each request keeps its entry alive.
+            .map(|e| unsafe { e.as_ref() }.state().deadline())
+            .collect();
+        deadlines.sort_unstable();
+        deadlines.dedup();
+        assert_eq!(deadlines.len(), 2000);
+        for entry in taken {
+            // SAFETY: each request owns one count, and no wheel holds the entry.
+            drop(unsafe { EntryRef::from_raw(entry.as_ptr()) });
+        }
+    }
+}
