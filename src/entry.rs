@@ -348,6 +348,20 @@ impl Entry {
         }
     }
 
+    /// As [`mark_unplaced`](Self::mark_unplaced), for an entry whose lifecycle ended as
+    /// `word` (cancelled or handed back): no one else writes such a word any more, so a plain
+    /// store does, with no read-modify-write.
+    pub(crate) fn mark_unplaced_resolved(&self, word: StateWord) {
+        debug_assert!(matches!(
+            word.lifecycle(),
+            Lifecycle::Cancelled | Lifecycle::Returned
+        ));
+        debug_assert_eq!(self.state().bits(), word.bits());
+        // Release: as in `mark_unplaced`.
+        self.state
+            .store(word.bits() & !StateWord::PLACED_BIT, Ordering::Release);
+    }
+
     /// Runs `f` on the entry's slot-list links.
     ///
     /// # Safety

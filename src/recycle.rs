@@ -27,7 +27,7 @@
 use std::ptr;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
+use crate::sync::{prefetch, AtomicPtr, Ordering, UnsafeCell};
 
 /// The most entries a shard leaves on one lane's stack before it sees the stack emptied.
 pub(crate) const RETURN_LIMIT: usize = 4096;
@@ -121,7 +121,11 @@ impl Recycler {
             }
             // Relaxed: the links were published by `give` and acquired by the swap, and no one
             // else holds these entries.
-            *stash = (*head).next.load(Ordering::Relaxed);
+            let next = (*head).next.load(Ordering::Relaxed);
+            *stash = next;
+            // Start loading the next spare now, a whole schedule before it is needed: it was
+            // last written by the shard on another core.
+            prefetch(next);
             Some(EntryRef::from_raw(head))
         })
     }

@@ -7,8 +7,14 @@
 //! Unlike the linked inbound queue, where each entry's address is known only once the entry
 //! before it has been read, the slots give the shard every address at once, so the cache
 //! misses on entries just written by the other core overlap instead of queueing up one
-//! behind another. When the ring is full, the owner falls back to the inbound queue: the
-//! shard takes timers from both, and their order does not matter.
+//! behind another (the shard also prefetches each entry as it reads its slot). When the ring
+//! is full, the owner falls back to the inbound queue: the shard takes timers from both, and
+//! their order does not matter.
+//!
+//! A busy shard takes its queues once a tick, so the ring should hold a tick's worth of one
+//! thread's timers. At 4096 slots (32 KiB) it does up to 4 M schedules a second per thread; in
+//! one interleaved run of rpc-churn, 1024 slots gave 14.9 M ops/s, 4096 gave 16.3 and 16384
+//! gave 16.1 (medians of 5).
 //!
 //! This is the classic Lamport ring buffer, with the producer keeping a cached copy of `head`
 //! so that it reads the consumer's index only when the ring looks full (as in Rigtorp's
@@ -20,11 +26,11 @@ use std::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{prefetch, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 
 /// Slots in a ring: a power of two. A handful under loom, so models reach a full ring.
 #[cfg(not(loom))]
-pub(crate) const RING_SLOTS: usize = 1024;
+pub(crate) const RING_SLOTS: usize = 4096;
 #[cfg(loom)]
 pub(crate) const RING_SLOTS: usize = 2;
 
@@ -104,6 +110,8 @@ impl Ring {
         for i in 0..n {
             // Relaxed: ordered by the Acquire load of `tail`.
             let node = self.slots[head.wrapping_add(i) % RING_SLOTS].load(Ordering::Relaxed);
+            // The caller handles every entry taken next: start their cache misses together.
+            prefetch(node);
             // SAFETY: the producer stored a pointer carrying a strong count in every slot
             // between `head` and `tail`, and only the consumer takes it.
             out.push(unsafe { EntryRef::from_raw(node) });

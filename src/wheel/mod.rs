@@ -21,6 +21,7 @@ use std::ptr::NonNull;
 use crate::callback::Fired;
 use crate::entry::{Entry, EntryRef};
 use crate::state::{Lifecycle, SlotId};
+use crate::sync::prefetch;
 
 pub(crate) use level::Expiration;
 use level::{slot_of, Level};
@@ -180,7 +181,7 @@ impl Wheel {
                 // SAFETY: PLACED is set only while the entry is linked here (see
                 // `reconsider`); the list's pointer carries the one count, the request's.
                 let held = unsafe { self.unlink(at, entry.as_ref()) };
-                let _ = held.mark_unplaced();
+                held.mark_unplaced_resolved(word);
                 held
             }
             // SAFETY: `settle` or `drain` unlinked it and left the count, by `into_raw`, to
@@ -189,23 +190,17 @@ impl Wheel {
         }
     }
 
-    /// Reads the entries about to be handed to
-    /// [`unlink_cancelled`](Self::unlink_cancelled), and the slot-list neighbours of those
-    /// still linked, ahead of time. The entries were last written by their cancellers on other
-    /// cores and the neighbours lie anywhere in memory; loading them in two independent sweeps
-    /// lets their cache misses overlap, where unlinking one entry after another would wait for
-    /// each miss in turn.
+    /// Starts loading the slot-list neighbours of the entries about to be handed to
+    /// [`unlink_cancelled`](Self::unlink_cancelled) that are still linked. Unlinking writes
+    /// both neighbours, which lie anywhere in memory; prefetching them all first lets their
+    /// cache misses overlap, where unlinking one entry after another would wait for each in
+    /// turn. (The entries themselves are in cache: taking them off the stack read them.)
     ///
     /// # Safety
     /// As `unlink_cancelled`, for each entry.
     pub(crate) unsafe fn warm(&self, entries: &[NonNull<Entry>]) {
-        let mut seen = 0_u64;
         for entry in entries {
             // SAFETY: by this function's contract the entries are live.
-            seen ^= unsafe { entry.as_ref() }.state().bits();
-        }
-        for entry in entries {
-            // SAFETY: as above.
             let entry = unsafe { entry.as_ref() };
             if entry.state().placement().is_none() {
                 continue;
@@ -214,12 +209,9 @@ impl Wheel {
             // one is linked (PLACED is set and only this thread clears it).
             let links = unsafe { entry.links() };
             for neighbour in [links.next, links.prev].into_iter().flatten() {
-                // SAFETY: a linked entry's neighbours are linked too, and the wheel holds a
-                // strong count for each, so they are live.
-                seen ^= unsafe { neighbour.as_ref() }.state().bits();
+                prefetch(neighbour.as_ptr());
             }
         }
-        std::hint::black_box(seen);
     }
 
     /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
