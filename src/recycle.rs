@@ -124,8 +124,10 @@ impl Recycler {
             let next = (*head).next.load(Ordering::Relaxed);
             *stash = next;
             // Start loading the next spare now, a whole schedule before it is needed: it was
-            // last written by the shard on another core.
-            prefetch(next);
+            // last written by the shard on another core. Its allocation (the count just before
+            // the entry, then the entry) may straddle two cache lines: fetch both ends.
+            prefetch(next.cast::<u8>().wrapping_sub(std::mem::size_of::<usize>()));
+            prefetch(next.cast::<u8>().wrapping_add(std::mem::size_of::<Entry>() - 1));
             Some(EntryRef::from_raw(head))
         })
     }
