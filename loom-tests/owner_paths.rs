@@ -1,10 +1,12 @@
-//! Model 11: the owner's single-writer paths, the ring of new timers and the stack of spare
-//! entries. (The engine takes these paths only on a lane's owner thread, and under loom no
-//! thread owns a lane, so the models drive the two structures directly.)
+//! Model 9: the owner's single-writer paths: the ring of new timers, the stack of spare
+//! entries, and the hand-over of a lane when its owner exits. (The engine takes these paths
+//! only on a lane's owner thread, and under loom no thread owns a lane, so the models drive the
+//! structures directly.)
 
 use loom::thread;
 
 use crate::entry::{Entry, EntryRef};
+use crate::lane::LaneCounts;
 use crate::recycle::Recycler;
 use crate::ring::{Ring, RING_SLOTS};
 use crate::sync::Arc;
@@ -91,5 +93,37 @@ fn spares_reach_the_owner_once() {
         reused.sort_unstable();
         assert_eq!(reused, vec![1, 2, 3]);
         spares.free_returned();
+    });
+}
+
+/// A lane's owner counts with plain loads and stores, then lets the lane go (as its thread's
+/// exit does) while another thread claims it and counts on: the new owner goes on from the old
+/// owner's count, and a thread that finds the lane owned counts in the shared cells. No
+/// update is lost.
+///
+/// Catches: a Relaxed claim or release. The new owner may then read its counter cell from
+/// before the old owner's last store, and its store overwrites that update (3 counted as 2).
+#[test]
+fn the_lane_passes_to_the_next_owner_whole() {
+    loom::model(|| {
+        let counts = Arc::new(LaneCounts::new());
+        let first = {
+            let counts = counts.clone();
+            thread::spawn(move || {
+                let mine = counts.claim(1);
+                counts.add_scheduled(mine);
+                counts.add_scheduled(mine);
+                if mine {
+                    counts.release(1);
+                }
+            })
+        };
+        let mine = counts.claim(2);
+        counts.add_scheduled(mine);
+        if mine {
+            counts.release(2);
+        }
+        first.join().unwrap();
+        assert_eq!(counts.scheduled(), 3);
     });
 }

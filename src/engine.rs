@@ -173,9 +173,9 @@ pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
 /// Queues `entry` for `lane`'s shard. If shutdown raced the push and this call wins the entry
 /// back (INIT→RETURNED), its callback comes back as the error.
 #[inline]
-pub(crate) fn enqueue(lane: &Lane, entry: &EntryRef) -> Result<(), Box<dyn Callback>> {
+pub(crate) fn enqueue(lane: &Arc<Lane>, entry: &EntryRef) -> Result<(), Box<dyn Callback>> {
     let shard = &lane.shard;
-    let mine = lane.counts.is_mine();
+    let mine = Lane::is_mine(lane);
     lane.counts.add_scheduled(mine);
     if mine {
         // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
@@ -493,6 +493,12 @@ impl TimerEngine {
     }
 
     #[inline]
+    /// The lane the calling thread schedules through for route 0 (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn lane_of_this_thread(&self) -> &Arc<Lane> {
+        self.lane_for(0)
+    }
+
     fn lane_for(&self, route: u64) -> &Arc<Lane> {
         let shared = &*self.shared;
         let shard_index = shard_for(route, shared.shards.len());
@@ -518,7 +524,7 @@ impl TimerEngine {
         };
         let callback: Box<dyn Callback> = Box::new(callback);
         // SAFETY: this is a call on the engine.
-        let entry = match unsafe { lane.spare() } {
+        let entry = match unsafe { Lane::spare(lane) } {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
                 Some(unshared) => {
                     unshared.reuse(tick, callback);

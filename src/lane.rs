@@ -9,10 +9,19 @@
 //!
 //! Lanes exist to keep the hot path uncontended: the queue tails and the counters are touched
 //! mostly by one thread each, instead of by every producer of the shard. The first thread that
-//! schedules through a lane becomes its *owner* for good. The owner counts with a plain load and
-//! store where every other thread needs a read-modify-write, and it alone reuses the lane's
-//! spare entries (see [`crate::recycle`]). A timer handle keeps its lane alive, so a cancel
-//! can reach the shard even after the engine is gone.
+//! schedules through a lane becomes its *owner*, until it exits. The owner counts with a plain
+//! load and store where every other thread needs a read-modify-write, queues new timers through
+//! the lane's single-producer ring (see [`crate::ring`]), and alone reuses the lane's spare
+//! entries (see [`crate::recycle`]). A timer handle keeps its lane alive, so a cancel can reach
+//! the shard even after the engine is gone.
+//!
+//! Ownership is handed over when the owner thread exits: a thread-local record of the lanes a
+//! thread owns releases them in its destructor (a Release store of `NO_OWNER`), and the next
+//! thread to schedule through the lane claims it (an Acquire CAS) and takes over the owner's
+//! private state (its counter cells, the ring's producer side, the spare stash) as the previous
+//! owner left it. Without the hand-over, a short-lived first thread (a set-up thread, or one
+//! criterion sample's worker) would keep a lane for good, and the threads that do the work
+//! would all take the shared paths.
 
 use crossbeam_utils::CachePadded;
 
@@ -77,7 +86,7 @@ impl Tally {
 }
 
 impl LaneCounts {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LaneCounts {
             owner: CachePadded::new(AtomicUsize::new(NO_OWNER)),
             own: CachePadded::new(Tally::default()),
@@ -85,22 +94,30 @@ impl LaneCounts {
         }
     }
 
-    /// Whether the calling thread owns the lane; the first thread to ask claims it.
+    /// Whether the calling thread owns the lane (without claiming it).
     #[inline]
-    pub(crate) fn is_mine(&self) -> bool {
-        let Some(me) = owner_slot() else {
-            return false;
-        };
-        // Relaxed: ownership decides only which cells this thread writes; slots are unique per
-        // thread, so only the claiming thread ever matches.
-        match self.owner.load(Ordering::Relaxed) {
-            owner if owner == me => true,
-            NO_OWNER => self
-                .owner
-                .compare_exchange(NO_OWNER, me, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok(),
-            _ => false,
-        }
+    fn is_owner(&self) -> bool {
+        // Relaxed: only the owner itself can match its own slot, and it wrote that value (or
+        // acquired the lane when it claimed it, see `claim`).
+        owner_slot().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
+    }
+
+    /// Claims the lane for the thread in slot `me` if no thread owns it.
+    pub(crate) fn claim(&self, me: usize) -> bool {
+        // Acquire on success: pairs with the Release in `release`, so this thread sees the
+        // previous owner's private state (counter cells, ring producer index, spare stash) as
+        // it left it. Relaxed on failure: another thread owns the lane; nothing is read.
+        self.owner
+            .compare_exchange(NO_OWNER, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives up the lane, if the thread in slot `me` owns it.
+    pub(crate) fn release(&self, me: usize) {
+        // Release: publishes this owner's private state to the next owner's `claim`.
+        let _ = self
+            .owner
+            .compare_exchange(me, NO_OWNER, Ordering::Release, Ordering::Relaxed);
     }
 
     /// Whether some thread owns the lane (and so may reuse its spare entries).
@@ -111,7 +128,7 @@ impl LaneCounts {
 
     #[inline]
     fn add(&self, count: Count, delta: u64) {
-        self.add_as(self.is_mine(), count, delta);
+        self.add_as(self.is_owner(), count, delta);
     }
 
     /// Adds `delta` to `count`, into the owner's cells if `mine`.
@@ -135,7 +152,7 @@ impl LaneCounts {
     }
 
     /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
-    /// lane (see [`is_mine`](Self::is_mine)).
+    /// lane (see [`Lane::is_mine`]).
     pub(crate) fn add_scheduled(&self, mine: bool) {
         self.add_as(mine, Count::Scheduled, 1);
     }
@@ -187,18 +204,103 @@ impl Lane {
             || !self.changes.is_empty()
     }
 
+    /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
+    #[inline]
+    pub(crate) fn is_mine(lane: &Arc<Self>) -> bool {
+        let Some(me) = owner_slot() else {
+            return false;
+        };
+        // Relaxed: as in `LaneCounts::is_owner`.
+        match lane.counts.owner.load(Ordering::Relaxed) {
+            owner if owner == me => true,
+            NO_OWNER => Lane::claim(lane, me),
+            _ => false,
+        }
+    }
+
+    #[cold]
+    fn claim(lane: &Arc<Self>, me: usize) -> bool {
+        if !lane.counts.claim(me) {
+            return false;
+        }
+        if held::record(lane, me) {
+            return true;
+        }
+        // The thread is exiting and can no longer record what it owns: let the lane go.
+        lane.counts.release(me);
+        false
+    }
+
     /// A spare entry for the calling thread to reuse, if it owns the lane and the lane has one.
     ///
     /// # Safety
     /// The caller is inside a call on the lane's engine (so the engine is not being dropped).
     #[inline]
-    pub(crate) unsafe fn spare(&self) -> Option<EntryRef> {
-        if !self.counts.is_mine() {
+    pub(crate) unsafe fn spare(lane: &Arc<Self>) -> Option<EntryRef> {
+        if !Lane::is_mine(lane) {
             return None;
         }
         // SAFETY: the calling thread owns the lane, and by this function's contract it is
         // inside a call on the engine.
-        unsafe { self.spares.take() }
+        unsafe { lane.spares.take() }
+    }
+}
+
+/// The lanes the current thread owns, released when it exits.
+#[cfg(not(loom))]
+mod held {
+    use std::cell::RefCell;
+
+    use super::Lane;
+    use crate::sync::{Arc, Weak};
+
+    /// A thread's owned lanes; dropped (and so released) when the thread exits.
+    struct Held {
+        slot: usize,
+        lanes: Vec<Weak<Lane>>,
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            for lane in self.lanes.drain(..) {
+                if let Some(lane) = lane.upgrade() {
+                    lane.counts.release(self.slot);
+                }
+            }
+        }
+    }
+
+    thread_local! {
+        static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    }
+
+    /// Records that the thread in slot `slot` (the calling thread) owns `lane`; false if the
+    /// thread is exiting and its record is gone.
+    pub(super) fn record(lane: &Arc<Lane>, slot: usize) -> bool {
+        HELD.try_with(|held| {
+            let mut held = held.borrow_mut();
+            let held = held.get_or_insert_with(|| Held {
+                slot,
+                lanes: Vec::new(),
+            });
+            if held.lanes.len() == held.lanes.capacity() {
+                // Forget lanes whose engines are gone before the list grows.
+                held.lanes.retain(|lane| lane.strong_count() > 0);
+            }
+            held.lanes.push(Arc::downgrade(lane));
+        })
+        .is_ok()
+    }
+}
+
+/// Under loom no thread owns a lane (see `sync::owner_slot`).
+#[cfg(loom)]
+mod held {
+    use super::Lane;
+    use crate::sync::Arc;
+
+    pub(super) fn record(_: &Arc<Lane>, _: usize) -> bool {
+        false
     }
 }
 
@@ -210,13 +312,16 @@ mod tests {
     fn owner_and_other_threads_add_up() {
         let counts = Arc::new(LaneCounts::new());
         assert!(!counts.has_owner());
-        counts.add_scheduled(counts.is_mine());
-        assert!(counts.has_owner() && counts.is_mine());
+        let me = owner_slot().unwrap();
+        assert!(counts.claim(me));
+        counts.add_scheduled(counts.is_owner());
+        assert!(counts.has_owner() && counts.is_owner());
         let other = counts.clone();
         std::thread::spawn(move || {
-            assert!(!other.is_mine());
+            assert!(!other.is_owner());
+            assert!(!other.claim(owner_slot().unwrap()));
             for _ in 0..3 {
-                other.add_scheduled(other.is_mine());
+                other.add_scheduled(other.is_owner());
             }
             other.add_cancelled();
             other.unschedule();
@@ -228,5 +333,36 @@ mod tests {
         assert_eq!(counts.scheduled(), 2);
         assert_eq!(counts.cancelled(), 2);
         assert_eq!(counts.rejected(), 2);
+    }
+
+    #[test]
+    fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
+        let engine = crate::TimerEngine::builder().shards(1).build().unwrap();
+        let lane = engine.lane_of_this_thread().clone();
+        let first = {
+            let lane = lane.clone();
+            std::thread::spawn(move || {
+                assert!(Lane::is_mine(&lane), "the first thread claims the lane");
+                lane.counts.add_scheduled(true);
+                owner_slot().unwrap()
+            })
+            .join()
+            .unwrap()
+        };
+        assert!(!lane.counts.has_owner(), "released when the owner exited");
+        let lane2 = lane.clone();
+        std::thread::spawn(move || {
+            assert!(Lane::is_mine(&lane2), "the next thread claims it");
+            assert_ne!(owner_slot().unwrap(), first);
+            lane2.counts.add_scheduled(true);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            lane.counts.scheduled(),
+            2,
+            "the new owner went on from the old count"
+        );
+        drop(engine);
     }
 }

@@ -127,7 +127,10 @@ impl Recycler {
             // last written by the shard on another core. Its allocation (the count just before
             // the entry, then the entry) may straddle two cache lines: fetch both ends.
             prefetch(next.cast::<u8>().wrapping_sub(std::mem::size_of::<usize>()));
-            prefetch(next.cast::<u8>().wrapping_add(std::mem::size_of::<Entry>() - 1));
+            prefetch(
+                next.cast::<u8>()
+                    .wrapping_add(std::mem::size_of::<Entry>() - 1),
+            );
             Some(EntryRef::from_raw(head))
         })
     }

@@ -20,7 +20,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
-    Arc, Condvar, Mutex, MutexGuard,
+    Arc, Condvar, Mutex, MutexGuard, Weak,
 };
 
 #[cfg(loom)]
