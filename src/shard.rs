@@ -10,8 +10,8 @@
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see [`crate::recycle`]).
 //!
-//! Between turns the thread polls once a tick while work keeps arriving, and otherwise sleeps
-//! until the wheel's next deadline (see [`crate::signal`]).
+//! Between turns the thread polls once a tick while work keeps arriving or a slot is due by the
+//! next tick, and otherwise sleeps until the wheel's next deadline (see [`crate::signal`]).
 
 use crossbeam_utils::CachePadded;
 
@@ -346,6 +346,13 @@ impl Shard {
         }
     }
 
+    /// Whether the wheel has a slot due by tick `now + 1`.
+    fn due_by_next_tick(&self, now: u64) -> bool {
+        self.wheel
+            .next_expiration()
+            .is_some_and(|next| next.deadline <= now.saturating_add(1))
+    }
+
     /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
     /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
     pub(crate) fn prepare_sleep(&self) -> Result<Option<u64>, ()> {
@@ -370,6 +377,10 @@ impl Shard {
             match self.turn(now) {
                 Turn::Backlog => crate::sync::thread::yield_now(),
                 Turn::Busy => clock.sleep_one_tick(now),
+                // Due again by the next tick: poll, as when busy. Nothing queued now can come due
+                // sooner, so there is no need to announce the sleep (and pay for the heavy
+                // barrier of `signal`) for so short a nap.
+                Turn::Idle if self.due_by_next_tick(now) => clock.sleep_one_tick(now),
                 Turn::Idle => {
                     if let Ok(until) = self.prepare_sleep() {
                         clock.sleep_until(until);
