@@ -492,13 +492,13 @@ impl TimerEngine {
         Timeout::new(future.into_future(), self.sleep(delay))
     }
 
-    #[inline]
     /// The lane the calling thread schedules through for route 0 (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_of_this_thread(&self) -> &Arc<Lane> {
         self.lane_for(0)
     }
 
+    #[inline]
     fn lane_for(&self, route: u64) -> &Arc<Lane> {
         let shared = &*self.shared;
         let shard_index = shard_for(route, shared.shards.len());

@@ -43,7 +43,6 @@ impl TimerHandle {
             // runner finds the timer cancelled when it tries to re-arm it.
             return true;
         };
-        drop(callback);
         self.lane.counts.add_cancelled();
         self.lane.shard.release_cap(1);
         if before.placement().is_some() {
@@ -52,6 +51,11 @@ impl TimerHandle {
             unsafe { self.lane.unlinks.push(&self.entry) };
             self.lane.shard.signal.notify();
         }
+        // Last: dropping the callback runs the caller's code (the captures' `Drop`), which may
+        // panic. The engine's side of the cancel is complete by then; the unlink request in
+        // particular must not be skipped, since the wheel's count of the entry now belongs
+        // to it.
+        drop(callback);
         true
     }
 

@@ -114,7 +114,8 @@ impl LaneCounts {
 
     /// Gives up the lane, if the thread in slot `me` owns it.
     pub(crate) fn release(&self, me: usize) {
-        // Release: publishes this owner's private state to the next owner's `claim`.
+        // Release: publishes this owner's private state to the next owner's `claim`. Relaxed on
+        // failure: another thread owns the lane, and nothing is read.
         let _ = self
             .owner
             .compare_exchange(me, NO_OWNER, Ordering::Release, Ordering::Relaxed);

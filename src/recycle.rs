@@ -123,14 +123,16 @@ impl Recycler {
             // else holds these entries.
             let next = (*head).next.load(Ordering::Relaxed);
             *stash = next;
-            // Start loading the next spare now, a whole schedule before it is needed: it was
-            // last written by the shard on another core. Its allocation (the count just before
-            // the entry, then the entry) may straddle two cache lines: fetch both ends.
-            prefetch(next.cast::<u8>().wrapping_sub(std::mem::size_of::<usize>()));
-            prefetch(
-                next.cast::<u8>()
-                    .wrapping_add(std::mem::size_of::<Entry>() - 1),
-            );
+            if !next.is_null() {
+                // Start loading the next spare now, a whole schedule before it is needed: it
+                // was last written by the shard on another core. Its allocation (the count just
+                // before the entry, then the entry) may straddle two cache lines: fetch both.
+                prefetch(next.cast::<u8>().wrapping_sub(std::mem::size_of::<usize>()));
+                prefetch(
+                    next.cast::<u8>()
+                        .wrapping_add(std::mem::size_of::<Entry>() - 1),
+                );
+            }
             Some(EntryRef::from_raw(head))
         })
     }

@@ -1,9 +1,9 @@
 //! A shard: one wheel, the thread that alone touches it, and the state others share with it.
 //!
 //! The tick loop, one [`Shard::turn`] at a time:
-//! 1. take the timers cancelled after placement off every lane's `changes` queue and unlink
-//!    them (so their memory is freed within about a tick), and move the ones reset to an
-//!    earlier deadline;
+//! 1. take the timers cancelled after placement off every lane's unlink stack and unlink them
+//!    (so their memory is freed within about a tick, see [`crate::unlink`]), and move the ones
+//!    reset to an earlier deadline (the `changes` queue);
 //! 2. take new timers off every lane's owner ring and `inserts` queue and place them (a timer
 //!    cancelled while still queued is dropped here, having cost its canceller one CAS);
 //! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;

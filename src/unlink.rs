@@ -22,10 +22,11 @@
 //! Requests left on the stack when the lane goes away are released with it: by then the wheel
 //! has been drained, which unmarked every entry it held.
 //!
-//! [`Wheel::unlink_cancelled`]: crate::wheel::Wheel::unlink_cancelled A queue with slots of its own (crossbeam's
-//! `SegQueue`, used before) costs the canceller two read-modify-writes and the shard two more
-//! per cancel on cache lines that both sides write, and a count taken and released besides;
-//! this stack costs one CAS in all.
+//! A queue with slots of its own (crossbeam's `SegQueue`, used before) costs the canceller two
+//! read-modify-writes and the shard two more per cancel on cache lines that both sides write,
+//! and a count taken and released besides; this stack costs one CAS in all.
+//!
+//! [`Wheel::unlink_cancelled`]: crate::wheel::Wheel::unlink_cancelled
 
 use std::ptr::{self, NonNull};
 

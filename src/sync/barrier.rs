@@ -20,11 +20,19 @@
 //! is found. (This is the scheme of folly's `asymmetricLightBarrier`/`asymmetricHeavyBarrier`
 //! and of liburcu's membarrier flavour.)
 //!
-//! The kind of barrier is chosen once per process, by the first engine built, and never
-//! changes: every later [`light`] and [`heavy`] happens after that choice, because they run on
-//! an engine built after it. Where `membarrier` is missing (other systems, old kernels,
-//! sandboxes that forbid it, Miri) both sides use a SeqCst fence. Under loom both sides are
-//! loom's SeqCst fence, so the models check the protocols with the symmetric form.
+//! The kind of barrier is chosen once per process, by the first engine built: every later
+//! [`light`] and [`heavy`] happens after that choice, because they run on an engine built after
+//! it. Where `membarrier` is missing (other systems, old kernels, sandboxes that forbid it,
+//! Miri) both sides use a SeqCst fence. Under loom both sides are loom's SeqCst fence, so the
+//! models check the protocols with the symmetric form.
+//!
+//! The kernel does not refuse the barrier to a registered process, but a seccomp filter
+//! installed later could. Then the process falls back for good: producers fence again, and
+//! the heavy side, after its fence, waits a millisecond before it reads. A producer that still
+//! took the light path has already executed its push before the read that missed the
+//! announcement, and a store leaves the store buffer (or is flushed by a context switch) long
+//! within that millisecond. This last resort rests on timing rather than on the memory model;
+//! it costs a millisecond per sleep and per shutdown, and only once the kernel has refused.
 
 #[cfg(loom)]
 mod imp {
@@ -52,6 +60,8 @@ mod imp {
     const UNDECIDED: u8 = 0;
     const SYMMETRIC: u8 = 1;
     const ASYMMETRIC: u8 = 2;
+    /// Was ASYMMETRIC until the kernel refused a barrier (see the module docs).
+    const REFUSED: u8 = 3;
 
     static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
 
@@ -90,8 +100,16 @@ mod imp {
     pub(crate) fn heavy() {
         fence(Ordering::SeqCst);
         // Relaxed: as in `light`.
-        if MODE.load(Ordering::Relaxed) == ASYMMETRIC {
-            super::os::barrier();
+        match MODE.load(Ordering::Relaxed) {
+            ASYMMETRIC if super::os::barrier() => {}
+            ASYMMETRIC | REFUSED => {
+                // Relaxed: producers that miss this store take the light path once more, which
+                // the wait below covers.
+                MODE.store(REFUSED, Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                fence(Ordering::SeqCst);
+            }
+            _ => {}
         }
     }
 
@@ -130,12 +148,11 @@ mod os {
             && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
     }
 
-    /// A full barrier on every running thread of the process.
-    pub(super) fn barrier() {
-        // Once registered, the kernel does not refuse this command (it fails only with EPERM
-        // for an unregistered process, and registration cannot be undone), so the result is
-        // not inspected.
-        let _ = membarrier(CMD_PRIVATE_EXPEDITED);
+    /// A full barrier on every running thread of the process; false if the kernel refused
+    /// (it does so only for an unregistered process, or under a seccomp filter installed
+    /// since).
+    pub(super) fn barrier() -> bool {
+        membarrier(CMD_PRIVATE_EXPEDITED) == 0
     }
 }
 
@@ -146,7 +163,9 @@ mod os {
         false
     }
 
-    pub(super) fn barrier() {}
+    pub(super) fn barrier() -> bool {
+        false
+    }
 }
 
 pub(crate) use imp::{enable, heavy, is_asymmetric, light};
