@@ -478,6 +478,29 @@ fn a_cancel_after_placement_is_unlinked_within_a_few_ticks() {
     wait_until("unlinking", || engine.stats().shards[0].in_wheel == 0);
 }
 
+/// A callback whose captures panic when dropped: the cancel that drops it panics, but the
+/// engine's side of the cancel is done first, so the timer is still unlinked and counted.
+#[test]
+fn a_cancel_whose_callback_panics_on_drop_still_unlinks_the_timer() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("a capture that panics when dropped");
+        }
+    }
+    let engine = TimerEngine::builder().shards(1).build().unwrap();
+    let guard = PanicsOnDrop;
+    let handle = engine
+        .schedule(Duration::from_secs(60), move || drop(guard))
+        .unwrap();
+    wait_until("placement", || engine.stats().shards[0].in_wheel == 1);
+    let cancelled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle.cancel()));
+    assert!(cancelled.is_err(), "the capture's panic reaches the caller");
+    assert!(handle.is_cancelled());
+    assert_eq!(engine.pending(), 0);
+    wait_until("unlinking", || engine.stats().shards[0].in_wheel == 0);
+}
+
 #[test]
 fn keyed_timers_share_a_shard() {
     let engine = TimerEngine::builder().shards(4).build().unwrap();
