@@ -737,8 +737,8 @@ impl Shared {
     }
 
     /// Hands back every timer still pending in the stopped shards' wheels (one per shard, in
-    /// order; `None` for a shard whose thread died, whose wheel was drained as it unwound) and
-    /// in the queues.
+    /// order; `None` for a shard whose thread could not be joined, which `AbortOnUnwind` in
+    /// `shard` makes impossible short of a bug) and in the queues.
     fn collect(&self, stopped: Vec<Option<Stopped>>) -> Vec<Unfired> {
         let shared = self;
         let mut unfired = Vec::new();
@@ -767,8 +767,9 @@ impl Shared {
                 }
                 // SAFETY: as above.
                 unsafe { lane.ring.take(usize::MAX, &mut entries) };
-                // SAFETY: the shard's wheel has just been drained (or was, as its thread
-                // unwound), which unlinked and unmarked every entry.
+                // SAFETY: the shard's wheel has just been drained, which unlinked and unmarked
+                // every entry (a shard thread that cannot be joined aborts the process first,
+                // see `shard::AbortOnUnwind`).
                 unsafe { lane.unlinks.release_all() };
                 while lane.changes.pop().is_some() {}
                 // The shard gives no more spares: free them now rather than with the lane, which

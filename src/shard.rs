@@ -225,6 +225,21 @@ impl Spares {
     }
 }
 
+/// Aborts the process if the shard thread unwinds out of its loop. A panic there is a bug in
+/// the engine, not in a callback (callbacks run under `catch_unwind`), and unwinding past a
+/// wheel half-way through a turn could release a count that belongs to an unlink request (see
+/// [`crate::unlink`]): a loud stop is better than freeing a timer twice.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("shardwheel: a shard thread panicked, a bug in the engine; aborting");
+            std::process::abort();
+        }
+    }
+}
+
 /// What a turn found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Turn {
@@ -368,6 +383,7 @@ impl Shard {
     /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown
     /// to empty.
     pub(crate) fn run(mut self) -> Stopped {
+        let _abort = AbortOnUnwind;
         self.shared
             .signal
             .set_thread(crate::sync::thread::current());
