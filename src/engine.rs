@@ -28,7 +28,7 @@ use crate::error::{BuildError, ScheduleError};
 use crate::executor::{in_callback_of, Inflight};
 use crate::handle::TimerHandle;
 use crate::inbound::Pop;
-use crate::lane::Lane;
+use crate::lane::{Lane, Ownership};
 use crate::periodic::Repeating;
 #[cfg(all(test, loom))]
 use crate::shard::Shard;
@@ -170,12 +170,17 @@ pub(crate) fn admit(lane: &Lane, tick: Option<u64>) -> Result<u64, Refusal> {
     Ok(tick)
 }
 
-/// Queues `entry` for `lane`'s shard. If shutdown raced the push and this call wins the entry
-/// back (INIT→RETURNED), its callback comes back as the error.
+/// Queues `entry` for `lane`'s shard, `ownership` being the calling thread's for that lane.
+/// If shutdown raced the push and this call wins the entry back (INIT→RETURNED), its callback
+/// comes back as the error.
 #[inline]
-pub(crate) fn enqueue(lane: &Arc<Lane>, entry: &EntryRef) -> Result<(), Box<dyn Callback>> {
+pub(crate) fn enqueue(
+    lane: &Lane,
+    ownership: Ownership,
+    entry: &EntryRef,
+) -> Result<(), Box<dyn Callback>> {
     let shard = &lane.shard;
-    let mine = Lane::is_mine(lane);
+    let mine = ownership.mine();
     lane.counts.add_scheduled(mine);
     if mine {
         // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
@@ -201,8 +206,12 @@ pub(crate) fn enqueue(lane: &Arc<Lane>, entry: &EntryRef) -> Result<(), Box<dyn 
 }
 
 /// Queues `entry` (as `enqueue`) and hands out its handle.
-pub(crate) fn arm(lane: &Arc<Lane>, entry: EntryRef) -> Result<TimerHandle, Box<dyn Callback>> {
-    enqueue(lane, &entry)?;
+pub(crate) fn arm(
+    lane: &Arc<Lane>,
+    ownership: Ownership,
+    entry: EntryRef,
+) -> Result<TimerHandle, Box<dyn Callback>> {
+    enqueue(lane, ownership, &entry)?;
     Ok(TimerHandle {
         entry,
         lane: lane.clone(),
@@ -439,7 +448,7 @@ impl TimerEngine {
             Some(unshared) => unshared.install(Box::new(repeating)),
             None => unreachable!("a new entry is not shared yet"),
         }
-        arm(lane, entry).map_err(|callback| {
+        arm(lane, Lane::ownership(lane), entry).map_err(|callback| {
             ScheduleError::Shutdown(unbox::<Repeating<F>>(callback).into_inner())
         })
     }
@@ -524,7 +533,8 @@ impl TimerEngine {
         };
         let callback: Box<dyn Callback> = Box::new(callback);
         // SAFETY: this is a call on the engine.
-        let entry = match unsafe { Lane::spare(lane) } {
+        let ownership = Lane::ownership(lane);
+        let entry = match unsafe { lane.spare(ownership) } {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
                 Some(unshared) => {
                     unshared.reuse(tick, callback);
@@ -534,7 +544,7 @@ impl TimerEngine {
             },
             None => EntryRef::new(Entry::new(tick, callback)),
         };
-        arm(lane, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+        arm(lane, ownership, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about

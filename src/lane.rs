@@ -23,6 +23,8 @@
 //! criterion sample's worker) would keep a lane for good, and the threads that do the work
 //! would all take the shared paths.
 
+use std::marker::PhantomData;
+
 use crossbeam_utils::CachePadded;
 
 use crate::entry::EntryRef;
@@ -153,7 +155,7 @@ impl LaneCounts {
     }
 
     /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
-    /// lane (see [`Lane::is_mine`]).
+    /// lane (see [`Lane::ownership`]).
     pub(crate) fn add_scheduled(&self, mine: bool) {
         self.add_as(mine, Count::Scheduled, 1);
     }
@@ -207,16 +209,16 @@ impl Lane {
 
     /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
     #[inline]
-    pub(crate) fn is_mine(lane: &Arc<Self>) -> bool {
+    pub(crate) fn ownership(lane: &Arc<Self>) -> Ownership {
         let Some(me) = owner_slot() else {
-            return false;
+            return Ownership::new(false);
         };
         // Relaxed: as in `LaneCounts::is_owner`.
-        match lane.counts.owner.load(Ordering::Relaxed) {
+        Ownership::new(match lane.counts.owner.load(Ordering::Relaxed) {
             owner if owner == me => true,
             NO_OWNER => Lane::claim(lane, me),
             _ => false,
-        }
+        })
     }
 
     #[cold]
@@ -232,18 +234,37 @@ impl Lane {
         false
     }
 
-    /// A spare entry for the calling thread to reuse, if it owns the lane and the lane has one.
+    /// A spare entry for the calling thread to reuse, if it owns the lane (as `ownership`
+    /// says, taken by this thread for this lane) and the lane has one.
     ///
     /// # Safety
     /// The caller is inside a call on the lane's engine (so the engine is not being dropped).
     #[inline]
-    pub(crate) unsafe fn spare(lane: &Arc<Self>) -> Option<EntryRef> {
-        if !Lane::is_mine(lane) {
+    pub(crate) unsafe fn spare(&self, ownership: Ownership) -> Option<EntryRef> {
+        if !ownership.mine() {
             return None;
         }
         // SAFETY: the calling thread owns the lane, and by this function's contract it is
         // inside a call on the engine.
-        unsafe { lane.spares.take() }
+        unsafe { self.spares.take() }
+    }
+}
+
+/// What [`Lane::ownership`] found for the calling thread, so that a call reads it once. Made
+/// only there: a thread that holds `Ownership(true)` for a lane owns it until it exits, so the
+/// value stays true for as long as the call that asked lasts.
+/// Not `Send`: it speaks for the thread that asked. (It speaks for one lane too, which the
+/// callers keep by passing it only with the lane it came from.)
+#[derive(Clone, Copy)]
+pub(crate) struct Ownership(bool, PhantomData<*const ()>);
+
+impl Ownership {
+    fn new(mine: bool) -> Self {
+        Ownership(mine, PhantomData)
+    }
+
+    pub(crate) fn mine(self) -> bool {
+        self.0
     }
 }
 
@@ -350,7 +371,10 @@ mod tests {
         let first = {
             let lane = lane.clone();
             std::thread::spawn(move || {
-                assert!(Lane::is_mine(&lane), "the first thread claims the lane");
+                assert!(
+                    Lane::ownership(&lane).mine(),
+                    "the first thread claims the lane"
+                );
                 lane.counts.add_scheduled(true);
                 owner_slot().unwrap()
             })
@@ -360,7 +384,7 @@ mod tests {
         assert!(!lane.counts.has_owner(), "released when the owner exited");
         let lane2 = lane.clone();
         std::thread::spawn(move || {
-            assert!(Lane::is_mine(&lane2), "the next thread claims it");
+            assert!(Lane::ownership(&lane2).mine(), "the next thread claims it");
             assert_ne!(owner_slot().unwrap(), first);
             lane2.counts.add_scheduled(true);
         })

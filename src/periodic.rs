@@ -101,7 +101,7 @@ impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
             ending.rearmed = true;
             // If shutdown raced the re-arm and this call took the timer back, it stops there
             // (`enqueue` gave its cap place back).
-            drop(enqueue(&lane, &entry));
+            drop(enqueue(&lane, Lane::ownership(&lane), &entry));
         }
     }
 

@@ -96,7 +96,7 @@ impl Sleep {
         };
         let waking = Waking(wake.clone());
         let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(waking))));
-        match arm(lane, entry) {
+        match arm(lane, Lane::ownership(lane), entry) {
             Ok(timer) => Sleep {
                 wake,
                 timer: Some(timer),
