@@ -38,7 +38,7 @@ fn cancel_vs_fire() {
         assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
         assert_eq!(handle.is_cancelled(), cancelled);
         assert_eq!(handle.is_expired(), !cancelled);
-        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert_eq!(shard.core().counts().in_wheel(), 0);
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
@@ -70,7 +70,7 @@ fn two_cancels_one_winner() {
         let theirs = other.join().unwrap();
         assert!(mine ^ theirs, "exactly one cancel wins");
         shard.turn(engine.now_tick());
-        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert_eq!(shard.core().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
         assert_eq!(ran.load(Ordering::SeqCst), 0);
     });

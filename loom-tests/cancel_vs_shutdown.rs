@@ -36,9 +36,9 @@ fn cancel_vs_shutdown() {
         drop(engine);
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         // A request pushed after shutdown waits on the lane, which the handle keeps alive.
-        let waiting = usize::from(!handle.lane.unlinks.is_empty());
-        assert_eq!(Arc::strong_count(&handle.entry), 1 + waiting);
-        let entry = handle.entry.clone();
+        let waiting = usize::from(handle.lane().has_unlink_request());
+        assert_eq!(Arc::strong_count(handle.entry()), 1 + waiting);
+        let entry = handle.entry().clone();
         drop(handle); // the lane goes, and releases a waiting request
         assert_eq!(
             Arc::strong_count(&entry),

@@ -30,13 +30,13 @@ fn cancel_vs_transfer() {
         let handle = canceller.join().unwrap();
         shard.turn(engine.now_tick()); // take the unlink request, if one was sent
         assert_eq!(
-            shard.shared.counts.in_wheel(),
+            shard.core().counts().in_wheel(),
             0,
             "the cancelled entry is unlinked"
         );
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert_eq!(
-            Arc::strong_count(&handle.entry),
+            Arc::strong_count(handle.entry()),
             1,
             "only the handle holds the entry"
         );

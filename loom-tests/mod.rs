@@ -22,7 +22,7 @@ mod sleep_vs_insert;
 
 use std::time::Duration;
 
-use crate::clock::ManualClock;
+use crate::ManualClock;
 use crate::shard::Shard;
 use crate::TimerEngine;
 

@@ -38,7 +38,7 @@ fn reset_vs_fire() {
         }
         assert_eq!(ran.load(Ordering::SeqCst), 1);
         assert!(handle.is_expired());
-        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert_eq!(shard.core().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }
@@ -79,7 +79,7 @@ fn cancel_vs_rearm() {
             runs,
             "ran after a successful cancel"
         );
-        assert_eq!(shard.shared.counts.in_wheel(), 0);
+        assert_eq!(shard.core().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

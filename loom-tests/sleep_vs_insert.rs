@@ -20,24 +20,24 @@ fn sleep_vs_insert() {
         let (engine, mut shard, _clock) = driven_engine();
         let engine = loom::sync::Arc::new(engine);
         let far = engine.schedule(MS * 1000, || {}).unwrap();
-        shard.shared.signal.set_thread(thread::current());
+        shard.core().signal().set_thread(thread::current());
         shard.turn(engine.now_tick());
         let producer = {
             let engine = engine.clone();
             thread::spawn(move || engine.schedule(MS * 5, || {}).unwrap())
         };
         shard.turn(engine.now_tick());
-        let took_it = shard.shared.counts.in_wheel() == 2;
+        let took_it = shard.core().counts().in_wheel() == 2;
         if shard.prepare_sleep().is_ok() && !took_it {
             thread::park();
-            shard.shared.signal.awake();
+            shard.core().signal().awake();
         }
         // Woken (or never asleep): the producer's push is done or about to be; once it is,
         // the next turn takes the timer.
         let near = producer.join().unwrap();
         shard.turn(engine.now_tick());
         assert_eq!(
-            shard.shared.counts.in_wheel(),
+            shard.core().counts().in_wheel(),
             2,
             "the shard placed the new timer"
         );
@@ -62,15 +62,15 @@ fn sleep_vs_cancel() {
             assert!(handle.cancel());
             handle
         });
-        shard.shared.signal.set_thread(thread::current());
+        shard.core().signal().set_thread(thread::current());
         if shard.prepare_sleep().is_ok() {
             thread::park();
-            shard.shared.signal.awake();
+            shard.core().signal().awake();
         }
         shard.turn(engine.now_tick());
         let _handle = canceller.join().unwrap();
         assert_eq!(
-            shard.shared.counts.in_wheel(),
+            shard.core().counts().in_wheel(),
             0,
             "the cancelled entry was unlinked"
         );

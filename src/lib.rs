@@ -34,28 +34,16 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-mod builder;
-mod callback;
-mod cap;
-mod clock;
-mod engine;
-mod entry;
-mod error;
-mod executor;
-mod handle;
-mod inbound;
-mod lane;
-mod periodic;
-mod recycle;
-mod ring;
-mod shard;
-mod signal;
-mod sleep;
-mod state;
-mod stats;
+// The layers, lowest first; each imports only from itself and the layers above it in this
+// list.
 mod sync;
-mod unlink;
+mod entry;
+mod time;
+mod queue;
 mod wheel;
+mod shard;
+mod timer;
+mod engine;
 
 #[cfg(all(test, loom))]
 #[path = "../loom-tests/mod.rs"]
@@ -66,11 +54,8 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
-pub use builder::Builder;
-pub use callback::Unfired;
-pub use clock::ManualClock;
-pub use engine::TimerEngine;
-pub use error::{BuildError, ScheduleError};
-pub use handle::TimerHandle;
-pub use sleep::{Elapsed, Sleep, Timeout};
-pub use stats::{ShardStats, Stats};
+pub use engine::{
+    BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
+};
+pub use time::ManualClock;
+pub use timer::{Elapsed, Sleep, Timeout, TimerHandle};

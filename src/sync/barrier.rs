@@ -1,7 +1,7 @@
 //! Asymmetric fences: a free one for the hot side of a Dekker pair, an expensive one for the
 //! rare side.
 //!
-//! The engine has two Dekker pairs (see [`crate::signal`] and [`crate::engine`]): a producer
+//! The engine has two Dekker pairs (see `shard::signal` and `shard::lane`): a producer
 //! pushes to a queue and then reads the shard's sleep word (or the `stop` flag), and the shard
 //! (or shutdown) writes that word and then looks at the queues. Each side needs a store→load
 //! barrier between its write and its read, or both may read the old values and a timer waits

@@ -7,8 +7,7 @@
 
 use std::ptr::NonNull;
 
-use crate::entry::Entry;
-use crate::state::SlotId;
+use crate::entry::{Entry, SlotId};
 
 /// Slots per level.
 pub(crate) const SLOTS: usize = 64;

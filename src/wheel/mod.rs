@@ -18,9 +18,7 @@ mod level;
 
 use std::ptr::NonNull;
 
-use crate::callback::Fired;
-use crate::entry::{Entry, EntryRef};
-use crate::state::{Lifecycle, SlotId};
+use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
 use crate::sync::prefetch;
 
 pub(crate) use level::Expiration;
@@ -43,7 +41,7 @@ pub(crate) enum Settled {
     /// back the reference it held, for the shard to drop or recycle.
     Dropped(EntryRef),
     /// Cancelled while linked: the wheel unmarked it and left its count to the canceller's
-    /// unlink request (see [`crate::unlink`]), which the shard has taken or will take.
+    /// unlink request (see `queue::unlink`), which the shard has taken or will take.
     LeftToUnlink,
 }
 

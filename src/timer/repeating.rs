@@ -13,10 +13,8 @@
 use std::any::Any;
 use std::time::{Duration, Instant};
 
-use crate::callback::Callback;
-use crate::engine::enqueue;
-use crate::entry::EntryRef;
-use crate::lane::Lane;
+use crate::entry::{Callback, EntryRef};
+use crate::shard::Lane;
 use crate::sync::Arc;
 
 pub(crate) struct Repeating<F> {
@@ -68,7 +66,7 @@ impl Drop for Ending<'_> {
     fn drop(&mut self) {
         if !self.rearmed {
             self.entry.retire();
-            self.lane.shard.release_cap(1);
+            self.lane.shard().release_cap(1);
         }
     }
 }
@@ -87,10 +85,10 @@ impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
             rearmed: false,
         };
         (self.run)();
-        let clock = &lane.shard.clock;
+        let clock = lane.shard().clock();
         let (next, due) = self.following(clock.now());
         self.next = next;
-        if lane.shard.is_stopped() {
+        if lane.shard().is_stopped() {
             return;
         }
         let Some(tick) = due.and_then(|due| clock.tick_at(due)) else {
@@ -101,7 +99,7 @@ impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
             ending.rearmed = true;
             // If shutdown raced the re-arm and this call took the timer back, it stops there
             // (`enqueue` gave its cap place back).
-            drop(enqueue(&lane, Lane::ownership(&lane), &entry));
+            drop(lane.enqueue(Lane::ownership(&lane), &entry));
         }
     }
 

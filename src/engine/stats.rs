@@ -1,5 +1,8 @@
 //! A snapshot of the engine's counters.
 
+use super::core::EngineCore;
+use crate::sync::barrier;
+
 /// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
 /// figure is exact once the threads that move it are quiet, and while they are not, `pending`
 /// may lag a timer or two behind.
@@ -42,4 +45,44 @@ pub struct ShardStats {
     /// The core the shard's tick thread is pinned to; `None` if pinning was off or refused
     /// (then the thread runs unpinned).
     pub pinned_core: Option<usize>,
+}
+
+impl EngineCore {
+    /// Adds up the shards' and lanes' counters.
+    pub(super) fn stats(&self) -> Stats {
+        let mut stats = Stats {
+            scheduled: 0,
+            fired: 0,
+            cancelled: 0,
+            returned: 0,
+            rejected: 0,
+            panicked: 0,
+            pending: 0,
+            asymmetric_barrier: barrier::is_asymmetric(),
+            shards: Vec::with_capacity(self.shards.len()),
+        };
+        for (shard, lanes) in self.shards_with_lanes() {
+            let counts = shard.counts();
+            // Read what takes timers away before what adds them, so a snapshot taken while
+            // threads are busy does not count a timer as gone before it counts it as scheduled.
+            let fired = counts.fired();
+            let returned = counts.returned();
+            let cancelled: u64 = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
+            let scheduled: u64 = lanes.iter().map(|lane| lane.counts().scheduled()).sum();
+            let pending = scheduled.saturating_sub(fired + cancelled + returned);
+            stats.scheduled += scheduled;
+            stats.fired += fired;
+            stats.cancelled += cancelled;
+            stats.returned += returned;
+            stats.rejected += lanes.iter().map(|lane| lane.counts().rejected()).sum::<u64>();
+            stats.panicked += counts.panicked();
+            stats.pending += pending;
+            stats.shards.push(ShardStats {
+                pending,
+                in_wheel: counts.in_wheel(),
+                pinned_core: shard.pinned_core(),
+            });
+        }
+        stats
+    }
 }

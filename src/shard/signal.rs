@@ -3,7 +3,7 @@
 //! A shard that has work flowing in polls once a tick and keeps its sleep word at `AWAKE`, so
 //! producers never pay for a wake-up. A shard with empty queues sleeps until its wheel's next
 //! deadline (or indefinitely) and says so in the sleep word first. The two sides form a Dekker
-//! pair around fences, asymmetric ones where the system allows (see [`crate::sync::barrier`]):
+//! pair around fences, asymmetric ones where the system allows (see `sync::barrier`):
 //!
 //! - producer: push to a queue; light barrier (a compiler fence where `membarrier` is there,
 //!   else a SeqCst fence); read the sleep word; if the shard announced a sleep, swap the word to
@@ -39,7 +39,7 @@ impl Signal {
 
     /// Records the thread to unpark; called by the shard thread when it starts.
     pub(crate) fn set_thread(&self, thread: thread::Thread) {
-        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
+        *self.thread.lock() = Some(thread);
     }
 
     /// Producer side, after pushing work: wakes the shard if it announced a long sleep.
@@ -78,7 +78,7 @@ impl Signal {
     }
 
     fn unpark(&self) {
-        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(thread) = &*self.thread.lock() {
             thread.unpark();
         }
     }

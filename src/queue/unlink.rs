@@ -3,35 +3,33 @@
 //! A timer cancelled after its shard linked it into the wheel still holds its slot, and its
 //! memory, until the shard unlinks it; the shard must hear of it within about a tick. The
 //! canceller has just won the lifecycle CAS and emptied the entry's callback cell, which is
-//! then its own (ground rule 3 of [`crate::entry`]), so the cell serves as the link of an
-//! intrusive Treiber stack, one per lane:
+//! then its own (ground rule 3 of `entry::node`), so the cell serves as the link of a
+//! take-all stack (`queue::stack`), one per lane:
 //!
 //! - a canceller writes the current top into its entry's cell and swings the top to the entry
 //!   with one compare-and-swap (Release), with no allocation;
 //! - the shard takes the whole stack with one swap (Acquire) per turn, and then owns every
 //!   cell on the chain.
 //!
-//! Nothing is ever popped alone, so the ABA problem of a Treiber stack cannot arise. The order
+//! The order
 //! of the chain does not matter: the shard re-reads each entry's state word when it handles it.
 //!
 //! The push takes no reference count. The entry is linked in the wheel, which holds a count
 //! for it, and from the cancel on that count belongs to the request: the wheel never lets a
 //! cancelled entry that is still marked PLACED go on its own (see `Wheel::settle` and
 //! `Wheel::drain`). It unlinks such an entry when it meets it and leaves the count to the
-//! request; the shard releases the count when it takes the request ([`Wheel::unlink_cancelled`]).
+//! request; the shard releases the count when it takes the request (`Wheel::unlink_cancelled`).
 //! Requests left on the stack when the lane goes away are released with it: by then the wheel
 //! has been drained, which unmarked every entry it held.
 //!
 //! A queue with slots of its own (crossbeam's `SegQueue`, used before) costs the canceller two
 //! read-modify-writes and the shard two more per cancel on cache lines that both sides write,
 //! and a count taken and released besides; this stack costs one CAS in all.
-//!
-//! [`Wheel::unlink_cancelled`]: crate::wheel::Wheel::unlink_cancelled
 
 use std::ptr::{self, NonNull};
 
+use super::stack::TakeAllStack;
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{AtomicPtr, Ordering};
 
 /// A reusable buffer of requests taken off a stack (see [`Unlinks::take_all`]).
 #[derive(Default)]
@@ -42,14 +40,13 @@ pub(crate) struct Requests(pub(crate) Vec<NonNull<Entry>>);
 unsafe impl Send for Requests {}
 
 pub(crate) struct Unlinks {
-    /// The entry pushed last, or null.
-    top: AtomicPtr<Entry>,
+    stack: TakeAllStack,
 }
 
 impl Unlinks {
     pub(crate) fn new() -> Self {
         Unlinks {
-            top: AtomicPtr::new(ptr::null_mut()),
+            stack: TakeAllStack::new(),
         }
     }
 
@@ -61,31 +58,18 @@ impl Unlinks {
     /// request), and the entry has not been pushed before.
     pub(crate) unsafe fn push(&self, entry: &EntryRef) {
         let node = EntryRef::as_ptr(entry).cast_mut();
-        // Relaxed: only the pointer is needed; the CAS below publishes.
-        let mut top = self.top.load(Ordering::Relaxed);
-        loop {
+        self.stack.push_chain(node, |top| {
             // SAFETY: `node` is live (the caller's `entry`), and by this function's contract
-            // the calling thread owns its callback cell until the CAS publishes it.
-            unsafe { (*node).set_unlink_next(NonNull::new(top)) };
-            // Release on success: whoever takes the stack sees the link just written, and the
-            // cancel that came before it. Relaxed on failure: the next attempt needs only the
-            // new top.
-            match self
-                .top
-                .compare_exchange_weak(top, node, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(actual) => top = actual,
-            }
-        }
+            // the calling thread owns its callback cell until the push publishes it.
+            unsafe { (*node).set_unlink_next(NonNull::new(top)) }
+        });
     }
 
     /// Takes every request pushed so far into `out` (the entries, each standing for the count
     /// its request owns); returns how many. Any thread (the shard, or shutdown): each call
     /// takes a whole chain.
     pub(crate) fn take_all(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
-        // Acquire: pairs with the Release CAS in `push`.
-        let mut node = self.top.swap(ptr::null_mut(), Ordering::Acquire);
+        let mut node = self.stack.take_all();
         let before = out.len();
         while let Some(current) = NonNull::new(node) {
             // SAFETY: the entry is live: its request owns a count. The swap above took the
@@ -114,9 +98,9 @@ impl Unlinks {
 
     /// Whether nothing is waiting to be unlinked.
     pub(crate) fn is_empty(&self) -> bool {
-        // Relaxed: a shard about to sleep reads this after the barrier of the sleep protocol
-        // (see `signal`), which orders it; elsewhere it is a hint.
-        self.top.load(Ordering::Relaxed).is_null()
+        // A shard about to sleep reads this after the barrier of the sleep protocol (see
+        // `shard::signal`), which orders it; elsewhere it is a hint.
+        self.stack.is_empty()
     }
 }
 
@@ -132,7 +116,7 @@ impl Drop for Unlinks {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::state::SlotId;
+    use crate::entry::SlotId;
     use crate::sync::Arc;
 
     /// An entry as a cancel that must tell the shard leaves it: marked PLACED, cancelled, with

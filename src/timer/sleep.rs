@@ -1,7 +1,7 @@
 //! Async sleeps and timeouts, driven by the engine's shards with no runtime of their own.
 //!
 //! A [`Sleep`] is an ordinary timer whose callback wakes the task that polled it last. The
-//! callback owns a `Waking` guard that wakes on drop, so the sleep completes whether its
+//! callback owns a `WakeOnDrop` guard that wakes on drop, so the sleep completes whether its
 //! timer runs, is handed back at shutdown (and dropped or run there), or could not be
 //! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
 //! Dropping a `Sleep` cancels its timer.
@@ -13,21 +13,20 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::engine::{admit, arm};
+use super::handle::TimerHandle;
 use crate::entry::{Entry, EntryRef};
-use crate::handle::TimerHandle;
-use crate::lane::Lane;
+use crate::shard::Lane;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// What a sleep and its timer's callback share.
-struct Wake {
+struct SleepState {
     fired: AtomicBool,
     waker: Mutex<Option<Waker>>,
 }
 
-impl Wake {
-    fn new() -> Arc<Wake> {
-        Arc::new(Wake {
+impl SleepState {
+    fn new() -> Arc<SleepState> {
+        Arc::new(SleepState {
             fired: AtomicBool::new(false),
             waker: Mutex::new(None),
         })
@@ -37,7 +36,7 @@ impl Wake {
         // Release: pairs with the Acquire in `poll`.
         self.fired.store(true, Ordering::Release);
         // The waker stays registered, so a sleep reset after it fired wakes the same task.
-        let waker = self.waker.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let waker = self.waker.lock().clone();
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -51,9 +50,9 @@ impl Wake {
 
 /// Wakes the sleep when dropped: when the timer's callback runs, and also when the callback is
 /// dropped without running (cancelled, or handed back at shutdown).
-struct Waking(Arc<Wake>);
+struct WakeOnDrop(Arc<SleepState>);
 
-impl Drop for Waking {
+impl Drop for WakeOnDrop {
     fn drop(&mut self) {
         self.0.fire();
     }
@@ -65,7 +64,7 @@ impl Drop for Waking {
 ///
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
 pub struct Sleep {
-    wake: Arc<Wake>,
+    wake: Arc<SleepState>,
     /// The timer, or `None` for a sleep the engine does not hold: one that never ends (a
     /// deadline beyond the engine's range) or one that ended at once (refused).
     timer: Option<TimerHandle>,
@@ -76,10 +75,10 @@ pub struct Sleep {
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick`.
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
-        Sleep::with_wake(lane, tick, Wake::new())
+        Sleep::with_wake(lane, tick, SleepState::new())
     }
 
-    fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<Wake>) -> Sleep {
+    fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<SleepState>) -> Sleep {
         let refused = |wake| Sleep {
             wake,
             timer: None,
@@ -89,14 +88,14 @@ impl Sleep {
             // Too far away to schedule: as good as forever.
             return refused(wake);
         };
-        let Ok(tick) = admit(lane, Some(tick)) else {
+        let Ok(tick) = lane.admit(Some(tick)) else {
             // Shut down, or full: the sleep ends now rather than never.
             wake.fire();
             return refused(wake);
         };
-        let waking = Waking(wake.clone());
-        let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(waking))));
-        match arm(lane, Lane::ownership(lane), entry) {
+        let guard = WakeOnDrop(wake.clone());
+        let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(guard))));
+        match TimerHandle::enqueue(lane, Lane::ownership(lane), entry) {
             Ok(timer) => Sleep {
                 wake,
                 timer: Some(timer),
@@ -152,17 +151,16 @@ impl Sleep {
         }
         // It fired (or is firing), or the engine never held it: start over with a new timer,
         // keeping the waker the task registered. Replacing `self` cancels the old timer, whose
-        // callback then wakes only the old `Wake`.
-        let wake = Wake::new();
+        // callback then wakes only the old `SleepState`.
+        let wake = SleepState::new();
         let registered = self
             .wake
             .waker
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .take();
-        *wake.waker.lock().unwrap_or_else(|p| p.into_inner()) = registered;
+        *wake.waker.lock() = registered;
         let lane = self.lane.clone();
-        let tick = lane.shard.clock.tick_after(delay);
+        let tick = lane.shard().clock().tick_after(delay);
         *self = Sleep::with_wake(&lane, tick, wake);
     }
 }
@@ -175,7 +173,7 @@ impl Future for Sleep {
             return Poll::Ready(());
         }
         {
-            let mut slot = self.wake.waker.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = self.wake.waker.lock();
             match &*slot {
                 Some(waker) if waker.will_wake(cx.waker()) => {}
                 _ => *slot = Some(cx.waker().clone()),

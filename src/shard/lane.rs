@@ -2,8 +2,8 @@
 //!
 //! Each shard has a few lanes, and each producer thread uses the lane its thread slot picks.
 //! A lane carries the lock-free queues into the shard: `inserts` (new timers, an intrusive
-//! queue through the entries themselves, see [`crate::inbound`]), `unlinks` (timers cancelled
-//! after the shard placed them, which it must unlink, see [`crate::unlink`]) and `changes`
+//! queue through the entries themselves, see `queue::inbound`), `unlinks` (timers cancelled
+//! after the shard placed them, which it must unlink, see `queue::unlink`) and `changes`
 //! (timers reset to an earlier deadline, which it must move; crossbeam's `SegQueue`, since a
 //! placed entry's links belong to the wheel and its callback is still in place).
 //!
@@ -11,8 +11,8 @@
 //! mostly by one thread each, instead of by every producer of the shard. The first thread that
 //! schedules through a lane becomes its *owner*, until it exits. The owner counts with a plain
 //! load and store where every other thread needs a read-modify-write, queues new timers through
-//! the lane's single-producer ring (see [`crate::ring`]), and alone reuses the lane's spare
-//! entries (see [`crate::recycle`]). A timer handle keeps its lane alive, so a cancel can reach
+//! the lane's single-producer ring (see `queue::ring`), and alone reuses the lane's spare
+//! entries (see `queue::recycle`). A timer handle keeps its lane alive, so a cancel can reach
 //! the shard even after the engine is gone.
 //!
 //! Ownership is handed over when the owner thread exits: a thread-local record of the lanes a
@@ -22,29 +22,47 @@
 //! owner left it. Without the hand-over, a short-lived first thread (a set-up thread, or one
 //! criterion sample's worker) would keep a lane for good, and the threads that do the work
 //! would all take the shared paths.
+//!
+//! The lane is also where a timer is admitted and queued ([`Lane::admit`], [`Lane::enqueue`]):
+//! the producer's half of the shutdown hand-off. Shutdown sets the shard's `stop` flag and
+//! passes the heavy barrier (see `sync::barrier`); a producer pushes, passes the light barrier
+//! (inside `Signal::notify`) and reads `stop` again. If it now sees shutdown, it tries
+//! INIT→RETURNED itself and, if it wins, takes the callback back. A producer that did not see
+//! `stop` pushed before shutdown emptied the queues, so every timer lands in exactly one place.
+//!
+//! The queues' consumer side (taking from them) is reachable only from this layer: the shard
+//! thread's `worker`, and [`Lane::empty_after_stop`] for shutdown.
 
 use std::marker::PhantomData;
 
 use crossbeam_utils::CachePadded;
 
-use crate::entry::EntryRef;
-use crate::inbound::Inbound;
-use crate::recycle::Recycler;
-use crate::ring::Ring;
-use crate::shard::ShardShared;
-use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
-use crate::unlink::Unlinks;
+use std::ptr::NonNull;
 
+use super::core::ShardCore;
+use crate::entry::{Callback, Entry, EntryRef};
+use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
+use crate::sync::{fence, owner_slot, thread, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
+
+/// One lane of a shard: the queues from a group of producer threads into it.
 pub(crate) struct Lane {
-    /// New timers from the lane's owner (see [`crate::ring`]).
-    pub(crate) ring: Ring,
+    /// New timers from the lane's owner (see `queue::ring`).
+    ring: Ring,
     /// New timers from every other thread, and from the owner when its ring is full.
-    pub(crate) inserts: Inbound,
-    pub(crate) unlinks: Unlinks,
-    pub(crate) changes: Queue<EntryRef>,
-    pub(crate) counts: LaneCounts,
-    pub(crate) spares: Recycler,
-    pub(crate) shard: Arc<ShardShared>,
+    inserts: Inbound,
+    unlinks: Unlinks,
+    changes: Queue<EntryRef>,
+    counts: LaneCounts,
+    spares: Recycler,
+    shard: Arc<ShardCore>,
+}
+
+/// Why a timer was refused before it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Shutdown,
+    TooLong,
+    Full,
 }
 
 /// `owner` before any thread has claimed the lane.
@@ -188,7 +206,7 @@ impl LaneCounts {
 }
 
 impl Lane {
-    pub(crate) fn new(shard: Arc<ShardShared>) -> Self {
+    pub(crate) fn new(shard: Arc<ShardCore>) -> Self {
         Lane {
             ring: Ring::new(),
             inserts: Inbound::new(),
@@ -198,6 +216,168 @@ impl Lane {
             spares: Recycler::new(),
             shard,
         }
+    }
+
+    /// The shard this lane leads into.
+    pub(crate) fn shard(&self) -> &ShardCore {
+        &self.shard
+    }
+
+    pub(crate) fn counts(&self) -> &LaneCounts {
+        &self.counts
+    }
+
+    /// Checks that the shard takes a timer due at `tick` (`None`: too far away), and takes a
+    /// place under the cap. A refusal is counted.
+    #[inline]
+    pub(crate) fn admit(&self, tick: Option<u64>) -> Result<u64, Refusal> {
+        let refusal = if self.shard.is_stopped() {
+            Refusal::Shutdown
+        } else if let Some(tick) = tick {
+            if self.shard.take_cap() {
+                return Ok(tick);
+            }
+            Refusal::Full
+        } else {
+            Refusal::TooLong
+        };
+        self.counts.add_rejected();
+        Err(refusal)
+    }
+
+    /// Queues `entry`, admitted by [`admit`](Self::admit), for the shard; `ownership` is the
+    /// calling thread's for this lane. If shutdown raced the push and this call won the entry
+    /// back (INIT→RETURNED), its callback comes back as the error (see the module docs).
+    #[inline]
+    pub(crate) fn enqueue(
+        &self,
+        ownership: Ownership,
+        entry: &EntryRef,
+    ) -> Result<(), Box<dyn Callback>> {
+        let mine = ownership.mine();
+        self.counts.add_scheduled(mine);
+        if mine {
+            // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
+            if let Err(full) = unsafe { self.ring.push(entry.clone()) } {
+                self.inserts.push(full);
+            }
+        } else {
+            self.inserts.push(entry.clone());
+        }
+        // `notify` passes the light barrier before it reads the sleep word; the `stop` read
+        // below is after that barrier too, which is what the shutdown hand-off relies on.
+        self.shard.signal().notify();
+        if self.shard.stop_seen_after_barrier() {
+            fence(Ordering::SeqCst);
+            if let Ok((_, callback)) = entry.give_back() {
+                self.counts.unschedule();
+                self.shard.release_cap(1);
+                return Err(callback);
+            }
+            // Shutdown already handed it back, or the shard fired it: it is accounted for.
+        }
+        Ok(())
+    }
+
+    /// Asks the shard to unlink `entry`, whose cancel (by the caller) found it placed.
+    ///
+    /// # Safety
+    /// As `Unlinks::push`: the caller won the cancel that emptied the callback cell, the
+    /// cancel found the entry PLACED, and the entry has not been pushed before.
+    pub(crate) unsafe fn request_unlink(&self, entry: &EntryRef) {
+        // SAFETY: by this function's contract.
+        unsafe { self.unlinks.push(entry) };
+        self.shard.signal().notify();
+    }
+
+    /// Asks the shard to move `entry`, placed and reset to an earlier deadline.
+    pub(crate) fn request_move(&self, entry: EntryRef) {
+        self.changes.push(entry);
+        self.shard.signal().notify();
+    }
+
+    /// Shard thread: takes the unlink requests (see `Unlinks::take_all`).
+    pub(super) fn take_unlinks(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
+        self.unlinks.take_all(out)
+    }
+
+    /// Shard thread: the next entry reset to an earlier deadline.
+    pub(super) fn take_change(&self) -> Option<EntryRef> {
+        self.changes.pop()
+    }
+
+    /// Takes every entry on the owner's ring into `out`; returns how many.
+    ///
+    /// # Safety
+    /// The caller is the lane's one consumer: its shard thread, or shutdown once that thread
+    /// is gone.
+    pub(super) unsafe fn take_from_ring(&self, out: &mut Vec<EntryRef>) -> usize {
+        // SAFETY: by this function's contract.
+        unsafe { self.ring.take(usize::MAX, out) }
+    }
+
+    /// Takes the oldest entry of the inbound queue.
+    ///
+    /// # Safety
+    /// As [`take_from_ring`](Self::take_from_ring).
+    pub(super) unsafe fn pop_insert(&self) -> Pop {
+        // SAFETY: by this function's contract.
+        unsafe { self.inserts.pop() }
+    }
+
+    /// Shard thread: gives dead entries back for the owner to reuse (see `Recycler::give`).
+    pub(super) fn give_spares(&self, spares: &mut Vec<EntryRef>) -> bool {
+        self.spares.give(spares)
+    }
+
+    /// Whether the owner has taken every spare given so far.
+    pub(super) fn spares_drained(&self) -> bool {
+        self.spares.is_drained()
+    }
+
+    /// Takes every entry still queued into `out`, releases the unlink requests, drops the
+    /// changes and frees the spares given back, once the shard has stopped for good.
+    ///
+    /// # Safety
+    /// The shard thread has left its loop for good (this thread is the queues' only consumer),
+    /// and the shard's wheel has been drained (so no wheel holds an entry with a request).
+    pub(super) unsafe fn empty_after_stop(&self, out: &mut Vec<EntryRef>) {
+        loop {
+            // SAFETY: by this function's contract this thread is the only consumer.
+            match unsafe { self.inserts.pop() } {
+                Pop::Entry(entry) => out.push(entry),
+                Pop::Empty => break,
+                // A producer is between its swap and its link. Entries pushed after it are
+                // reachable only through it, and their producers may not have seen the stop
+                // flag: wait for the link (a store away).
+                Pop::Busy => thread::yield_now(),
+            }
+        }
+        // SAFETY: as above.
+        unsafe { self.ring.take(usize::MAX, out) };
+        // SAFETY: by this function's contract the wheel has been drained, which unlinked and
+        // unmarked every entry.
+        unsafe { self.unlinks.release_all() };
+        while self.changes.pop().is_some() {}
+        // The shard gives no more spares: free them now rather than with the lane, which
+        // handles may keep alive long after.
+        self.spares.free_returned();
+    }
+
+    /// Frees the owner's stash of spare entries.
+    ///
+    /// # Safety
+    /// As `Recycler::free_stash`: no call on the lane's engine is in progress (it is being
+    /// dropped).
+    pub(crate) unsafe fn free_spares(&self) {
+        // SAFETY: by this function's contract.
+        unsafe { self.spares.free_stash() }
+    }
+
+    /// Whether an unlink request waits on the lane (for the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn has_unlink_request(&self) -> bool {
+        !self.unlinks.is_empty()
     }
 
     pub(crate) fn has_work(&self) -> bool {

@@ -4,14 +4,15 @@ use std::time::Duration;
 
 use rayon::ThreadPool;
 
-use crate::cap::Cap;
-use crate::clock::{ManualClock, TickClock};
-use crate::engine::{OwnedPool, Runners, Shared, TimerEngine};
-use crate::error::BuildError;
-use crate::executor::{Executor, Inflight};
-use crate::lane::Lane;
-use crate::shard::{Shard, ShardShared};
+use super::api::TimerEngine;
+use super::core::EngineCore;
+use super::error::BuildError;
+use super::pool::OwnedPool;
+use super::shutdown::Runners;
+use crate::entry::StateWord;
+use crate::shard::{Cap, Executor, Inflight, Lane, Shard, ShardCore};
 use crate::sync::{barrier, next_engine_id, Arc, StdArc};
+use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
 
 /// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
@@ -35,7 +36,8 @@ pub struct Builder {
     max_pending: Option<usize>,
     pin: bool,
     clock: Option<ManualClock>,
-    lanes_per_shard: Option<usize>,
+    /// Lanes per shard; `None`: from the core count. Tests set it (see `hooks`).
+    pub(super) lanes_per_shard: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,14 +48,14 @@ enum Callbacks {
 }
 
 /// The most shards an engine may have.
-pub(crate) const MAX_SHARDS: usize = 1024;
+const MAX_SHARDS: usize = 1024;
 /// The most threads an engine's own callback pool may have.
-pub(crate) const MAX_CALLBACK_THREADS: usize = 4096;
+const MAX_CALLBACK_THREADS: usize = 4096;
 /// The longest tick: an hour.
-pub(crate) const MAX_TICK: Duration = Duration::from_secs(3600);
+const MAX_TICK: Duration = Duration::from_secs(3600);
 
 /// An engine's parts before its threads start: what they share, the shards, the owned pool.
-type Assembled = (Arc<Shared>, Vec<Shard>, Option<OwnedPool>);
+pub(super) type Assembled = (Arc<EngineCore>, Vec<Shard>, Option<OwnedPool>);
 
 fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -61,7 +63,7 @@ fn available_cores() -> usize {
 
 /// The default size of the callback pool: callbacks may block (a slow callback must not hold
 /// up the others), so the pool is larger than the core count; idle rayon threads sleep.
-pub(crate) fn default_callback_threads() -> usize {
+fn default_callback_threads() -> usize {
     (4 * available_cores()).max(8)
 }
 
@@ -191,13 +193,13 @@ impl Builder {
     /// ```
     pub fn build(self) -> Result<TimerEngine, BuildError> {
         let pin = self.pin;
-        let (shared, shards, pool) = self.assemble()?;
+        let (core, shards, pool) = self.assemble()?;
         let cores = if pin {
             core_affinity::get_core_ids().filter(|ids| !ids.is_empty())
         } else {
             None
         };
-        let engine = TimerEngine::new(shared, Runners::threads(pool));
+        let engine = TimerEngine::new(core, Runners::threads(pool));
         for (index, shard) in shards.into_iter().enumerate() {
             let core = cores.as_ref().map(|ids| ids[index % ids.len()]);
             let handle = std::thread::Builder::new()
@@ -215,23 +217,7 @@ impl Builder {
         Ok(engine)
     }
 
-    /// Sets how many lanes each shard has (default: the core count rounded up to a power of
-    /// two, between 2 and 8). Models use one lane to keep their state space small.
-    #[cfg(all(test, loom))]
-    pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
-        self.lanes_per_shard = Some(lanes.max(1));
-        self
-    }
-
-    /// Builds an engine whose shards the caller drives by hand, one `turn` at a time (for the
-    /// model-checked and deterministic tests).
-    #[cfg(all(test, loom))]
-    pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), BuildError> {
-        let (shared, shards, pool) = self.assemble()?;
-        Ok((TimerEngine::new(shared, Runners::driven(pool)), shards))
-    }
-
-    fn assemble(self) -> Result<Assembled, BuildError> {
+    pub(super) fn assemble(self) -> Result<Assembled, BuildError> {
         let shard_count = match self.shards {
             Some(0) => return Err(BuildError::ZeroShards),
             Some(n) if n > MAX_SHARDS => return Err(BuildError::TooManyShards),
@@ -273,36 +259,36 @@ impl Builder {
             .lanes_per_shard
             .unwrap_or_else(|| available_cores().next_power_of_two().clamp(2, 8));
         let engine = next_engine_id();
-        let clock = TickClock::new(self.tick, SPAN, self.clock);
+        let clock = TickClock::new(self.tick, SPAN, StateWord::MAX_DEADLINE, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
-        let shard_shared: Vec<Arc<ShardShared>> = (0..shard_count)
-            .map(|_| Arc::new(ShardShared::new(engine, clock.clone(), cap.clone())))
+        let shard_cores: Vec<Arc<ShardCore>> = (0..shard_count)
+            .map(|_| Arc::new(ShardCore::new(engine, clock.clone(), cap.clone())))
             .collect();
-        let lanes: Vec<Arc<Lane>> = shard_shared
+        let lanes: Vec<Arc<Lane>> = shard_cores
             .iter()
             .flat_map(|shard| (0..lanes_per_shard).map(|_| Arc::new(Lane::new(shard.clone()))))
             .collect();
-        let shards = shard_shared
+        let shards = shard_cores
             .iter()
             .zip(lanes.chunks(lanes_per_shard))
-            .map(|(shared, lanes)| {
+            .map(|(core, lanes)| {
                 Shard::new(
-                    shared.clone(),
+                    core.clone(),
                     lanes.to_vec().into_boxed_slice(),
                     executor.clone(),
                     inflight.clone(),
                 )
             })
             .collect();
-        let shared = Arc::new(Shared {
+        let core = Arc::new(EngineCore {
             id: engine,
-            shards: shard_shared.into_boxed_slice(),
+            shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
             lanes_per_shard,
             clock,
             inflight,
         });
-        Ok((shared, shards, pool))
+        Ok((core, shards, pool))
     }
 }

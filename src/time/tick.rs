@@ -4,155 +4,10 @@
 //! A deadline becomes a tick by rounding *up* and the current time becomes a tick by rounding
 //! *down*, so a timer whose tick has been reached is never early.
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::engine::Shared;
-use crate::state::StateWord;
-use crate::sync::{thread, Arc, AtomicU64, Mutex, MutexGuard, Ordering};
-
-/// A clock that stands still until [`advance`](ManualClock::advance) moves it, for testing code
-/// that uses shardwheel deterministically.
-///
-/// An engine built with [`Builder::manual_clock`](crate::Builder::manual_clock) reads time only
-/// from this clock. `advance` returns once every such engine has fired every timer due by the new
-/// time and those callbacks have returned.
-///
-/// ```
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use std::sync::Arc;
-/// use std::time::Duration;
-/// use shardwheel::{ManualClock, TimerEngine};
-///
-/// let clock = ManualClock::new();
-/// let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
-/// let fired = Arc::new(AtomicUsize::new(0));
-/// let f = fired.clone();
-/// engine.schedule(Duration::from_secs(30), move || { f.fetch_add(1, Ordering::SeqCst); }).unwrap();
-/// clock.advance(Duration::from_secs(29));
-/// assert_eq!(fired.load(Ordering::SeqCst), 0);
-/// clock.advance(Duration::from_secs(1));
-/// assert_eq!(fired.load(Ordering::SeqCst), 1);
-/// ```
-#[derive(Clone)]
-pub struct ManualClock {
-    inner: Arc<ManualInner>,
-}
-
-struct ManualInner {
-    base: Instant,
-    nanos: AtomicU64,
-    watchers: Mutex<Vec<(u64, Arc<Shared>)>>,
-    next_watcher: AtomicU64,
-}
-
-impl ManualClock {
-    /// A new clock, standing at the instant it was made.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
-    /// ```
-    pub fn new() -> Self {
-        ManualClock {
-            inner: Arc::new(ManualInner {
-                base: Instant::now(),
-                nanos: AtomicU64::new(0),
-                watchers: Mutex::new(Vec::new()),
-                next_watcher: AtomicU64::new(0),
-            }),
-        }
-    }
-
-    /// The clock's current time.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// let before = clock.now();
-    /// clock.advance(std::time::Duration::from_millis(5));
-    /// assert_eq!(clock.now() - before, std::time::Duration::from_millis(5));
-    /// ```
-    pub fn now(&self) -> Instant {
-        self.inner.base + self.elapsed()
-    }
-
-    /// How far the clock has been advanced in all.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// clock.advance(std::time::Duration::from_secs(2));
-    /// assert_eq!(clock.elapsed(), std::time::Duration::from_secs(2));
-    /// ```
-    pub fn elapsed(&self) -> Duration {
-        // Acquire: pairs with the Release in `advance`, so a shard that reads the new time also
-        // sees every timer scheduled before the clock was moved to it.
-        Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
-    }
-
-    /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
-    /// the timers due by the new time and their callbacks have returned. Must not be called
-    /// from inside a timer callback of an engine on this clock (it would wait for itself).
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// clock.advance(std::time::Duration::from_millis(1));
-    /// assert_eq!(clock.elapsed().as_millis(), 1);
-    /// ```
-    pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        // Release: see `elapsed`. A CAS loop rather than fetch_add so the clock saturates
-        // instead of wrapping.
-        let mut current = self.inner.nanos.load(Ordering::Relaxed);
-        while let Err(actual) = self.inner.nanos.compare_exchange_weak(
-            current,
-            current.saturating_add(by),
-            Ordering::Release,
-            Ordering::Relaxed,
-        ) {
-            current = actual;
-        }
-        let watchers: Vec<Arc<Shared>> = self
-            .lock_watchers()
-            .iter()
-            .map(|(_, watcher)| watcher.clone())
-            .collect();
-        for watcher in watchers {
-            watcher.settle();
-        }
-    }
-
-    pub(crate) fn watch(&self, watcher: Arc<Shared>) -> u64 {
-        // Relaxed: only hands out distinct ids.
-        let id = self.inner.next_watcher.fetch_add(1, Ordering::Relaxed);
-        self.lock_watchers().push((id, watcher));
-        id
-    }
-
-    pub(crate) fn unwatch(&self, id: u64) {
-        self.lock_watchers().retain(|(watcher, _)| *watcher != id);
-    }
-
-    fn lock_watchers(&self) -> MutexGuard<'_, Vec<(u64, Arc<Shared>)>> {
-        self.inner
-            .watchers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Default for ManualClock {
-    fn default() -> Self {
-        ManualClock::new()
-    }
-}
-
-impl fmt::Debug for ManualClock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManualClock")
-            .field("elapsed", &self.elapsed())
-            .finish()
-    }
-}
+use super::ManualClock;
+use crate::sync::thread;
 
 /// The engine's view of time: an origin, a tick length and a source.
 #[derive(Clone)]
@@ -161,6 +16,7 @@ pub(crate) struct TickClock {
     tick: Duration,
     tick_nanos: TickDivisor,
     max_delay: Duration,
+    last_tick: u64,
     manual: Option<ManualClock>,
 }
 
@@ -222,8 +78,14 @@ fn nanos_of(duration: Duration) -> u64 {
 
 impl TickClock {
     /// `tick` must be at least a nanosecond; deadlines up to `span_ticks - 2` ticks away are
-    /// accepted (see `max_delay`).
-    pub(crate) fn new(tick: Duration, span_ticks: u64, manual: Option<ManualClock>) -> Self {
+    /// accepted (see `max_delay`), and none beyond tick `last_tick` (the largest deadline a
+    /// timer entry can hold).
+    pub(crate) fn new(
+        tick: Duration,
+        span_ticks: u64,
+        last_tick: u64,
+        manual: Option<ManualClock>,
+    ) -> Self {
         let origin = match &manual {
             Some(clock) => clock.now(),
             None => Instant::now(),
@@ -234,6 +96,7 @@ impl TickClock {
             tick,
             tick_nanos: TickDivisor::new(tick_nanos),
             max_delay: Duration::from_nanos(tick_nanos.saturating_mul(span_ticks - 2)),
+            last_tick,
             manual,
         }
     }
@@ -285,7 +148,7 @@ impl TickClock {
         let deadline = self
             .nanos_since_origin(self.now())
             .checked_add(nanos_of(delay))?;
-        Some(self.tick_nanos.ceil(deadline)).filter(|&tick| tick <= StateWord::MAX_DEADLINE)
+        Some(self.tick_nanos.ceil(deadline)).filter(|&tick| tick <= self.last_tick)
     }
 
     /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
@@ -294,7 +157,7 @@ impl TickClock {
         if deadline.saturating_duration_since(self.now()) > self.max_delay {
             return None;
         }
-        Some(self.ceil_tick(deadline)).filter(|&tick| tick <= StateWord::MAX_DEADLINE)
+        Some(self.ceil_tick(deadline)).filter(|&tick| tick <= self.last_tick)
     }
 
     /// The instant tick `tick` begins.
@@ -337,7 +200,7 @@ mod tests {
     #[test]
     fn deadlines_round_up_and_now_rounds_down() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, Some(clock.clone()));
+        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, u64::MAX, Some(clock.clone()));
         let origin = clock.now();
         assert_eq!(ticks.ceil_tick(origin), 0);
         assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1)), 1);
@@ -391,7 +254,7 @@ mod tests {
     #[test]
     fn a_deadline_before_the_origin_is_tick_zero() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, Some(clock.clone()));
+        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, u64::MAX, Some(clock.clone()));
         clock.advance(Duration::from_secs(1));
         assert_eq!(ticks.ceil_tick(ticks.origin - Duration::from_millis(5)), 0);
     }

@@ -11,8 +11,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::callback::Fired;
-use crate::shard::ShardShared;
+use super::core::ShardCore;
+use crate::entry::Fired;
 use crate::sync::{Arc, Condvar, Mutex, StdArc};
 
 #[derive(Clone)]
@@ -37,11 +37,11 @@ impl Inflight {
     }
 
     fn begin(&self) {
-        *self.batches.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        *self.batches.lock() += 1;
     }
 
     fn end(&self) {
-        let mut batches = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+        let mut batches = self.batches.lock();
         *batches -= 1;
         if *batches == 0 {
             self.idle.notify_all();
@@ -50,9 +50,9 @@ impl Inflight {
 
     /// Blocks until no batch is running.
     pub(crate) fn wait_idle(&self) {
-        let mut batches = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+        let mut batches = self.batches.lock();
         while *batches > 0 {
-            batches = self.idle.wait(batches).unwrap_or_else(|p| p.into_inner());
+            batches = self.idle.wait(batches);
         }
     }
 }
@@ -62,7 +62,7 @@ impl Executor {
     pub(crate) fn run(
         &self,
         batch: Vec<Fired>,
-        shard: &Arc<ShardShared>,
+        shard: &Arc<ShardCore>,
         inflight: &Arc<Inflight>,
     ) {
         match self {
@@ -102,12 +102,12 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
     RUNNING_FOR.with(|running| running.get() == engine)
 }
 
-fn run_one(fired: Fired, shard: &ShardShared) {
-    let outer = RUNNING_FOR.with(|running| running.replace(shard.engine));
+fn run_one(fired: Fired, shard: &ShardCore) {
+    let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
     RUNNING_FOR.with(|running| running.set(outer));
     if let Err(payload) = outcome {
-        shard.counts.add_panicked();
+        shard.counts().add_panicked();
         // A payload whose own drop panics must not unwind into the tick thread or the pool.
         if let Err(second) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
             std::mem::forget(second);

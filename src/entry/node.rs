@@ -5,20 +5,25 @@
 //! 1. An entry is a single reference-counted allocation ([`EntryRef`]) holding the packed state
 //!    word, the two intrusive links of the wheel slot it sits in, the boxed callback (a callback
 //!    that captures nothing is zero-sized and costs no allocation of its own). An entry that no
-//!    one else holds any more may be reused for a new timer (see [`crate::recycle`]).
-//! 2. The state word ([`StateWord`]) is the only field more than one thread writes, and every
-//!    atomic operation on it lives in this file. Leaving `Pending` is one successful
-//!    compare-and-swap (`cancel`, `expire`, `give_back`); exactly one party wins it.
+//!    one else holds any more may be reused for a new timer (see `queue::recycle`).
+//! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
+//!    written by whoever schedules, cancels, resets, fires or hands back the timer; every
+//!    change to it but one goes through a single compare-and-swap loop (`Entry::transition`,
+//!    in this file), and leaving `Pending` is one successful transition (`cancel`, `expire`,
+//!    `give_back`) that exactly one party wins. The `next` link is written by producers while
+//!    the entry waits in an inbound queue (the producer that appends after it links it), by
+//!    the shard while it is in a wheel or being given back for reuse; it is atomic, and each
+//!    phase has one writer at a time (rule 4).
 //! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
 //!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
 //!    The emptied cell stays the winner's: a canceller that must tell the shard to unlink the
-//!    entry uses it as the link of its lane's unlink stack (see [`crate::unlink`]), and the
+//!    entry uses it as the link of its lane's unlink stack (see `queue::unlink`), and the
 //!    shard that takes the entry off that stack owns it after that.
 //!    A repeating timer (the PERIODIC bit) is the one exception to "once": its runner
 //!    re-arms it, EXPIRED→INIT, putting the callback back before the CAS that publishes it;
 //!    a cancel while it runs is EXPIRED→CANCELLED and leaves the callback to the runner.
 //! 4. The `next` link carries the entry first through its shard's inbound queue (where
-//!    producers write it, see [`crate::inbound`]) and then through the wheel slot list it is
+//!    producers write it, see `queue::inbound`) and then through the wheel slot list it is
 //!    linked into; `prev` is used by the wheel only. While an entry is in a wheel, both belong
 //!    to the shard thread that owns that wheel and no other thread touches them. The shard
 //!    records where it linked the entry in the state word (the `PLACED` bit, level and slot),
@@ -30,8 +35,8 @@
 
 use std::ptr::NonNull;
 
-use crate::callback::Callback;
-use crate::state::{Lifecycle, SlotId, StateWord};
+use super::callback::Callback;
+use super::state::{Lifecycle, SlotId, StateWord};
 use crate::sync::{AtomicPtr, AtomicU64, EntryArc, Ordering, UnsafeCell};
 
 /// A shared reference to an entry: held by the timer's handle, by a queue in transit, and by
@@ -118,36 +123,50 @@ impl Entry {
         StateWord::from_bits(self.state.load(Ordering::Acquire))
     }
 
-    /// Moves the lifecycle from `Pending` to `to` if `accept` holds for the current word, clearing
-    /// the placement when `unplace` is set. On success the caller owns the callback.
-    fn resolve(
+    /// The one compare-and-swap loop through which every transition of the state word goes
+    /// (all but the shard's unmarking, a single `fetch_and`, see `mark_unplaced`). Reads the
+    /// word, asks `step` for its successor (`None`: refused, the word stays) and swaps it in;
+    /// on a lost race, asks again with the competitor's word. Returns the word replaced, or
+    /// the word `step` refused.
+    #[inline]
+    fn transition(
         &self,
-        to: Lifecycle,
-        unplace: bool,
-        accept: impl Fn(StateWord) -> bool,
-    ) -> Result<Won, StateWord> {
+        mut step: impl FnMut(StateWord) -> Option<StateWord>,
+    ) -> Result<StateWord, StateWord> {
         let mut current = self.state();
         loop {
-            if !current.is_pending() || !accept(current) {
+            let Some(next) = step(current) else {
                 return Err(current);
-            }
-            let mut next = current.with_lifecycle(to);
-            if unplace {
-                next = next.unplaced();
-            }
-            // AcqRel on success: Acquire to see the callback as the scheduler wrote it, Release
-            // so that whoever later reads the resolved lifecycle also sees this thread's writes.
-            // Acquire on failure: the next attempt reads the competitor's word.
+            };
+            // AcqRel on success: Acquire to see the callback cell as the previous writer left
+            // it (the scheduler, or a re-arming runner), Release so that whoever later reads
+            // the new word also sees this thread's writes before it. Acquire on failure: the
+            // next attempt reads the competitor's word.
             match self.state.compare_exchange_weak(
                 current.bits(),
                 next.bits(),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok((current, self.take_callback())),
+                Ok(_) => return Ok(current),
                 Err(actual) => current = StateWord::from_bits(actual),
             }
         }
+    }
+
+    /// Moves the lifecycle from `Pending` to `to` if `accept` holds for the current word,
+    /// clearing the placement when `unplace` is set. On success the caller owns the callback.
+    fn resolve(
+        &self,
+        to: Lifecycle,
+        unplace: bool,
+        accept: impl Fn(StateWord) -> bool,
+    ) -> Result<Won, StateWord> {
+        let before = self.transition(|word| {
+            let next = word.with_lifecycle(to);
+            (word.is_pending() && accept(word)).then(|| if unplace { next.unplaced() } else { next })
+        })?;
+        Ok((before, self.take_callback()))
     }
 
     fn take_callback(&self) -> Box<dyn Callback> {
@@ -172,64 +191,31 @@ impl Entry {
     /// A repeating timer whose callback is running (EXPIRED) can be cancelled too: then there
     /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
     pub(crate) fn cancel(&self) -> Result<(StateWord, Option<Box<dyn Callback>>), StateWord> {
-        let mut current = self.state();
-        loop {
-            let running = current.is_periodic() && current.lifecycle() == Lifecycle::Expired;
-            if !current.is_pending() && !running {
-                return Err(current);
-            }
-            // AcqRel/Acquire: as in `resolve`; a runner's re-arm CAS fails on this word.
-            match self.state.compare_exchange_weak(
-                current.bits(),
-                current.with_lifecycle(Lifecycle::Cancelled).bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) if running => return Ok((current, None)),
-                Ok(_) => return Ok((current, Some(self.take_callback()))),
-                Err(actual) => current = StateWord::from_bits(actual),
-            }
+        let running = |word: StateWord| word.is_periodic() && word.lifecycle() == Lifecycle::Expired;
+        // A runner's re-arm fails on the word this leaves.
+        let before = self.transition(|word| {
+            (word.is_pending() || running(word)).then(|| word.with_lifecycle(Lifecycle::Cancelled))
+        })?;
+        if running(before) {
+            return Ok((before, None));
         }
+        Ok((before, Some(self.take_callback())))
     }
 
-    /// Moves a pending timer's deadline to `deadline`. Returns the word it replaced.
+    /// Moves a pending timer's deadline to `deadline`. Returns the word it replaced. A shard
+    /// whose EXPIRED transition fails on the new word reads the new deadline.
     pub(crate) fn reset(&self, deadline: u64) -> Result<StateWord, StateWord> {
-        let mut current = self.state();
-        loop {
-            if !current.is_pending() {
-                return Err(current);
-            }
-            // AcqRel/Acquire: a shard whose EXPIRED CAS fails on this word re-reads it and sees
-            // the new deadline; failure hands back the competitor's word.
-            match self.state.compare_exchange_weak(
-                current.bits(),
-                current.with_deadline(deadline).bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(current),
-                Err(actual) => current = StateWord::from_bits(actual),
-            }
-        }
+        self.transition(|word| word.is_pending().then(|| word.with_deadline(deadline)))
     }
 
     /// Ends a repeating timer whose runner gives up (the engine stopped, the next run is out of
     /// range, or the callback panicked): EXPIRED stays, without the PERIODIC bit, so the timer
     /// reads as fired and done and a later `cancel` answers false. Fails if it was cancelled.
     pub(crate) fn retire(&self) {
-        let mut current = self.state();
-        while current.is_periodic() && current.lifecycle() == Lifecycle::Expired {
-            // AcqRel/Acquire: as in `cancel`, with which it races.
-            match self.state.compare_exchange_weak(
-                current.bits(),
-                current.retired().bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return,
-                Err(actual) => current = StateWord::from_bits(actual),
-            }
-        }
+        // Races `cancel`; whichever is first decides.
+        let _ = self.transition(|word| {
+            (word.is_periodic() && word.lifecycle() == Lifecycle::Expired).then(|| word.retired())
+        });
     }
 
     /// Re-arms a repeating timer after its run: EXPIRED→INIT with the next `deadline`, handing
@@ -244,26 +230,18 @@ impl Entry {
         // a cancel in that state leaves it alone, and nothing else leaves EXPIRED.
         self.callback
             .with_mut(|cell| unsafe { *cell = CallbackCell::Full(callback) });
-        let mut current = self.state();
-        loop {
-            if current.lifecycle() != Lifecycle::Expired {
-                return Err(self.take_callback());
-            }
-            let next = current
-                .with_lifecycle(Lifecycle::Pending)
-                .with_deadline(deadline)
-                .unplaced();
-            // AcqRel: Release publishes the callback written above to whoever wins the next
-            // CAS; Acquire on failure reads the canceller's word.
-            match self.state.compare_exchange_weak(
-                current.bits(),
-                next.bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(()),
-                Err(actual) => current = StateWord::from_bits(actual),
-            }
+        // The Release half of the transition publishes the callback written above to whoever
+        // wins the next one.
+        let rearmed = self.transition(|word| {
+            (word.lifecycle() == Lifecycle::Expired).then(|| {
+                word.with_lifecycle(Lifecycle::Pending)
+                    .with_deadline(deadline)
+                    .unplaced()
+            })
+        });
+        match rearmed {
+            Ok(_) => Ok(()),
+            Err(_) => Err(self.take_callback()),
         }
     }
 
@@ -282,23 +260,16 @@ impl Entry {
     /// Records that the shard linked the entry at `at`, if the word is still `seen`.
     pub(crate) fn place(&self, seen: StateWord, at: SlotId) -> Result<(), StateWord> {
         debug_assert!(seen.is_pending());
-        // AcqRel/Acquire: a canceller that later reads PLACED must see the entry as linked;
-        // a failure hands the shard the competitor's word.
-        self.state
-            .compare_exchange(
-                seen.bits(),
-                seen.placed_at(at).bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
+        // A canceller that later reads PLACED must see the entry as linked (the transition's
+        // Release); a failure hands the shard the competitor's word.
+        self.transition(|word| (word == seen).then(|| seen.placed_at(at)))
             .map(|_| ())
-            .map_err(StateWord::from_bits)
     }
 
     /// Clears the placement after the shard has unlinked the entry; returns the word it
     /// replaced. A cancel that comes later finds the entry unplaced; one that came earlier is
     /// in the word returned (and then its canceller pushed an unlink request, see
-    /// [`crate::unlink`]).
+    /// `queue::unlink`).
     pub(crate) fn mark_unplaced(&self) -> StateWord {
         // AcqRel: Release keeps the unlink that came before it ordered ahead for a thread that
         // reads the word; Acquire, because a cancel seen in the old word hands this thread the

@@ -3,9 +3,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::entry::EntryRef;
-use crate::lane::Lane;
-use crate::state::Lifecycle;
+use crate::entry::{Callback, EntryRef, Lifecycle};
+use crate::shard::{Lane, Ownership};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
@@ -14,11 +13,37 @@ use crate::sync::Arc;
 /// memory is freed when both the engine and the handle are done with it.
 #[derive(Clone)]
 pub struct TimerHandle {
-    pub(crate) entry: EntryRef,
-    pub(crate) lane: Arc<Lane>,
+    entry: EntryRef,
+    lane: Arc<Lane>,
 }
 
 impl TimerHandle {
+    /// Queues `entry`, admitted by `Lane::admit`, on `lane` (as `Lane::enqueue`) and hands out
+    /// its handle.
+    pub(crate) fn enqueue(
+        lane: &Arc<Lane>,
+        ownership: Ownership,
+        entry: EntryRef,
+    ) -> Result<TimerHandle, Box<dyn Callback>> {
+        lane.enqueue(ownership, &entry)?;
+        Ok(TimerHandle {
+            entry,
+            lane: lane.clone(),
+        })
+    }
+
+    /// The timer's entry (for the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn entry(&self) -> &EntryRef {
+        &self.entry
+    }
+
+    /// The lane the timer was queued through (for the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
     /// Stops the timer. Returns `true` only if this call stopped it from ever running: `false`
     /// if it already fired (or is firing), was cancelled before, or was handed back at shutdown.
     /// For a repeating timer, `true` if this call stopped every run after the current one (a
@@ -43,13 +68,12 @@ impl TimerHandle {
             // runner finds the timer cancelled when it tries to re-arm it.
             return true;
         };
-        self.lane.counts.add_cancelled();
-        self.lane.shard.release_cap(1);
+        self.lane.counts().add_cancelled();
+        self.lane.shard().release_cap(1);
         if before.placement().is_some() {
             // SAFETY: this call won the cancel and took the callback, the cancel found the
             // entry PLACED, and the entry is pushed only this once (a cancel wins once).
-            unsafe { self.lane.unlinks.push(&self.entry) };
-            self.lane.shard.signal.notify();
+            unsafe { self.lane.request_unlink(&self.entry) };
         }
         // Last: dropping the callback runs the caller's code (the captures' `Drop`), which may
         // panic. The engine's side of the cancel is complete by then; the unlink request in
@@ -87,7 +111,7 @@ impl TimerHandle {
     /// assert!(!idle.reset(Duration::from_secs(30))); // fired already
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.move_to(self.lane.shard.clock.tick_after(delay))
+        self.move_to(self.lane.shard().clock().tick_after(delay))
     }
 
     /// As [`reset`](Self::reset), to an absolute deadline.
@@ -101,7 +125,7 @@ impl TimerHandle {
     /// assert!(timer.deadline() >= later);
     /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        self.move_to(self.lane.shard.clock.tick_at(deadline))
+        self.move_to(self.lane.shard().clock().tick_at(deadline))
     }
 
     fn move_to(&self, tick: Option<u64>) -> bool {
@@ -112,8 +136,7 @@ impl TimerHandle {
             Ok(before) => {
                 if tick < before.deadline() && before.placement().is_some() {
                     // Its slot may come due after the new deadline: the shard must move it.
-                    self.lane.changes.push(self.entry.clone());
-                    self.lane.shard.signal.notify();
+                    self.lane.request_move(self.entry.clone());
                 }
                 true
             }
@@ -178,7 +201,7 @@ impl TimerHandle {
     /// ```
     pub fn deadline(&self) -> Instant {
         let tick = self.entry.state().deadline();
-        self.lane.shard.clock.instant_of(tick)
+        self.lane.shard().clock().instant_of(tick)
     }
 }
 

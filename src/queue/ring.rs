@@ -1,7 +1,7 @@
 //! The owner's ring: a bounded single-producer, single-consumer queue of new timers from a
 //! lane's owner thread to its shard.
 //!
-//! The owner of a lane (see [`crate::lane`]) is the one thread that pushes here, so a push is a
+//! The owner of a lane (see `shard::lane`) is the one thread that pushes here, so a push is a
 //! store of the entry's pointer into the next slot and a Release store of `tail`, with no
 //! read-modify-write at all. The shard reads the slots between `head` and `tail` in one pass.
 //! Unlike the linked inbound queue, where each entry's address is known only once the entry

@@ -5,17 +5,17 @@
 //! shard's inbound queue. The shard is then the last holder of the entry, and freeing it there
 //! is a free across threads: the producer allocated it. Instead the shard hands entries that
 //! no one else holds back to their lane, and the lane's owner (the first thread that scheduled
-//! through it, see [`crate::lane`]) reuses them for its next timers:
+//! through it, see `shard::lane`) reuses them for its next timers:
 //!
 //! - During a turn the shard collects the lane's dead, unshared entries in a `Vec`; at the end
 //!   of the turn it links them through their `next` links and pushes the whole chain onto the
-//!   lane's `returned` stack with one compare-and-swap ([`Recycler::give`]).
+//!   lane's `returned` stack (a take-all stack, `queue::stack`) with one compare-and-swap
+//!   ([`Recycler::give`]).
 //! - The owner keeps a private stash. When it runs dry, the owner takes the whole stack with
 //!   one swap, then reuses entries from the stash one by one with no atomic operation at all
 //!   ([`Recycler::take`]).
 //!
-//! The stack has one pusher (the shard thread), and every consumer takes all of it at once.
-//! There is no single-node pop, so the ABA problem of a Treiber stack cannot arise. The shard
+//! The stack has one pusher (the shard thread), and every consumer takes all of it at once. The shard
 //! puts at most [`RETURN_LIMIT`] entries on a lane's stack before it sees the stack emptied
 //! again; past that it frees them as usual. A lane therefore holds at most twice that many
 //! spare entries: a stack's worth and a stash's worth.
@@ -26,8 +26,9 @@
 
 use std::ptr;
 
+use super::stack::TakeAllStack;
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{prefetch, AtomicPtr, Ordering, UnsafeCell};
+use crate::sync::{prefetch, Ordering, UnsafeCell};
 
 /// The most entries a shard leaves on one lane's stack before it sees the stack emptied.
 pub(crate) const RETURN_LIMIT: usize = 4096;
@@ -35,7 +36,7 @@ pub(crate) const RETURN_LIMIT: usize = 4096;
 /// A lane's spare entries: the stack the shard fills and the stash its owner draws from.
 pub(crate) struct Recycler {
     /// A chain of spare entries linked through `next`, each carrying one strong count.
-    returned: AtomicPtr<Entry>,
+    returned: TakeAllStack,
     /// The owner's chain, taken from `returned`. Only the lane's owner touches it, inside a
     /// call on its engine, or `TimerEngine::drop`.
     stash: UnsafeCell<*mut Entry>,
@@ -50,7 +51,7 @@ unsafe impl Sync for Recycler {}
 impl Recycler {
     pub(crate) fn new() -> Self {
         Recycler {
-            returned: AtomicPtr::new(ptr::null_mut()),
+            returned: TakeAllStack::new(),
             stash: UnsafeCell::new(ptr::null_mut()),
         }
     }
@@ -68,39 +69,24 @@ impl Recycler {
             }
             // SAFETY: `node` carries the strong count `into_raw` took over, and the shard was
             // its only holder, so this thread alone writes its `next` link.
-            // Relaxed: published by the Release CAS below.
+            // Relaxed: published by the push below.
             unsafe { (*node).next.store(chain, Ordering::Relaxed) };
             chain = node;
         }
         if chain.is_null() {
             return false;
         }
-        // Relaxed: only the pointer is needed, the CAS below publishes.
-        let mut head = self.returned.load(Ordering::Relaxed);
-        loop {
+        self.returned.push_chain(chain, |head| {
             // SAFETY: `last` is in the chain this thread still owns (unpublished).
-            // Relaxed: published by the Release CAS below.
+            // Relaxed: published by the push.
             unsafe { (*last).next.store(head, Ordering::Relaxed) };
-            // Release on success: the owner's Acquire swap sees the chain's links and every
-            // write made to the entries before they were given back. Relaxed on failure: the
-            // next attempt only needs the new head's value.
-            match self.returned.compare_exchange_weak(
-                head,
-                chain,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(previous) => return previous.is_null(),
-                Err(actual) => head = actual,
-            }
-        }
+        })
     }
 
     /// Whether the stack is empty (the owner took everything given so far). Any thread.
     pub(crate) fn is_drained(&self) -> bool {
-        // Relaxed: a hint for how many more entries the shard may give; no data is read
-        // through it.
-        self.returned.load(Ordering::Relaxed).is_null()
+        // A hint for how many more entries the shard may give; no data is read through it.
+        self.returned.is_empty()
     }
 
     /// Owner: a spare entry to reuse, unshared, if there is one.
@@ -113,8 +99,7 @@ impl Recycler {
         self.stash.with_mut(|stash| unsafe {
             let mut head = *stash;
             if head.is_null() {
-                // Acquire: pairs with the Release CAS in `give`.
-                head = self.returned.swap(ptr::null_mut(), Ordering::Acquire);
+                head = self.returned.take_all();
                 if head.is_null() {
                     return None;
                 }
@@ -139,8 +124,7 @@ impl Recycler {
 
     /// Frees the entries on the stack. Any thread; used once the shard thread is gone.
     pub(crate) fn free_returned(&self) {
-        // Acquire: as in `take`.
-        let head = self.returned.swap(ptr::null_mut(), Ordering::Acquire);
+        let head = self.returned.take_all();
         // SAFETY: the swap made this thread the chain's only holder.
         unsafe { free_chain(head) };
     }

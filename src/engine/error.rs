@@ -3,6 +3,8 @@
 use std::error::Error;
 use std::fmt;
 
+use crate::shard::Refusal;
+
 /// Why [`Builder::build`](crate::Builder::build) refused.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -85,6 +87,15 @@ pub enum ScheduleError<F> {
 }
 
 impl<F> ScheduleError<F> {
+    /// The error for a timer the shard refused, handing `callback` back.
+    pub(super) fn refused(refusal: Refusal, callback: F) -> Self {
+        match refusal {
+            Refusal::Shutdown => ScheduleError::Shutdown(callback),
+            Refusal::TooLong => ScheduleError::DelayTooLong(callback),
+            Refusal::Full => ScheduleError::Full(callback),
+        }
+    }
+
     /// The callback that was not scheduled.
     ///
     /// ```

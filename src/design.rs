@@ -1,0 +1,407 @@
+//! Design notes: how shardwheel holds millions of cancellable timers, and why each protocol
+//! between its threads is correct.
+//!
+//! This module holds no code. It describes the engine as it is built now, layer by layer, with
+//! the published algorithms each part follows. Each source file's own documentation gives the
+//! details and the memory orderings; this is the map.
+//!
+//! # The problem
+//!
+//! A server holds a timer for every request in flight and every open connection: RPC
+//! deadlines, idle timeouts, heartbeats, lease renewals. Nearly all of them are cancelled
+//! before they run out, so scheduling and cancelling must be cheap and must not contend across
+//! cores; the few that run out must fire on time and never early; a cancelled timer must stop
+//! costing memory soon; and an engine holding millions of far-off timers must cost nothing
+//! while it waits.
+//!
+//! # Shape
+//!
+//! An engine has N shards (default: one per core). Each shard owns a hierarchical timing wheel
+//! that only its own tick thread touches, as plain single-threaded code. Producers never touch
+//! a wheel: a timer is one reference-counted entry, pushed onto a lock-free queue into the
+//! shard that a hash picks (src/engine/routing.rs: of the calling thread and its count of
+//! timers so far, or of the caller's key for the keyed forms, so a connection's timers can
+//! share a shard). The shard moves queued entries into its wheel on its next turn. All
+//! concurrency lives at the edges: the queues into a shard, and one atomic state word per
+//! entry.
+//!
+//! The source is layered. Each layer imports only from itself and the layers below it:
+//!
+//! ```text
+//! engine   TimerEngine, its builder, routing, shutdown, statistics, errors   src/engine/
+//! timer    TimerHandle, repeating timers, Sleep and Timeout                 src/timer/
+//! shard    the tick loop, lanes, the sleep signal, the executor, the cap     src/shard/
+//! wheel    the hierarchical timing wheel, single-threaded                    src/wheel/
+//! queue    inbound MPSC queue, owner's SPSC ring, unlink stack, recycler     src/queue/
+//! entry    the timer entry, its state word, the type-erased callback         src/entry/
+//! time     the tick clock and ManualClock                                    src/time/
+//! sync     the loom shim, the asymmetric barrier, the queue stand-in         src/sync/
+//! ```
+//!
+//! # The entry and its state word
+//!
+//! A timer is one allocation of 48 bytes (src/entry/): a `triomphe::Arc` count (std's `Arc`
+//! without the weak count), a packed `AtomicU64` state word, the `next` and `prev` links of
+//! the lists it travels through, and the boxed callback. A callback that captures nothing is
+//! zero-sized and costs no allocation of its own.
+//!
+//! The state word (src/entry/state.rs) holds everything more than one thread may read or
+//! change, so that every transition is a single compare-and-swap:
+//!
+//! ```text
+//!  63                                 13 12      7 6   4  3   2   1 0
+//! +-------------------------------------+--------+-----+---+---+-----+
+//! |           deadline (ticks)          |  slot  |level|PER|PLC| life|
+//! +-------------------------------------+--------+-----+---+---+-----+
+//! ```
+//!
+//! - `life`: the lifecycle, `Pending`, `Cancelled`, `Expired` or `Returned`.
+//! - `PLC` (PLACED): the entry is linked into its shard's wheel. Only the shard sets it.
+//! - `PER` (PERIODIC): the timer repeats. Set at creation.
+//! - `level`, `slot`: where in the wheel the entry is linked, meaningful while PLACED is set.
+//! - `deadline`: the tick at or after which the timer fires, 51 bits.
+//!
+//! Leaving `Pending` is one compare-and-swap, and exactly one party wins it: INIT→CANCELLED by
+//! `cancel`, INIT→EXPIRED by the shard, INIT→RETURNED at shutdown (or by a `schedule` that
+//! raced shutdown). The winner alone owns the callback from then on: the canceller drops it,
+//! the shard runs it, shutdown hands it back. The winner also owns the emptied callback cell,
+//! which a cancel uses as a stack link (below). Every atomic operation on an entry goes
+//! through one helper in src/entry/, a compare-and-swap loop with AcqRel on success, so
+//! whoever reads a resolved word also sees what its winner did before resolving it. This is
+//! the single-word state machine of Netty's `HashedWheelTimeout` and of tokio's
+//! `TimerShared`, with the deadline and the wheel position packed into the same word.
+//!
+//! Everything else in the engine is arranged so that the entry needs nothing more:
+//!
+//! - The `next` link carries the entry first through its shard's inbound queue, then through
+//!   the wheel slot it is linked into. An entry leaves the queue before the shard links it,
+//!   so the link never serves both at once. `prev` is the wheel's alone.
+//! - An unlink request is the entry itself, linked through its emptied callback cell.
+//! - The handle is the entry's reference count plus its lane's `Arc`.
+//!
+//! So a pending timer costs its 48-byte allocation and nothing per timer elsewhere. With
+//! mimalloc, which has a 48-byte size class, conn-idle measures 52.6 resident bytes per timer
+//! and idle-hold 48.5; glibc's malloc rounds the allocation up to a 64-byte chunk, and both
+//! measure about 64. Queueing new timers through crossbeam's `SegQueue` instead adds its
+//! blocks (504 bytes per 31 pushes), 16 bytes to every timer, which stay resident: conn-idle
+//! measured 65 bytes per timer that way, against 48–50 with the intrusive queue.
+//!
+//! # Lanes and their owners
+//!
+//! Each shard's inbound side is split into a few lanes (src/shard/lane.rs), and each producer
+//! thread uses the lane its thread slot picks, so queue tails and counters are written mostly
+//! by one thread each instead of by every producer of the shard. A lane carries:
+//!
+//! - `inserts`: new timers, the intrusive MPSC queue below;
+//! - the owner's ring: new timers from the lane's owner, an SPSC ring;
+//! - `unlinks`: timers cancelled after the shard placed them, the unlink stack;
+//! - `changes`: timers reset to an earlier deadline, crossbeam's `SegQueue` (a placed entry's
+//!   links belong to the wheel and its callback cell is still full, so it has no free link);
+//! - the spare entries the shard hands back for reuse, and the lane's counters.
+//!
+//! The first thread to schedule through a lane becomes its owner, until it exits, and three
+//! fast paths are its alone:
+//!
+//! - **Counters.** It counts with a plain load and store into cells no other thread writes.
+//!   Other threads use `fetch_add` on a second set, and a reader adds the two.
+//! - **The ring** (src/queue/ring.rs). It queues new timers through a single-producer ring of
+//!   4096 slots, a tick's worth at 4 M schedules a second: a pointer store and a Release store
+//!   of the tail, with no read-modify-write. This is Lamport's ring buffer, with the producer
+//!   keeping a cached copy of the consumer's index and reading the real one only when the ring
+//!   looks full (as in Rigtorp's `SPSCQueue`). The shard reads every queued address at once
+//!   and prefetches each entry, so the cache misses on entries just written by another core
+//!   overlap; walking a linked queue means one dependent miss after another. When the ring is
+//!   full, the owner falls back to `inserts`; the order between the two does not matter.
+//! - **Spare entries** (src/queue/recycle.rs). In the RPC pattern most timers are cancelled
+//!   while still queued, and the shard is then the last holder of the entry; freeing it there
+//!   would be a free across threads. Instead the shard collects a turn's dead, unshared entries
+//!   per lane and pushes them onto the lane's stack as one chain, with one compare-and-swap; at
+//!   most 4096 sit there at a time, and past that the shard frees them. The owner takes the
+//!   whole stack with one swap into a private stash and reuses the entries one by one,
+//!   prefetching the next while it uses this one. A scheduled-and-cancelled timer then costs
+//!   neither a malloc nor a free across threads.
+//!
+//! When the owner thread exits, a thread-local record releases its lanes (a Release store),
+//! and the next thread to schedule through one claims it (an Acquire compare-and-swap) and
+//! takes over the owner's private state as it was left: the counter cells, the ring's producer
+//! side, the stash. Without the hand-over, a short-lived first thread (a set-up thread, or one
+//! benchmark sample's worker) would keep a lane for good, and the threads doing the work would
+//! all take the shared paths. A handle keeps its lane alive, so a cancel reaches the shard
+//! even after the engine is gone.
+//!
+//! # The inbound queue
+//!
+//! `inserts` (src/queue/inbound.rs) is Dmitry Vyukov's intrusive MPSC node-based queue,
+//! threaded through the entries' own `next` links, so queueing a timer allocates nothing. A
+//! producer appends with one atomic swap of the back pointer and a store to the old back
+//! entry's `next`; the single consumer (the shard thread, or shutdown once that thread is
+//! joined) walks from the front. A stub node owned by the queue keeps it from ever being empty
+//! of nodes. Between a producer's swap and its store the chain is briefly broken; the consumer
+//! then sees `Busy` and tries again on a later turn, which is why the shard keeps polling while
+//! any lane has work. Each queued entry carries one strong count, handed to whoever pops it.
+//!
+//! # Cancellation and unlink requests
+//!
+//! A cancel is one compare-and-swap, INIT→CANCELLED. If it lands while the entry is still
+//! queued, that is all it costs: the shard drops (or recycles) the entry when it pops it. If
+//! the word the swap replaced has PLACED set, the entry sits in a wheel slot, and holds its
+//! memory there, until the shard unlinks it; waiting for the slot to come round would keep
+//! cancelled timers alive for their whole delay, a leak Netty's wheel timer once had. So the
+//! canceller also pushes an unlink request, and the shard unlinks and frees the entry on its
+//! next turn, within about a tick.
+//!
+//! The request is the entry itself, on a per-lane stack (src/queue/unlink.rs) linked through
+//! the emptied callback cell, which the cancel's winner owns: one compare-and-swap to push
+//! (Release), no allocation, and the shard takes the whole stack with one swap (Acquire) per
+//! turn, after which it owns every cell on the chain. The order of the chain does not matter:
+//! the shard re-reads each entry's state word when it handles it.
+//!
+//! The unlink stack and the spare-entry stack are both a take-all Treiber stack
+//! (src/queue/stack.rs): pushes swing the top with a compare-and-swap, and a consumer takes
+//! everything with one swap. Nothing is ever popped alone, so the ABA problem of a Treiber
+//! stack cannot arise. Each user picks the link: the unlink stack the callback cell, the spare
+//! stack the `next` link.
+//!
+//! The push takes no reference count. The wheel holds a count for every entry linked in it,
+//! and from the cancel on that count belongs to the request. The wheel therefore never lets go
+//! of a cancelled entry still marked PLACED on its own: if it meets one first (its slot came
+//! due, or shutdown is draining the wheel), it unlinks it, clears PLACED with one atomic
+//! `fetch_and`, and leaves the count to the request. Whether a request is coming is read from
+//! the word that `fetch_and` replaced: a cancel before it saw PLACED and pushes a request, a
+//! cancel after it sees the entry unplaced and pushes none. So a cancel racing the drain is
+//! decided by one atomic operation. An entry that is cancelled or handed back has no other
+//! writer, so when the shard unlinks it for its request, a plain Release store clears PLACED.
+//!
+//! Because the request owns a count, nothing may skip it. `cancel` drops the callback (the
+//! caller's code, whose `Drop` may panic) only after the request is pushed. A shard thread
+//! that panics, which only a bug in the engine can make it do, aborts the process instead of
+//! unwinding past a half-done turn, where a count could be released twice.
+//!
+//! Before unlinking a batch, the shard prefetches the slot-list neighbours of every entry
+//! still linked: unlinking writes both neighbours, which lie anywhere in memory, and loading
+//! them all first lets the misses overlap.
+//!
+//! # Reset
+//!
+//! `TimerHandle::reset` moves a pending timer by one compare-and-swap on its deadline field.
+//! Pushing it later, as a connection does on every read, needs nothing else: when the old
+//! slot comes due, the shard's INIT→EXPIRED swap fails on the new deadline, and the shard
+//! places the entry again. Pulling it earlier also sends the entry down the lane's `changes`
+//! queue, so the shard unlinks it and places it by its new deadline (or fires it). After a
+//! reset that returned `true`, the timer never fires at its old deadline.
+//!
+//! # The wheel
+//!
+//! The wheel (src/wheel/) is Varghese and Lauck's scheme 7, hierarchical timing wheels, laid
+//! out as in tokio's `runtime/time/wheel`: six levels of 64 slots, each slot an intrusive
+//! doubly-linked list, each level with a `u64` bitmap of its occupied slots. Level `n` has
+//! slots `64^n` ticks wide, so the wheel spans `2^36` ticks, 2.2 years at a 1 ms tick. An
+//! entry due at `when` goes to the level of the highest bit in which `when` differs from the
+//! wheel's current tick, into the slot given by that level's six bits of `when`. Insert and
+//! unlink are O(1); the next deadline is a rotate and a `trailing_zeros` per level, so no empty
+//! slot is ever visited; when a slot of a coarser level comes due, its entries move down to
+//! finer levels. Deadlines beyond the span are clamped into the top level, which then acts as
+//! a ring: an entry found there early is simply placed again.
+//!
+//! The wheel is plain `&mut self` code with no atomics of its own. It re-reads an entry's
+//! deadline from the state word whenever it handles the entry, so an entry found in a slot
+//! before its deadline (after a reset, or clamped from beyond the span) is placed again, never
+//! fired early.
+//!
+//! # Time
+//!
+//! The tick clock (src/time/tick.rs) counts ticks from the engine's start, in nanoseconds. A
+//! deadline becomes a tick by rounding up and the present by rounding down, so a timer whose
+//! tick has been reached is never early. Dividing by the tick length is a multiply by a
+//! precomputed reciprocal, `floor((2^64 - 1) / d)`, whose 128-bit product's high half is the
+//! quotient or one less, corrected by one comparison of the remainder: the method of Granlund
+//! and Montgomery ("Division by invariant integers using multiplication", 1994), without
+//! their extra bit of precision. It keeps a divide instruction off the scheduling path.
+//!
+//! `ManualClock` (src/time/manual.rs) replaces the monotonic clock for tests. An engine built
+//! on one registers with it, weakly, and `advance` moves the time (a Release store the shards
+//! read with Acquire, so they see every timer scheduled before the move), then waits until
+//! each engine's shards have completed a turn that read the new time and the callbacks they
+//! fired have returned, repeating while callbacks schedule timers that are already due.
+//!
+//! # The tick loop
+//!
+//! A shard's turn (src/shard/worker.rs):
+//!
+//! 1. take every lane's unlink stack and unlink those entries, and move the entries on the
+//!    `changes` queues;
+//! 2. take new timers from every lane's ring and `inserts` queue, a bounded number per lane
+//!    per turn so a flood of inserts cannot hold back firing, and place them (an entry
+//!    cancelled while queued is dropped or recycled here);
+//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
+//! 4. hand the turn's callbacks to the executor as one batch, and the dead, unshared entries
+//!    back to their lanes.
+//!
+//! # Sleeping and waking
+//!
+//! A shard whose queues had work polls again after a tick; one that still has a backlog
+//! yields and goes round at once. A shard with empty queues whose wheel has a slot due by the
+//! next tick also just polls: nothing queued meanwhile can come due sooner. Otherwise it
+//! announces, in its sleep word, a sleep until its wheel's next deadline (or indefinitely),
+//! looks at its queues once more, and parks (src/shard/signal.rs). A producer, after its push,
+//! reads the sleep word and wakes the shard only if it announced a sleep: the hot path pays
+//! no system call, and an idle engine costs no CPU however many timers it holds.
+//!
+//! The announcement and the producers' push form a Dekker pair: each side writes, then reads
+//! what the other wrote, and needs a store-to-load barrier in between, or both may read the old
+//! values and a timer waits for a shard that went to sleep past it. The sides are unequal:
+//! every schedule and cancel pushes, while a shard announces a sleep at most once a tick. So
+//! on Linux the barrier is asymmetric (src/sync/barrier.rs). The shard, after its SeqCst store
+//! of the sleep word and a SeqCst fence, calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
+//! which makes every running thread of the process execute a full memory barrier before the
+//! call returns (threads not running passed one when they were switched out). Producers then
+//! need only a compiler fence. The argument: the barrier forced on a producer lands at an
+//! instruction boundary; if its push came before that boundary, the push is visible before the
+//! shard's call returns and the shard finds it; if after, the producer's read of the sleep word
+//! comes later still and sees the announcement. Either way the work is found. This is the
+//! scheme of folly's `asymmetricLightBarrier` and `asymmetricHeavyBarrier` and of liburcu's
+//! membarrier flavour. Of the producers that see an announcement, the one whose swap of the
+//! word back to awake wins unparks the shard; an unpark that lands before the park leaves a
+//! token, so the park returns at once.
+//!
+//! The kind of barrier is chosen once per process, by the first engine built. Where
+//! `membarrier` is missing (other systems, old kernels, sandboxes that forbid it, Miri) both
+//! sides use a SeqCst fence; `Stats::asymmetric_barrier` says which. If the kernel refuses the
+//! call later (a seccomp filter installed after the choice), the process falls back for good:
+//! producers fence again, and the heavy side waits a millisecond after its fence before it
+//! reads, long enough for a push already executed to leave its store buffer. That last resort
+//! rests on timing rather than on the memory model, and costs only once the kernel has refused.
+//!
+//! Each `membarrier` call interrupts every core running a thread of the process, so on a
+//! machine with many shards, a shard that is put to sleep and woken again and again costs every
+//! core a little. The rule that a shard with a slot due by the next tick polls instead of
+//! announcing a sleep keeps the call off the steady firing path (over the accuracy workload,
+//! 2000 calls before the rule, 5 after). A longer poll before sleeping would bound the rest; it
+//! is not built.
+//!
+//! # Callbacks
+//!
+//! The callbacks fired in one turn go to the executor (src/shard/executor.rs) as one batch: one
+//! job on the rayon pool, spread across its threads by work stealing, so a slow callback holds
+//! up only the thread it runs on, never a tick thread. The default pool has four threads per
+//! core (at least 8): callbacks that block must not starve the rest, and idle rayon threads
+//! sleep. Each callback runs under `catch_unwind`; a panic is counted and the others run on.
+//! `inline_callbacks()` runs them on the tick thread instead, for callbacks known to be cheap.
+//! The executor counts the batches in flight, so shutdown and `ManualClock::advance` can wait
+//! for them.
+//!
+//! # Shutdown
+//!
+//! `shutdown` (src/engine/shutdown.rs) sets each shard's stop flag, wakes the shard, and
+//! passes the heavy barrier; then it joins the tick threads, waits for the callbacks in
+//! flight, joins the pool's threads, and empties the wheels and the queues, winning
+//! INIT→RETURNED for each timer still pending and handing it back as `Unfired`. A producer
+//! half-way through its push onto `inserts` (between its swap and its link) is waited for: the
+//! entries pushed after it are reachable only through it. The spare entries on the lanes'
+//! stacks are freed then, and the owners' stashes when the engine is dropped.
+//!
+//! A `schedule` racing shutdown is the second Dekker pair: the producer pushes its entry, passes
+//! the light barrier, and reads the stop flag again. If it now sees the flag, it tries
+//! INIT→RETURNED itself and, if it wins, hands the callback back as `ScheduleError::Shutdown`.
+//! Shutdown passes the heavy barrier after setting the flag, so a producer that did not see the
+//! flag had pushed before shutdown emptied the queues, and every timer lands in exactly one
+//! place: fired, cancelled, handed back by `shutdown`, or refused with its callback.
+//!
+//! A shutdown started from inside one of the engine's own callbacks (typically: the last
+//! `Arc<TimerEngine>` dropped there) cannot wait for itself: waiting for the callbacks in flight
+//! would wait for this very call. It stops the shards at once, returns an empty list, and
+//! finishes on a thread of its own, where the timers still pending are dropped (and counted as
+//! handed back). If no thread can be had, those timers stay pending, and their memory is freed
+//! as their handles go.
+//!
+//! # Repeating timers
+//!
+//! A repeating timer (src/timer/repeating.rs) is an entry with the PERIODIC bit. When the
+//! shard fires it, the runner gets the entry with the callback. After the user's `FnMut`
+//! returns, the runner works out the next run, re-arms the entry, EXPIRED→INIT with the new
+//! deadline (the one transition back to `Pending`, putting the callback back before the swap
+//! that publishes it), and queues it to its shard again, like a new timer. Run `n` is due at
+//! `start + n * period`; runs whose time has already come when the previous one finishes are
+//! skipped, so a slow callback or a busy engine never causes a burst of catch-up runs. A cancel
+//! while the callback runs is EXPIRED→CANCELLED (also from inside the callback) and makes the
+//! re-arm fail, so the timer stops. A repeating timer holds one place under the engine's cap
+//! for its whole life, so a full engine cannot stop it between two runs.
+//!
+//! # Sleep and Timeout
+//!
+//! `sleep` and `timeout` (src/timer/sleep.rs) are ordinary timers whose callback wakes the task
+//! that polled last, under any executor. The callback owns a guard that wakes on drop, so a
+//! sleep completes whether its timer runs, is handed back at shutdown, or could not be
+//! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
+//! Dropping a `Sleep` cancels its timer.
+//!
+//! # The cap and bad input
+//!
+//! `max_pending` sets a cap on pending timers (src/shard/cap.rs): one shared counter, taken by
+//! `fetch_add` on each schedule and given back as timers fire, are cancelled or are handed
+//! back. Engines without a cap have no counter and pay nothing for it.
+//!
+//! A zero or past delay fires on the next tick. A delay beyond the wheel's span (`max_delay()`)
+//! or past what `Instant` can hold is refused with `DelayTooLong`; over the cap, `Full`; after
+//! shutdown, `Shutdown`. Every refusal hands the callback back. A panicking callback is caught
+//! and counted. No input panics the engine.
+//!
+//! # Why no epoch-based reclamation
+//!
+//! crossbeam-epoch solves a problem the engine does not have: a shared lock-free structure
+//! whose nodes other threads may still be reading when one thread frees them. An entry is
+//! shared by its handle and its shard for as long as the handle lives, far longer than any
+//! epoch guard, and a reference count settles that; the wheel's lists are single-threaded. On
+//! one thread, an entry's life through epoch reclamation (allocate, pin, `defer_destroy`)
+//! costs 46.2 ns, through a reference count (allocate, clone, two drops) 24.6 ns.
+//!
+//! # What loom sees
+//!
+//! Every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell` and thread function the protocols
+//! use comes from the `sync` shim (src/sync/), under std's paths. Under `cfg(loom)` they are
+//! loom's, so the model checker sees every interleaving; otherwise std's. The shim's `Mutex`
+//! never reports poisoning: the engine's critical sections only move a value in or out and
+//! never leave it half-written, so a panic elsewhere leaves nothing to repair. The inbound
+//! queue, the unlink stack, the ring and the spare stack are built on the shim's atomics, so
+//! loom sees inside them. The `changes` queue is crossbeam's, which loom cannot see; under
+//! loom a stand-in (src/sync/queue.rs) answers `is_empty` from a Release/Acquire counter, like
+//! a lock-free queue, so a missing fence in the sleep protocol fails its model rather than
+//! passing on a mutex's stronger ordering. Under loom both sides of the asymmetric barrier are
+//! SeqCst fences: the models check the protocols, and a store-buffering litmus test in
+//! src/sync/barrier.rs checks the `membarrier` pair on the machine, failing if the heavy side
+//! skips the system call.
+//!
+//! The models (loom-tests/, pulled into the crate because they step a shard's tick loop by
+//! hand) each name the bug they catch, and each was checked by putting that bug in:
+//!
+//! - `cancel_vs_fire`: exactly one of INIT→CANCELLED and INIT→EXPIRED wins; the callback runs
+//!   once if and only if `cancel()` returned false; the wheel ends empty and the callback
+//!   freed either way. `two_cancels_one_winner`: two threads cancel one timer, exactly one gets
+//!   `true`.
+//! - `schedule_vs_shutdown`: each timer is fired, handed back, or refused with its callback,
+//!   exactly once. `two_producers_vs_shutdown`: the same with two producers appending to the
+//!   inbound queue while shutdown empties it (a producer half-way through its push must be
+//!   waited for, or the one behind it is lost).
+//! - `cancel_vs_transfer`: a cancel racing the shard's move of the entry from its queue into
+//!   the wheel; the entry is unlinked and freed once, and nothing stays in the wheel.
+//! - `sleep_vs_insert`, `sleep_vs_cancel`: the tick thread going to sleep while an earlier
+//!   timer is inserted, or an unlink is requested: no lost wake-up.
+//! - `reset_vs_fire`: a reset to later racing the shard firing the timer: if the reset wins,
+//!   the timer never fires at the old deadline, and fires once at the new one.
+//!   `cancel_vs_rearm`: a cancel racing a repeating timer's run and re-arm: the cancel always
+//!   wins, and no run follows it.
+//! - `poll_vs_fire`: a task polling a `Sleep` while its timer fires: the poll sees it, or the
+//!   engine wakes the waker the poll stored.
+//! - `ring_hands_over_each_timer_once`, `spares_reach_the_owner_once`,
+//!   `the_lane_passes_to_the_next_owner_whole`: the owner's ring against the shard taking from
+//!   it (every timer once, in order, none overwritten when the ring is full); the shard giving
+//!   spare entries back while the owner takes them (each once, unshared, its links visible);
+//!   and an owner letting its lane go while another thread claims it (the new owner's plain
+//!   counting goes on from the old owner's count; a Relaxed claim loses an update). Under loom
+//!   no thread owns a lane, so the ring and the spare stack are run directly. loom did not
+//!   catch a Relaxed store of the ring's tail (it never let the reader see the slot's older
+//!   value), so that ordering rests on the argument in src/queue/ring.rs.
+//! - `cancel_vs_shutdown`: a cancel of a placed timer racing shutdown's drain of the wheel:
+//!   exactly one side wins the timer, and the entry's count, which the cancel's unlink request
+//!   owns, is released exactly once (a drain that read the lifecycle apart from its unmarking
+//!   double-frees, which loom reports).

@@ -1,0 +1,416 @@
+//! The engine's public face: [`TimerEngine`] and its scheduling calls.
+//!
+//! Scheduling never touches a wheel. A timer becomes one entry that is pushed onto a queue of
+//! the shard its task hash picks (or its key's hash, for the keyed forms; see `routing`), in
+//! the lane of the calling thread. The shard places it on its next turn.
+
+use std::future::IntoFuture;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::builder::Builder;
+use super::core::{ClockWatch, EngineCore};
+use super::error::ScheduleError;
+use super::routing::task_hash;
+use super::shutdown::Runners;
+use super::stats::Stats;
+use crate::entry::{unbox, Callback, Entry, EntryRef};
+use crate::shard::{Lane, Stopped};
+use crate::sync::{Arc, Mutex, StdArc};
+use crate::time::CatchUp;
+use crate::timer::{Repeating, Sleep, Timeout, TimerHandle};
+
+/// A sharded timer engine. See the [crate documentation](crate) for an overview.
+///
+/// `TimerEngine` is `Send + Sync`: share it by reference or in an `Arc`. Dropping it shuts it
+/// down (dropping the timers that never ran) and joins every thread it started.
+pub struct TimerEngine {
+    core: Arc<EngineCore>,
+    runners: Mutex<Option<Runners>>,
+    /// The engine's registration with its manual clock, if it has one and drives its shards
+    /// itself: what the clock holds weakly, and the id to unwatch it by.
+    watch: Option<(StdArc<ClockWatch>, u64)>,
+}
+
+impl TimerEngine {
+    /// A builder with the defaults: one shard per core, 1 ms tick, a rayon callback pool,
+    /// no cap, pinned tick threads.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(super) fn new(core: Arc<EngineCore>, runners: Runners) -> Self {
+        let watch = core
+            .clock
+            .manual()
+            .filter(|_| !runners.driven)
+            .map(|clock| {
+                let watch = StdArc::new(ClockWatch(core.clone()));
+                let weak: StdArc<dyn CatchUp> = watch.clone();
+                let id = clock.watch(StdArc::downgrade(&weak));
+                (watch, id)
+            });
+        TimerEngine {
+            core,
+            runners: Mutex::new(Some(runners)),
+            watch,
+        }
+    }
+
+    pub(super) fn core(&self) -> &Arc<EngineCore> {
+        &self.core
+    }
+
+    pub(super) fn runners(&self) -> &Mutex<Option<Runners>> {
+        &self.runners
+    }
+
+    /// Stops catching up with the manual clock, if the engine was.
+    pub(super) fn unwatch_clock(&self) {
+        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
+            clock.unwatch(*id);
+        }
+    }
+
+    pub(super) fn add_shard_thread(&self, thread: JoinHandle<Stopped>) {
+        if let Some(runners) = self.lock_runners().as_mut() {
+            runners.shard_threads.push(thread);
+        }
+    }
+
+    /// Runs `callback` once `delay` has passed (at the first tick at or after it). A zero delay
+    /// fires on the next tick.
+    ///
+    /// # Errors
+    /// Hands the callback back in [`ScheduleError::DelayTooLong`] if `delay` exceeds
+    /// [`max_delay`](Self::max_delay), in [`ScheduleError::Full`] if the engine's cap is
+    /// reached, and in [`ScheduleError::Shutdown`] after shutdown.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// engine.schedule(Duration::from_millis(5), move || tx.send("timeout").unwrap()).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok("timeout"));
+    /// ```
+    pub fn schedule<F>(&self, delay: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_routed(task_hash(), self.core.clock.tick_after(delay), callback)
+    }
+
+    /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
+    /// past fires on the next tick.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let timer = engine.schedule_at(Instant::now() + Duration::from_secs(1), || {}).unwrap();
+    /// assert!(timer.cancel());
+    /// ```
+    pub fn schedule_at<F>(
+        &self,
+        deadline: Instant,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_routed(task_hash(), self.core.clock.tick_at(deadline), callback)
+    }
+
+    /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
+    /// the same key go to the same shard.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let connection_id = 42;
+    /// let idle = engine.schedule_keyed(connection_id, Duration::from_secs(30), || {}).unwrap();
+    /// let read = engine.schedule_keyed(connection_id, Duration::from_secs(5), || {}).unwrap();
+    /// # idle.cancel(); read.cancel();
+    /// ```
+    pub fn schedule_keyed<F>(
+        &self,
+        key: u64,
+        delay: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_routed(key, self.core.clock.tick_after(delay), callback)
+    }
+
+    /// As [`schedule_at`](Self::schedule_at), routed by `key`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let t = engine.schedule_keyed_at(7, Instant::now() + Duration::from_secs(1), || {}).unwrap();
+    /// # t.cancel();
+    /// ```
+    pub fn schedule_keyed_at<F>(
+        &self,
+        key: u64,
+        deadline: Instant,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_routed(key, self.core.clock.tick_at(deadline), callback)
+    }
+
+    /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
+    /// `start + n·period`, where `start` is now, whatever the earlier runs cost. A run that
+    /// would overlap the one before it, or that was missed (the engine was busy, or the
+    /// callback ran long), is skipped, never queued up. `cancel()` on the handle stops it,
+    /// also from inside the callback itself; shutdown hands it back like any pending timer
+    /// (running it then runs it once). A period shorter than the tick repeats once a tick. A
+    /// callback that panics stops its timer.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule), for the first run.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let beats = Arc::new(AtomicUsize::new(0));
+    /// let b = beats.clone();
+    /// let heartbeat = engine
+    ///     .schedule_repeating(Duration::from_secs(5), move || { b.fetch_add(1, Ordering::SeqCst); })
+    ///     .unwrap();
+    /// for _ in 0..4 {
+    ///     clock.advance(Duration::from_secs(5));
+    /// }
+    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
+    /// assert!(heartbeat.cancel());
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
+    /// ```
+    pub fn schedule_repeating<F>(
+        &self,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.schedule_repeating_routed(task_hash(), period, callback)
+    }
+
+    /// As [`schedule_repeating`](Self::schedule_repeating), routed by `key`, so a connection's
+    /// heartbeat shares a shard with its other timers.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let heartbeat = engine.schedule_repeating_keyed(42, Duration::from_secs(10), || {}).unwrap();
+    /// assert!(heartbeat.cancel());
+    /// ```
+    pub fn schedule_repeating_keyed<F>(
+        &self,
+        key: u64,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.schedule_repeating_routed(key, period, callback)
+    }
+
+    fn schedule_repeating_routed<F>(
+        &self,
+        route: u64,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let lane = self.core.lane_for(route);
+        let clock = &self.core.clock;
+        let start = clock.now();
+        let first = start.checked_add(period);
+        let tick = match lane.admit(first.and_then(|first| clock.tick_at(first))) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
+        };
+        let mut entry = EntryRef::new(Entry::new_periodic(tick));
+        let repeating = Repeating::new(callback, start, period, lane.clone());
+        match EntryRef::get_mut(&mut entry) {
+            Some(unshared) => unshared.install(Box::new(repeating)),
+            None => unreachable!("a new entry is not shared yet"),
+        }
+        TimerHandle::enqueue(lane, Lane::ownership(lane), entry).map_err(|callback| {
+            ScheduleError::Shutdown(unbox::<Repeating<F>>(callback).into_inner())
+        })
+    }
+
+    /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
+    /// own and works under any executor. Dropping it cancels its timer. A sleep the engine
+    /// cannot hold (shut down, or at its cap) completes at once; one beyond
+    /// [`max_delay`](Self::max_delay) never does.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let start = Instant::now();
+    /// futures::executor::block_on(engine.sleep(Duration::from_millis(20)));
+    /// assert!(start.elapsed() >= Duration::from_millis(20));
+    /// ```
+    pub fn sleep(&self, delay: Duration) -> Sleep {
+        let lane = self.core.lane_for_task();
+        Sleep::on(lane, self.core.clock.tick_after(delay))
+    }
+
+    /// As [`sleep`](Self::sleep), until `deadline`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let deadline = Instant::now() + Duration::from_millis(20);
+    /// futures::executor::block_on(engine.sleep_until(deadline));
+    /// assert!(Instant::now() >= deadline);
+    /// ```
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        let lane = self.core.lane_for_task();
+        Sleep::on(lane, self.core.clock.tick_at(deadline))
+    }
+
+    /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
+    /// deadline came first (the future is then dropped with the `Timeout`). Like
+    /// [`sleep`](Self::sleep), a timeout the engine cannot hold (shut down, or at its cap)
+    /// elapses at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let quick = futures::executor::block_on(engine.timeout(Duration::from_secs(5), async { 7 }));
+    /// assert_eq!(quick, Ok(7));
+    /// let slow = engine.timeout(Duration::from_millis(5), engine.sleep(Duration::from_secs(60)));
+    /// assert!(futures::executor::block_on(slow).is_err());
+    /// ```
+    pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
+        Timeout::new(future.into_future(), self.sleep(delay))
+    }
+
+    /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
+    fn schedule_routed<F>(
+        &self,
+        route: u64,
+        tick: Option<u64>,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let lane = self.core.lane_for(route);
+        let tick = match lane.admit(tick) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
+        };
+        let callback: Box<dyn Callback> = Box::new(callback);
+        // SAFETY: this is a call on the engine.
+        let ownership = Lane::ownership(lane);
+        let entry = match unsafe { lane.spare(ownership) } {
+            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
+                Some(unshared) => {
+                    unshared.reuse(tick, callback);
+                    spare
+                }
+                None => unreachable!("a spare entry is held by its lane alone"),
+            },
+            None => EntryRef::new(Entry::new(tick, callback)),
+        };
+        TimerHandle::enqueue(lane, ownership, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+    }
+
+    /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
+    /// 2.2 years at a 1 ms tick).
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let max = engine.max_delay();
+    /// assert!(engine.schedule(max, || {}).is_ok());
+    /// assert!(engine.schedule(max * 2, || {}).is_err());
+    /// ```
+    pub fn max_delay(&self) -> Duration {
+        self.core.clock.max_delay()
+    }
+
+    /// The engine's tick.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert_eq!(engine.tick(), std::time::Duration::from_millis(1));
+    /// ```
+    pub fn tick(&self) -> Duration {
+        self.core.clock.tick()
+    }
+
+    /// The engine's current time: the system's monotonic clock, or its manual clock.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(engine.now() <= std::time::Instant::now());
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
+    /// The number of timers neither fired, cancelled nor handed back. Exact whenever the
+    /// threads scheduling and cancelling are quiet.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let a = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let _b = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// assert_eq!(engine.pending(), 2);
+    /// a.cancel();
+    /// assert_eq!(engine.pending(), 1);
+    /// ```
+    pub fn pending(&self) -> u64 {
+        self.stats().pending
+    }
+
+    /// A snapshot of the engine's counters.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().shards(2).build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let stats = engine.stats();
+    /// assert_eq!(stats.scheduled, 1);
+    /// assert_eq!(stats.pending, 1);
+    /// assert_eq!(stats.shards.iter().map(|s| s.pending).sum::<u64>(), 1);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.core.stats()
+    }
+}
+
+impl std::fmt::Debug for TimerEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerEngine")
+            .field("tick", &self.tick())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}

@@ -1,0 +1,88 @@
+//! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight.
+
+use super::routing::{shard_for, task_hash};
+use crate::shard::{Inflight, Lane, ShardCore};
+use crate::sync::{thread, thread_slot, Arc};
+use crate::time::{CatchUp, TickClock};
+
+/// What the engine, its builder and its shutdown share.
+pub(super) struct EngineCore {
+    /// This engine's id, to recognise a call made from one of its own callbacks.
+    pub(super) id: u64,
+    pub(super) shards: Box<[Arc<ShardCore>]>,
+    /// `lanes_per_shard` lanes per shard, shard by shard.
+    pub(super) lanes: Box<[Arc<Lane>]>,
+    pub(super) lanes_per_shard: usize,
+    pub(super) clock: TickClock,
+    pub(super) inflight: Arc<Inflight>,
+}
+
+impl EngineCore {
+    /// The lane the calling thread uses for timers routed by `route`: the shard the route
+    /// hashes to, and the lane there that the thread's slot picks.
+    #[inline]
+    pub(super) fn lane_for(&self, route: u64) -> &Arc<Lane> {
+        let shard_index = shard_for(route, self.shards.len());
+        let lane_index = shard_index * self.lanes_per_shard + thread_slot() % self.lanes_per_shard;
+        &self.lanes[lane_index]
+    }
+
+    /// The lane for an unkeyed timer (see `routing::task_hash`).
+    #[inline]
+    pub(super) fn lane_for_task(&self) -> &Arc<Lane> {
+        self.lane_for(task_hash())
+    }
+
+    /// Each shard with its lanes.
+    pub(super) fn shards_with_lanes(&self) -> impl Iterator<Item = (&Arc<ShardCore>, &[Arc<Lane>])> {
+        self.shards
+            .iter()
+            .zip(self.lanes.chunks(self.lanes_per_shard))
+    }
+}
+
+/// Brings an engine on a manual clock up to the clock's time; registered with the clock (which
+/// holds it weakly) by the engine, which holds it strongly.
+pub(super) struct ClockWatch(pub(super) Arc<EngineCore>);
+
+impl CatchUp for ClockWatch {
+    /// Waits for each shard to complete a turn that began after this call (so it read the new
+    /// time and found every timer scheduled before the clock moved), and for the callbacks it
+    /// fired; again while callbacks keep scheduling timers that are due already.
+    fn catch_up(&self) {
+        let core = &*self.0;
+        let target = core.clock.now_tick();
+        loop {
+            // A turn that was already under way when `start` was read may finish without
+            // having seen the new time; the one after it cannot.
+            let start: Vec<u64> = core.shards.iter().map(|s| s.counts().turns()).collect();
+            let fired_before: u64 = core.shards.iter().map(|s| s.counts().fired()).sum();
+            loop {
+                let caught_up = core.shards.iter().zip(&start).all(|(shard, &start)| {
+                    shard.is_stopped()
+                        || (shard.counts().turns() >= start + 2
+                            && shard.counts().processed() >= target)
+                });
+                if caught_up {
+                    break;
+                }
+                // An idle shard sleeps until woken, so wake it for each turn waited for.
+                for shard in core.shards.iter() {
+                    shard.signal().wake();
+                }
+                thread::yield_now();
+            }
+            core.inflight.wait_idle();
+            // Done once a whole round fired nothing and left nothing queued: callbacks may
+            // have scheduled or re-armed timers that are due already.
+            let fired_after: u64 = core.shards.iter().map(|s| s.counts().fired()).sum();
+            let queued = core
+                .lanes
+                .iter()
+                .any(|lane| !lane.shard().is_stopped() && lane.has_work());
+            if fired_after == fired_before && !queued {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Hooks for the crate's own tests: engines whose shards a test drives by hand, and a look at
+//! the lanes. Compiled only into tests.
+
+#[cfg(loom)]
+use super::builder::{Builder, Assembled};
+#[cfg(loom)]
+use super::shutdown::{Runners, Unfired};
+use super::api::TimerEngine;
+#[cfg(loom)]
+use crate::shard::Shard;
+#[cfg(not(loom))]
+use crate::shard::Lane;
+#[cfg(not(loom))]
+use crate::sync::Arc;
+
+#[cfg(loom)]
+impl Builder {
+    /// Sets how many lanes each shard has. Models use one lane to keep their state space small.
+    pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
+        self.lanes_per_shard = Some(lanes.max(1));
+        self
+    }
+
+    /// Builds an engine whose shards the caller drives by hand, one `turn` at a time.
+    pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), crate::BuildError> {
+        let (core, shards, pool): Assembled = self.assemble()?;
+        let runners = Runners {
+            shard_threads: Vec::new(),
+            pool,
+            driven: true,
+        };
+        Ok((TimerEngine::new(core, runners), shards))
+    }
+}
+
+impl TimerEngine {
+    /// The lane the calling thread schedules through for route 0.
+    #[cfg(not(loom))]
+    pub(crate) fn lane_of_this_thread(&self) -> &Arc<Lane> {
+        self.core().lane_for(0)
+    }
+
+    /// The engine's current tick.
+    #[cfg(loom)]
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.core().clock.now_tick()
+    }
+
+    /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
+    #[cfg(loom)]
+    pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
+        let Some(runners) = self.lock_runners().take() else {
+            return Vec::new();
+        };
+        self.stop_shards();
+        let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();
+        self.core().finish_with(runners.pool, stopped)
+    }
+}

@@ -1,0 +1,28 @@
+//! The engine: the public [`TimerEngine`], how it is built, how it routes timers to shards,
+//! and how it shuts down without losing one. The top layer: it alone knows every layer below.
+//!
+//! - `api`: [`TimerEngine`] and its scheduling calls.
+//! - `builder`: [`Builder`], the settings, and the assembly of shards, lanes and pool.
+//! - `core`: what the engine's parts share, and the catch-up a manual clock asks for.
+//! - `routing`: which shard a timer goes to.
+//! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
+//! - `pool`: the rayon pool the engine starts for callbacks.
+//! - `stats`: [`Stats`] and [`ShardStats`].
+//! - `error`: [`BuildError`] and [`ScheduleError`].
+
+mod api;
+mod builder;
+mod core;
+mod error;
+#[cfg(test)]
+mod hooks;
+mod pool;
+mod routing;
+mod shutdown;
+mod stats;
+
+pub use self::api::TimerEngine;
+pub use self::builder::Builder;
+pub use self::error::{BuildError, ScheduleError};
+pub use self::shutdown::Unfired;
+pub use self::stats::{ShardStats, Stats};

@@ -1,0 +1,57 @@
+//! The rayon pool an engine starts for its callbacks, when it is not given another place to
+//! run them.
+
+use std::thread::JoinHandle;
+
+use rayon::ThreadPool;
+
+use super::error::BuildError;
+use crate::sync::StdArc;
+
+/// A rayon pool the engine started, with the handles of its threads so shutdown can join them.
+pub(super) struct OwnedPool {
+    pool: StdArc<ThreadPool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl OwnedPool {
+    pub(super) fn start(threads: usize) -> Result<Self, BuildError> {
+        let mut handles = Vec::with_capacity(threads);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("shardwheel-callback-{i}"))
+            .spawn_handler(|thread| {
+                let mut builder = std::thread::Builder::new();
+                if let Some(name) = thread.name() {
+                    builder = builder.name(name.to_owned());
+                }
+                if let Some(size) = thread.stack_size() {
+                    builder = builder.stack_size(size);
+                }
+                handles.push(builder.spawn(|| thread.run())?);
+                Ok(())
+            })
+            .build()
+            .map_err(BuildError::Pool)?;
+        Ok(OwnedPool {
+            pool: StdArc::new(pool),
+            threads: handles,
+        })
+    }
+
+    pub(super) fn pool(&self) -> StdArc<ThreadPool> {
+        self.pool.clone()
+    }
+
+    /// Ends the pool and joins its threads. Called once no shard can hand it more work.
+    pub(super) fn join(self) {
+        // The shards held the other references; they have exited. If someone else still holds
+        // the pool, its threads live on with it and are not waited for.
+        if let Ok(pool) = StdArc::try_unwrap(self.pool) {
+            drop(pool);
+            for thread in self.threads {
+                let _ = thread.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Timer entries: what one scheduled timer is, and the state word that decides its fate.
+//!
+//! - `node`: [`Entry`], one allocation per timer, and its ground rules: who may touch which
+//!   field, and the single compare-and-swap loop through which every transition goes.
+//! - `state`: [`StateWord`], the packed word (lifecycle, placement, deadline).
+//! - `callback`: the type-erased callback, and [`Fired`], a callback the shard fired.
+
+mod callback;
+mod node;
+mod state;
+
+pub(crate) use callback::{unbox, Callback, Fired};
+pub(crate) use node::{Entry, EntryRef};
+pub(crate) use state::{Lifecycle, SlotId, StateWord};

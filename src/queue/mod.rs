@@ -1,0 +1,24 @@
+//! The lock-free queues that carry timers into a shard, and entries back out of it.
+//!
+//! Every queue here has many producers or one, and a single consumer: the shard thread (or
+//! shutdown, once that thread is gone). The consumer's calls are `unsafe` with that contract,
+//! and only the shard layer, which owns the consumer, reaches them (through `shard::lane`).
+//!
+//! - `inbound`: [`Inbound`], new timers from any thread (Vyukov's intrusive MPSC queue).
+//! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).
+//! - `unlink`: [`Unlinks`], timers cancelled after placement, for the shard to unlink.
+//! - `recycle`: [`Recycler`], dead entries handed back to a lane's owner for reuse.
+//! - `stack`: the take-all stack under `unlink` and `recycle`.
+
+mod inbound;
+mod recycle;
+mod ring;
+mod stack;
+mod unlink;
+
+pub(crate) use inbound::{Inbound, Pop};
+pub(crate) use recycle::{Recycler, RETURN_LIMIT};
+pub(crate) use ring::Ring;
+#[cfg(all(test, loom))]
+pub(crate) use ring::RING_SLOTS;
+pub(crate) use unlink::{Requests, Unlinks};

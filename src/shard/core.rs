@@ -1,0 +1,149 @@
+//! What a shard shares with everyone who reaches it: producers, cancellers, the executor, the
+//! engine. The shard thread's own state (its wheel) is in `worker`.
+
+use crossbeam_utils::CachePadded;
+
+use super::cap::Cap;
+use super::signal::Signal;
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::time::TickClock;
+
+/// What a shard shares with producers, cancellers, the executor and the engine.
+pub(crate) struct ShardCore {
+    /// The engine's id (see `sync::next_engine_id`), to recognise its own callbacks.
+    engine: u64,
+    signal: Signal,
+    stop: AtomicBool,
+    counts: CachePadded<ShardCounts>,
+    clock: TickClock,
+    cap: Option<Arc<Cap>>,
+    /// 0 if the thread is not pinned, else the core id plus one.
+    pinned: AtomicUsize,
+}
+
+/// Counters of a shard. Relaxed throughout: statistics, exact once the writers are quiet;
+/// `processed` and `turns` are the exception (see `finish_turn`).
+#[derive(Default)]
+pub(crate) struct ShardCounts {
+    fired: AtomicU64,
+    returned: AtomicU64,
+    panicked: AtomicU64,
+    in_wheel: AtomicU64,
+    processed: AtomicU64,
+    turns: AtomicU64,
+}
+
+impl ShardCounts {
+    pub(super) fn add_fired(&self, n: u64) {
+        self.fired.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn add_returned(&self, n: u64) {
+        self.returned.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(super) fn add_panicked(&self) {
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn fired(&self) -> u64 {
+        self.fired.load(Ordering::Relaxed)
+    }
+    pub(crate) fn returned(&self) -> u64 {
+        self.returned.load(Ordering::Relaxed)
+    }
+    pub(crate) fn panicked(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
+    }
+    pub(super) fn set_in_wheel(&self, n: u64) {
+        self.in_wheel.store(n, Ordering::Relaxed);
+    }
+    pub(crate) fn in_wheel(&self) -> u64 {
+        self.in_wheel.load(Ordering::Relaxed)
+    }
+    /// The tick of the shard's last complete turn (one that emptied every queue).
+    pub(crate) fn processed(&self) -> u64 {
+        // Acquire: pairs with `finish_turn`, so a manual clock that sees the turn also sees
+        // the batch of that turn registered as in flight.
+        self.processed.load(Ordering::Acquire)
+    }
+    /// How many complete turns the shard has made.
+    pub(crate) fn turns(&self) -> u64 {
+        // Acquire: as `processed`.
+        self.turns.load(Ordering::Acquire)
+    }
+    pub(super) fn finish_turn(&self, tick: u64) {
+        // Release: see `processed`. Only the shard thread writes these.
+        self.processed.store(tick, Ordering::Release);
+        self.turns.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl ShardCore {
+    pub(crate) fn new(engine: u64, clock: TickClock, cap: Option<Arc<Cap>>) -> Self {
+        ShardCore {
+            engine,
+            signal: Signal::new(),
+            stop: AtomicBool::new(false),
+            counts: CachePadded::new(ShardCounts::default()),
+            clock,
+            cap,
+            pinned: AtomicUsize::new(0),
+        }
+    }
+
+    /// The id of the engine this shard belongs to.
+    pub(crate) fn engine(&self) -> u64 {
+        self.engine
+    }
+
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.signal
+    }
+
+    pub(crate) fn counts(&self) -> &ShardCounts {
+        &self.counts
+    }
+
+    pub(crate) fn clock(&self) -> &TickClock {
+        &self.clock
+    }
+
+    /// Records that the shard thread is pinned to core `core`.
+    pub(super) fn set_pinned(&self, core: usize) {
+        // Relaxed: a statistic, written once.
+        self.pinned.store(core + 1, Ordering::Relaxed);
+    }
+
+    /// Tells the shard to stop: its thread leaves its loop, and producers that see the flag
+    /// take back what they queue. The caller wakes the shard and passes the heavy barrier.
+    pub(crate) fn set_stopped(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// The `stop` flag as a producer reads it after its push (see `Lane::enqueue`): Relaxed,
+    /// ordered by the barrier the producer passed just before.
+    pub(super) fn stop_seen_after_barrier(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Takes a place under the engine's cap, if it has one; false if the cap is reached.
+    pub(super) fn take_cap(&self) -> bool {
+        self.cap.as_ref().map_or(true, |cap| cap.try_take())
+    }
+
+    /// The core the shard thread is pinned to, if it is.
+    pub(crate) fn pinned_core(&self) -> Option<usize> {
+        // Relaxed: a statistic written once at thread start.
+        self.pinned.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        // Acquire: pairs with the SeqCst store in shutdown; the shard exits its loop.
+        self.stop.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn release_cap(&self, n: usize) {
+        if let Some(cap) = &self.cap {
+            cap.release(n);
+        }
+    }
+}
+

@@ -1,0 +1,25 @@
+//! A shard: one timing wheel, the tick thread that alone touches it, and the lanes through
+//! which everyone else reaches it.
+//!
+//! - `worker`: [`Shard`], the tick thread's own state and its loop (turn, poll, sleep).
+//! - `core`: [`ShardCore`], what the shard shares: its stop flag, counters, clock, cap, signal.
+//! - `lane`: [`Lane`], the queues into the shard from a group of producer threads, with the
+//!   admission and queueing of a timer (the producer's half of the shutdown hand-off).
+//! - `signal`: the sleep word and its wake-up protocol.
+//! - `executor`: where expired callbacks run (a rayon pool, or the tick thread).
+//! - `cap`: the optional limit on pending timers.
+
+mod cap;
+mod core;
+mod executor;
+mod lane;
+mod signal;
+mod worker;
+
+pub(crate) use self::cap::Cap;
+pub(crate) use self::core::ShardCore;
+pub(crate) use executor::{in_callback_of, Executor, Inflight};
+#[cfg(all(test, loom))]
+pub(crate) use lane::LaneCounts;
+pub(crate) use lane::{Lane, Ownership, Refusal};
+pub(crate) use worker::{Shard, Stopped};

@@ -1,0 +1,43 @@
+//! Numbers that tell threads and engines apart.
+
+/// A small per-thread number, handed out once per thread, that spreads producer threads over a
+/// shard's lanes. Under loom every thread gets 0 (a static loom atomic cannot outlive a model).
+#[cfg(not(loom))]
+pub(crate) fn thread_slot() -> usize {
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
+    thread_local! {
+        // Relaxed: the counter only hands out distinct numbers; nothing is published with it.
+        static SLOT: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    SLOT.with(|slot| *slot)
+}
+
+#[cfg(loom)]
+pub(crate) fn thread_slot() -> usize {
+    0
+}
+
+/// The calling thread's slot, when it may take a single-writer fast path: a lane's first
+/// user becomes its owner and counts and recycles entries without read-modify-write
+/// operations (see `lane`). Slots are never reused, so no two threads share one. `None` under
+/// loom, where every thread has slot 0: models take the shared paths, and the recycling
+/// stack has a model of its own.
+#[cfg(not(loom))]
+pub(crate) fn owner_slot() -> Option<usize> {
+    Some(thread_slot())
+}
+
+#[cfg(loom)]
+pub(crate) fn owner_slot() -> Option<usize> {
+    None
+}
+
+/// A number no other engine in this process has had.
+pub(crate) fn next_engine_id() -> u64 {
+    use std::sync::atomic::AtomicU64 as StdAtomicU64;
+    static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
+    // Relaxed: only hands out distinct numbers. (A std atomic even under loom: ids are not part
+    // of any modelled protocol, and a static loom atomic cannot outlive a model.)
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}

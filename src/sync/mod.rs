@@ -1,0 +1,64 @@
+//! The one place the crate takes its synchronisation primitives from: the lowest layer.
+//!
+//! Under `cfg(loom)` every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, thread function and
+//! the multi-producer queue come from loom (or a loom-visible stand-in), so the model checker
+//! sees every interleaving of the engine's protocols. Otherwise they are std's and crossbeam's.
+//! The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code reads the
+//! same either way. No other module imports `std::sync::atomic` for a modelled protocol.
+//!
+//! - [`barrier`]: the asymmetric fences of the wake-up and shutdown hand-offs.
+//! - `cell`: `UnsafeCell` with loom's closure-based API.
+//! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
+//! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
+//! - `ids`: per-thread slots and per-engine ids.
+//! - `prefetch`: a cache prefetch hint.
+
+pub(crate) mod barrier;
+mod cell;
+mod ids;
+mod mutex;
+mod prefetch;
+mod queue;
+
+pub(crate) use cell::UnsafeCell;
+pub(crate) use ids::{next_engine_id, owner_slot, thread_slot};
+pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
+pub(crate) use prefetch::prefetch;
+pub(crate) use queue::Queue;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    Arc,
+};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    Arc, Weak,
+};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc as EntryArc;
+/// The reference-counted pointer a timer entry lives in: `triomphe::Arc` (std's `Arc` without
+/// the weak count, 8 bytes less per timer), or loom's `Arc` under loom.
+#[cfg(not(loom))]
+pub(crate) use triomphe::Arc as EntryArc;
+
+/// std's `Arc`, for what never takes part in a modelled protocol: a user's rayon pool, and
+/// what a manual clock holds weakly.
+pub(crate) type StdArc<T> = std::sync::Arc<T>;
+
+/// Thread functions: loom's under `cfg(loom)`, std's otherwise.
+pub(crate) mod thread {
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{current, park, yield_now, Thread};
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{current, park, park_timeout, yield_now, Thread};
+
+    /// loom has no timed park; a model treats a timed sleep as "until woken".
+    #[cfg(loom)]
+    pub(crate) fn park_timeout(_: std::time::Duration) {
+        park();
+    }
+}

@@ -1,0 +1,13 @@
+//! What users hold: handles of scheduled timers, and the timers built on them.
+//!
+//! - `handle`: [`TimerHandle`], cancel, reset and look at one timer.
+//! - `repeating`: the runner that re-arms a repeating timer after each run.
+//! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
+
+mod handle;
+mod repeating;
+mod sleep;
+
+pub use handle::TimerHandle;
+pub(crate) use repeating::Repeating;
+pub use sleep::{Elapsed, Sleep, Timeout};
