@@ -22,8 +22,8 @@ mod sleep_vs_insert;
 
 use std::time::Duration;
 
-use crate::ManualClock;
 use crate::shard::Shard;
+use crate::ManualClock;
 use crate::TimerEngine;
 
 /// An engine with one shard and one lane, inline callbacks and a manual clock, whose shard

@@ -6,9 +6,9 @@
 use loom::thread;
 
 use crate::entry::{Entry, EntryRef};
-use crate::shard::LaneCounts;
 use crate::queue::Recycler;
 use crate::queue::{Ring, RING_SLOTS};
+use crate::shard::LaneCounts;
 use crate::sync::Arc;
 
 fn entry(deadline: u64) -> EntryRef {

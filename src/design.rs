@@ -65,11 +65,13 @@
 //! `cancel`, INIT→EXPIRED by the shard, INIT→RETURNED at shutdown (or by a `schedule` that
 //! raced shutdown). The winner alone owns the callback from then on: the canceller drops it,
 //! the shard runs it, shutdown hands it back. The winner also owns the emptied callback cell,
-//! which a cancel uses as a stack link (below). Every atomic operation on an entry goes
-//! through one helper in src/entry/, a compare-and-swap loop with AcqRel on success, so
-//! whoever reads a resolved word also sees what its winner did before resolving it. This is
-//! the single-word state machine of Netty's `HashedWheelTimeout` and of tokio's
-//! `TimerShared`, with the deadline and the wheel position packed into the same word.
+//! which a cancel uses as a stack link (below). Every atomic operation on an entry lives in
+//! src/entry/node.rs, and every transition of the state word but one goes through a single
+//! compare-and-swap helper there, with AcqRel on success, so whoever reads a resolved word
+//! also sees what its winner did before resolving it; the exception is the shard clearing
+//! PLACED, one `fetch_and` (below). This is the single-word state machine of Netty's
+//! `HashedWheelTimeout` and of tokio's `TimerShared`, with the deadline and the wheel position
+//! packed into the same word.
 //!
 //! Everything else in the engine is arranged so that the entry needs nothing more:
 //!

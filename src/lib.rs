@@ -36,14 +36,16 @@
 
 // The layers, lowest first; each imports only from itself and the layers above it in this
 // list.
-mod sync;
-mod entry;
-mod time;
-mod queue;
-mod wheel;
-mod shard;
-mod timer;
 mod engine;
+mod entry;
+mod queue;
+mod shard;
+mod sync;
+mod time;
+mod timer;
+mod wheel;
+
+pub mod design;
 
 #[cfg(all(test, loom))]
 #[path = "../loom-tests/mod.rs"]
@@ -54,8 +56,6 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
-pub use engine::{
-    BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
-};
+pub use engine::{BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired};
 pub use time::ManualClock;
 pub use timer::{Elapsed, Sleep, Timeout, TimerHandle};

@@ -338,7 +338,8 @@ impl TimerEngine {
             },
             None => EntryRef::new(Entry::new(tick, callback)),
         };
-        TimerHandle::enqueue(lane, ownership, entry).map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+        TimerHandle::enqueue(lane, ownership, entry)
+            .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about

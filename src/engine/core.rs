@@ -34,7 +34,9 @@ impl EngineCore {
     }
 
     /// Each shard with its lanes.
-    pub(super) fn shards_with_lanes(&self) -> impl Iterator<Item = (&Arc<ShardCore>, &[Arc<Lane>])> {
+    pub(super) fn shards_with_lanes(
+        &self,
+    ) -> impl Iterator<Item = (&Arc<ShardCore>, &[Arc<Lane>])> {
         self.shards
             .iter()
             .zip(self.lanes.chunks(self.lanes_per_shard))

@@ -1,15 +1,15 @@
 //! Hooks for the crate's own tests: engines whose shards a test drives by hand, and a look at
 //! the lanes. Compiled only into tests.
 
-#[cfg(loom)]
-use super::builder::{Builder, Assembled};
-#[cfg(loom)]
-use super::shutdown::{Runners, Unfired};
 use super::api::TimerEngine;
 #[cfg(loom)]
-use crate::shard::Shard;
+use super::builder::{Assembled, Builder};
+#[cfg(loom)]
+use super::shutdown::{Runners, Unfired};
 #[cfg(not(loom))]
 use crate::shard::Lane;
+#[cfg(loom)]
+use crate::shard::Shard;
 #[cfg(not(loom))]
 use crate::sync::Arc;
 

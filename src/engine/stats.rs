@@ -74,7 +74,10 @@ impl EngineCore {
             stats.fired += fired;
             stats.cancelled += cancelled;
             stats.returned += returned;
-            stats.rejected += lanes.iter().map(|lane| lane.counts().rejected()).sum::<u64>();
+            stats.rejected += lanes
+                .iter()
+                .map(|lane| lane.counts().rejected())
+                .sum::<u64>();
             stats.panicked += counts.panicked();
             stats.pending += pending;
             stats.shards.push(ShardStats {

@@ -77,7 +77,7 @@ unsafe impl Sync for Entry {}
 
 /// The outcome of a lifecycle CAS won by the caller: the word it replaced, and the callback the
 /// caller now owns.
-pub(crate) type Won = (StateWord, Box<dyn Callback>);
+pub(super) type Won = (StateWord, Box<dyn Callback>);
 
 impl Entry {
     pub(crate) fn new(deadline: u64, callback: Box<dyn Callback>) -> Self {
@@ -164,7 +164,8 @@ impl Entry {
     ) -> Result<Won, StateWord> {
         let before = self.transition(|word| {
             let next = word.with_lifecycle(to);
-            (word.is_pending() && accept(word)).then(|| if unplace { next.unplaced() } else { next })
+            (word.is_pending() && accept(word))
+                .then(|| if unplace { next.unplaced() } else { next })
         })?;
         Ok((before, self.take_callback()))
     }
@@ -191,7 +192,8 @@ impl Entry {
     /// A repeating timer whose callback is running (EXPIRED) can be cancelled too: then there
     /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
     pub(crate) fn cancel(&self) -> Result<(StateWord, Option<Box<dyn Callback>>), StateWord> {
-        let running = |word: StateWord| word.is_periodic() && word.lifecycle() == Lifecycle::Expired;
+        let running =
+            |word: StateWord| word.is_periodic() && word.lifecycle() == Lifecycle::Expired;
         // A runner's re-arm fails on the word this leaves.
         let before = self.transition(|word| {
             (word.is_pending() || running(word)).then(|| word.with_lifecycle(Lifecycle::Cancelled))

@@ -61,7 +61,7 @@ impl StateWord {
         StateWord(deadline << Self::DEADLINE_SHIFT)
     }
 
-    pub(crate) const fn from_bits(bits: u64) -> Self {
+    pub(super) const fn from_bits(bits: u64) -> Self {
         StateWord(bits)
     }
 
@@ -82,7 +82,7 @@ impl StateWord {
         self.lifecycle() == Lifecycle::Pending
     }
 
-    pub(crate) fn with_lifecycle(self, lifecycle: Lifecycle) -> Self {
+    pub(super) fn with_lifecycle(self, lifecycle: Lifecycle) -> Self {
         StateWord((self.0 & !Self::LIFECYCLE_MASK) | lifecycle as u64)
     }
 
@@ -90,18 +90,18 @@ impl StateWord {
         self.0 >> Self::DEADLINE_SHIFT
     }
 
-    pub(crate) fn with_deadline(self, deadline: u64) -> Self {
+    pub(super) fn with_deadline(self, deadline: u64) -> Self {
         debug_assert!(deadline <= Self::MAX_DEADLINE);
         StateWord((self.0 & ((1 << Self::DEADLINE_SHIFT) - 1)) | (deadline << Self::DEADLINE_SHIFT))
     }
 
     /// A word for a repeating timer.
-    pub(crate) fn periodic(self) -> Self {
+    pub(super) fn periodic(self) -> Self {
         StateWord(self.0 | Self::PERIODIC)
     }
 
     /// The same word without the PERIODIC bit: a repeating timer that has stopped for good.
-    pub(crate) fn retired(self) -> Self {
+    pub(super) fn retired(self) -> Self {
         StateWord(self.0 & !Self::PERIODIC)
     }
 
@@ -117,7 +117,7 @@ impl StateWord {
         })
     }
 
-    pub(crate) fn placed_at(self, at: SlotId) -> Self {
+    pub(super) fn placed_at(self, at: SlotId) -> Self {
         debug_assert!(at.level < 8 && at.slot < 64);
         let cleared = self.0 & !(Self::LEVEL_MASK | Self::SLOT_MASK);
         StateWord(
@@ -133,7 +133,7 @@ impl StateWord {
     }
 
     /// The bit an atomic `fetch_and` clears to mark the entry unlinked.
-    pub(crate) const PLACED_BIT: u64 = Self::PLACED;
+    pub(super) const PLACED_BIT: u64 = Self::PLACED;
 }
 
 impl std::fmt::Debug for StateWord {

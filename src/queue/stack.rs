@@ -30,7 +30,11 @@ impl TakeAllStack {
     ///
     /// The caller owns the chain's links until the push publishes them.
     #[inline]
-    pub(super) fn push_chain(&self, first: *mut Entry, mut link_last: impl FnMut(*mut Entry)) -> bool {
+    pub(super) fn push_chain(
+        &self,
+        first: *mut Entry,
+        mut link_last: impl FnMut(*mut Entry),
+    ) -> bool {
         // Relaxed: only the pointer is needed; the CAS below publishes.
         let mut top = self.top.load(Ordering::Relaxed);
         loop {

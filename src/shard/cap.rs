@@ -18,7 +18,7 @@ impl Cap {
     }
 
     /// Takes one place; false if the cap is reached.
-    pub(crate) fn try_take(&self) -> bool {
+    pub(super) fn try_take(&self) -> bool {
         // Relaxed: the count orders nothing else; the RMW alone keeps it exact.
         let before = self.used.fetch_add(1, Ordering::Relaxed);
         if before >= self.limit {

@@ -126,7 +126,7 @@ impl ShardCore {
 
     /// Takes a place under the engine's cap, if it has one; false if the cap is reached.
     pub(super) fn take_cap(&self) -> bool {
-        self.cap.as_ref().map_or(true, |cap| cap.try_take())
+        self.cap.as_ref().is_none_or(|cap| cap.try_take())
     }
 
     /// The core the shard thread is pinned to, if it is.
@@ -146,4 +146,3 @@ impl ShardCore {
         }
     }
 }
-

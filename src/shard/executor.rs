@@ -59,12 +59,7 @@ impl Inflight {
 
 impl Executor {
     /// Runs `batch`, counting panics against `shard`.
-    pub(crate) fn run(
-        &self,
-        batch: Vec<Fired>,
-        shard: &Arc<ShardCore>,
-        inflight: &Arc<Inflight>,
-    ) {
+    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCore>, inflight: &Arc<Inflight>) {
         match self {
             Executor::Inline => {
                 for callback in batch {

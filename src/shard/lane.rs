@@ -142,7 +142,7 @@ impl LaneCounts {
     }
 
     /// Whether some thread owns the lane (and so may reuse its spare entries).
-    pub(crate) fn has_owner(&self) -> bool {
+    pub(super) fn has_owner(&self) -> bool {
         // Relaxed: a hint; a lane claimed just now merely misses a few spares.
         self.owner.load(Ordering::Relaxed) != NO_OWNER
     }
@@ -179,7 +179,7 @@ impl LaneCounts {
     }
 
     /// A schedule that raced shutdown and got its callback back: it counts as rejected.
-    pub(crate) fn unschedule(&self) {
+    pub(super) fn unschedule(&self) {
         self.add(Count::Scheduled, u64::MAX);
         self.add_rejected();
     }
@@ -188,7 +188,7 @@ impl LaneCounts {
         self.add(Count::Cancelled, 1);
     }
 
-    pub(crate) fn add_rejected(&self) {
+    pub(super) fn add_rejected(&self) {
         self.add(Count::Rejected, 1);
     }
 

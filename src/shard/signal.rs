@@ -43,7 +43,7 @@ impl Signal {
     }
 
     /// Producer side, after pushing work: wakes the shard if it announced a long sleep.
-    pub(crate) fn notify(&self) {
+    pub(super) fn notify(&self) {
         barrier::light();
         // Relaxed load: the barrier above orders it after the push (see the module docs).
         // AcqRel swap: it decides which notifier unparks, and its Acquire half pairs with the
@@ -64,7 +64,7 @@ impl Signal {
     /// Shard side: announces a sleep until tick `until` (or until woken). The caller must look
     /// at its queues after this and call [`awake`](Self::awake) instead of parking if any has
     /// work.
-    pub(crate) fn announce_sleep(&self, until: Option<u64>) {
+    pub(super) fn announce_sleep(&self, until: Option<u64>) {
         let word = until.map_or(FOREVER, |tick| tick.saturating_add(1).min(FOREVER - 1));
         self.sleep.store(word, Ordering::SeqCst);
         barrier::heavy();

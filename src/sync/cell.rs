@@ -20,4 +20,3 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
-

@@ -22,7 +22,9 @@ impl<T> Mutex<T> {
 
     /// Locks the mutex, whether or not a thread panicked while holding it.
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -16,4 +16,3 @@ pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
     let _ = address;
 }
-

@@ -68,4 +68,3 @@ impl<T> Queue<T> {
         self.len.load(Ordering::Acquire) == 0
     }
 }
-

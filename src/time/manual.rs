@@ -139,7 +139,10 @@ impl ManualClock {
     }
 
     pub(crate) fn unwatch(&self, id: u64) {
-        self.inner.watchers.lock().retain(|(watcher, _)| *watcher != id);
+        self.inner
+            .watchers
+            .lock()
+            .retain(|(watcher, _)| *watcher != id);
     }
 }
 

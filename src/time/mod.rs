@@ -9,6 +9,6 @@
 mod manual;
 mod tick;
 
-pub use manual::ManualClock;
 pub(crate) use manual::CatchUp;
+pub use manual::ManualClock;
 pub(crate) use tick::TickClock;

@@ -128,7 +128,7 @@ impl TickClock {
     }
 
     /// The first tick at or after `deadline`: `ceil((deadline - origin) / tick)`.
-    pub(crate) fn ceil_tick(&self, deadline: Instant) -> u64 {
+    pub(super) fn ceil_tick(&self, deadline: Instant) -> u64 {
         self.tick_nanos.ceil(self.nanos_since_origin(deadline))
     }
 
@@ -200,7 +200,12 @@ mod tests {
     #[test]
     fn deadlines_round_up_and_now_rounds_down() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, u64::MAX, Some(clock.clone()));
+        let ticks = TickClock::new(
+            Duration::from_millis(1),
+            1 << 36,
+            u64::MAX,
+            Some(clock.clone()),
+        );
         let origin = clock.now();
         assert_eq!(ticks.ceil_tick(origin), 0);
         assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1)), 1);
@@ -254,7 +259,12 @@ mod tests {
     #[test]
     fn a_deadline_before_the_origin_is_tick_zero() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(Duration::from_millis(1), 1 << 36, u64::MAX, Some(clock.clone()));
+        let ticks = TickClock::new(
+            Duration::from_millis(1),
+            1 << 36,
+            u64::MAX,
+            Some(clock.clone()),
+        );
         clock.advance(Duration::from_secs(1));
         assert_eq!(ticks.ceil_tick(ticks.origin - Duration::from_millis(5)), 0);
     }

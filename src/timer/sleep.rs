@@ -153,11 +153,7 @@ impl Sleep {
         // keeping the waker the task registered. Replacing `self` cancels the old timer, whose
         // callback then wakes only the old `SleepState`.
         let wake = SleepState::new();
-        let registered = self
-            .wake
-            .waker
-            .lock()
-            .take();
+        let registered = self.wake.waker.lock().take();
         *wake.waker.lock() = registered;
         let lane = self.lane.clone();
         let tick = lane.shard().clock().tick_after(delay);

@@ -10,21 +10,21 @@ use std::ptr::NonNull;
 use crate::entry::{Entry, SlotId};
 
 /// Slots per level.
-pub(crate) const SLOTS: usize = 64;
+pub(super) const SLOTS: usize = 64;
 const SLOT_BITS: u32 = 6;
 
 /// Ticks covered by one slot of `level`.
-pub(crate) fn slot_span(level: usize) -> u64 {
+pub(super) fn slot_span(level: usize) -> u64 {
     1 << (SLOT_BITS as usize * level)
 }
 
 /// Ticks covered by all of `level`.
-pub(crate) fn level_span(level: usize) -> u64 {
+pub(super) fn level_span(level: usize) -> u64 {
     1 << (SLOT_BITS as usize * (level + 1))
 }
 
 /// The slot of `level` that tick `when` falls into.
-pub(crate) fn slot_of(when: u64, level: usize) -> usize {
+pub(super) fn slot_of(when: u64, level: usize) -> usize {
     ((when >> (SLOT_BITS as usize * level)) as usize) & (SLOTS - 1)
 }
 
@@ -107,7 +107,7 @@ impl Level {
     ///
     /// # Safety
     /// `entry` is linked in `slot` of this level, and the caller owns the links of that list.
-    pub(crate) unsafe fn remove(&mut self, slot: usize, entry: &Entry) -> NonNull<Entry> {
+    pub(super) unsafe fn remove(&mut self, slot: usize, entry: &Entry) -> NonNull<Entry> {
         // SAFETY: by this function's contract `entry` and its neighbours are in this list, whose
         // links the caller owns; the neighbours are live because the list holds them.
         unsafe {
