@@ -31,109 +31,72 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::builder::RangedU64ValueParser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use shardwheel::{ManualClock, TimerEngine, TimerHandle};
 
-const HELP: &str = "\
-idle_connections: idle timeouts (reset on every read) and heartbeats for many connections,
-under a manual clock
-
-USAGE:
-    cargo run --release --example idle_connections -- [--name value]...
-
-OPTIONS:
-    --connections N      simulated connections (default 1000000)
-    --idle SECS          idle timeout, pushed back by every read (default 30)
-    --heartbeat SECS     heartbeat period (default 10)
-    --duration SECS      simulated time, in 1 s steps (default 90)
-    --read-prob P        chance that an open connection reads in a given second (default 0.2)
-    --silent-fraction F  fraction of connections that stop reading at --silent-at
-                         (default 0.25)
-    --silent-at SECS     when those connections go silent (default 45); --duration must be at
-                         least --silent-at plus --idle, so that all of them are closed
-    --seed N             seed of the random choices (default 1)
-    --help               print this help
-";
-
-/// The command line, parsed.
+/// The command line.
+#[derive(Parser)]
+#[command(
+    name = "idle_connections",
+    about = "idle_connections: idle timeouts (reset on every read) and heartbeats for many\n\
+             connections, under a manual clock",
+    args_override_self = true
+)]
 struct Config {
+    /// simulated connections
+    #[arg(long, value_name = "N", default_value_t = 1_000_000,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=u64::from(u32::MAX)))]
     connections: usize,
+    /// idle timeout, pushed back by every read
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(1..))]
     idle: u32,
+    /// heartbeat period
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
     heartbeat: u32,
+    /// simulated time, in 1 s steps (at most a day)
+    #[arg(long, value_name = "SECS", default_value_t = 90,
+          value_parser = clap::value_parser!(u32).range(..=86_400))]
     duration: u32,
+    /// chance that an open connection reads in a given second
+    #[arg(long, value_name = "P", default_value_t = 0.2)]
     read_prob: f64,
+    /// fraction of connections that stop reading at --silent-at
+    #[arg(long, value_name = "F", default_value_t = 0.25)]
     silent_fraction: f64,
+    /// when those connections go silent; --duration must be at least
+    /// --silent-at plus --idle, so that all of them are closed
+    #[arg(long, value_name = "SECS", default_value_t = 45, verbatim_doc_comment)]
     silent_at: u32,
+    /// seed of the random choices
+    #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
 }
 
 impl Config {
-    fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
-        let mut config = Config {
-            connections: 1_000_000,
-            idle: 30,
-            heartbeat: 10,
-            duration: 90,
-            read_prob: 0.2,
-            silent_fraction: 0.25,
-            silent_at: 45,
-            seed: 1,
-        };
-        while let Some(flag) = args.next() {
-            if flag == "--help" || flag == "-h" {
-                return Ok(None);
-            }
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
-            match flag.as_str() {
-                "--connections" => config.connections = parse(&flag, &value)?,
-                "--idle" => config.idle = parse(&flag, &value)?,
-                "--heartbeat" => config.heartbeat = parse(&flag, &value)?,
-                "--duration" => config.duration = parse(&flag, &value)?,
-                "--read-prob" => config.read_prob = parse(&flag, &value)?,
-                "--silent-fraction" => config.silent_fraction = parse(&flag, &value)?,
-                "--silent-at" => config.silent_at = parse(&flag, &value)?,
-                "--seed" => config.seed = parse(&flag, &value)?,
-                _ => return Err(format!("unknown flag {flag} (see --help)")),
-            }
-        }
-        if config.connections == 0 || config.connections > u32::MAX as usize {
-            return Err("--connections must be between 1 and 4294967295".into());
-        }
-        if config.idle == 0 || config.heartbeat == 0 {
-            return Err("--idle and --heartbeat must be at least 1".into());
-        }
-        if config.duration > 86_400 {
-            return Err("--duration must be at most a day".into());
-        }
+    /// The checks clap's value parsers do not make.
+    fn check(&self) -> Result<(), String> {
         for (name, p) in [
-            ("--read-prob", config.read_prob),
-            ("--silent-fraction", config.silent_fraction),
+            ("--read-prob", self.read_prob),
+            ("--silent-fraction", self.silent_fraction),
         ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("{name} must be between 0 and 1"));
             }
         }
-        if config.silent_fraction > 0.0 && config.duration < config.silent_at + config.idle {
+        let closed_by = u64::from(self.silent_at) + u64::from(self.idle);
+        if self.silent_fraction > 0.0 && u64::from(self.duration) < closed_by {
             return Err(format!(
                 "--duration {} is too short: connections that go silent at {} s close at \
-                 {} s at the latest",
-                config.duration,
-                config.silent_at,
-                config.silent_at + config.idle
+                 {closed_by} s at the latest",
+                self.duration, self.silent_at
             ));
         }
-        Ok(Some(config))
+        Ok(())
     }
-}
-
-fn parse<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .parse()
-        .map_err(|e| format!("{flag} {value}: not a valid value ({e})"))
 }
 
 /// A small seeded generator (SplitMix64): reproducible choices without a dependency.
@@ -261,17 +224,13 @@ fn yes_no(ok: bool) -> &'static str {
 }
 
 fn main() -> ExitCode {
-    let config = match Config::parse(std::env::args().skip(1)) {
-        Ok(Some(config)) => config,
-        Ok(None) => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("idle_connections: {message}");
-            return ExitCode::from(2);
-        }
-    };
+    // A bad command line exits with status 2 (clap's for a usage error).
+    let config = Config::parse();
+    if let Err(message) = config.check() {
+        Config::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
     match run(&config) {
         Ok(failures) if failures.kinds.is_empty() => {
             println!("all checks passed");

@@ -28,25 +28,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use shardwheel::{ManualClock, TimerEngine, TimerHandle};
 
-const HELP: &str = "\
-lease_renewal: a lock lease renewed by a repeating timer, lost when renewals stop
+/// The command line.
+#[derive(Parser)]
+#[command(
+    name = "lease_renewal",
+    about = "lease_renewal: a lock lease renewed by a repeating timer, lost when renewals stop",
+    args_override_self = true
+)]
+struct Args {
+    /// length of the lease, L, in whole seconds (at most a day);
+    /// the renewer runs every L/3
+    #[arg(long = "lease", value_name = "SECS", default_value_t = 30, verbatim_doc_comment,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    lease_secs: u64,
+    /// simulated time the first lease is held before the client stalls
+    /// (at least --lease, at most ten days)
+    #[arg(long = "hold", value_name = "SECS", default_value_t = 305, verbatim_doc_comment,
+          value_parser = clap::value_parser!(u64).range(..=864_000))]
+    hold_secs: u64,
+    /// how far the manual clock moves per step, in milliseconds;
+    /// L/3 must be a whole number of steps
+    #[arg(long = "step-ms", value_name = "MS", default_value_t = 1000, verbatim_doc_comment,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    step_ms: u64,
+}
 
-USAGE:
-    cargo run --release --example lease_renewal -- [--name value]...
-
-OPTIONS:
-    --lease SECS      length of the lease, L, in whole seconds (default 30);
-                      the renewer runs every L/3
-    --hold SECS       simulated time the first lease is held before the client stalls
-                      (default 305)
-    --step-ms MS      how far the manual clock moves per step, in milliseconds (default 1000);
-                      L/3 must be a whole number of steps
-    --help            print this help
-";
-
-/// The command line, parsed.
+/// The command line, checked.
 struct Config {
     lease: Duration,
     hold: Duration,
@@ -54,35 +65,12 @@ struct Config {
 }
 
 impl Config {
-    fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
-        let mut lease_secs: u64 = 30;
-        let mut hold_secs: u64 = 305;
-        let mut step_ms: u64 = 1000;
-        while let Some(flag) = args.next() {
-            if flag == "--help" || flag == "-h" {
-                return Ok(None);
-            }
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
-            let number = || {
-                value
-                    .parse::<u64>()
-                    .map_err(|e| format!("{flag} {value}: not a whole number ({e})"))
-            };
-            match flag.as_str() {
-                "--lease" => lease_secs = number()?,
-                "--hold" => hold_secs = number()?,
-                "--step-ms" => step_ms = number()?,
-                _ => return Err(format!("unknown flag {flag} (see --help)")),
-            }
-        }
-        if lease_secs == 0 || step_ms == 0 {
-            return Err("--lease and --step-ms must be at least 1".into());
-        }
-        if lease_secs > 86_400 || hold_secs > 864_000 {
-            return Err("keep --lease within a day and --hold within ten days".into());
-        }
+    fn new(args: Args) -> Result<Config, String> {
+        let Args {
+            lease_secs,
+            hold_secs,
+            step_ms,
+        } = args;
         let lease_ms = lease_secs * 1000;
         // Every renewal, and so the loss L after the last one, must fall on a step boundary
         // for the "exactly L after" check to be exact.
@@ -95,11 +83,11 @@ impl Config {
         if hold_secs < lease_secs {
             return Err("--hold must be at least --lease, to see the lease renewed".into());
         }
-        Ok(Some(Config {
+        Ok(Config {
             lease: Duration::from_secs(lease_secs),
             hold: Duration::from_secs(hold_secs),
             step: Duration::from_millis(step_ms),
-        }))
+        })
     }
 }
 
@@ -246,17 +234,12 @@ impl Checks {
 }
 
 fn main() -> ExitCode {
-    let config = match Config::parse(std::env::args().skip(1)) {
-        Ok(Some(config)) => config,
-        Ok(None) => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("lease_renewal: {message}");
-            return ExitCode::from(2);
-        }
-    };
+    // A bad command line exits with status 2 (clap's for a usage error).
+    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
+        Args::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit()
+    });
     match run(&config) {
         Ok(checks) if checks.failures.is_empty() => {
             println!("all checks passed");

@@ -32,32 +32,54 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use shardwheel::TimerEngine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-const HELP: &str = "\
-rpc_client: request timeouts on an RPC client, against a server on loopback
+/// The command line.
+#[derive(Parser)]
+#[command(
+    name = "rpc_client",
+    about = "rpc_client: request timeouts on an RPC client, against a server on loopback",
+    args_override_self = true
+)]
+struct Args {
+    /// concurrent client connections
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    connections: u32,
+    /// requests per connection, sent one at a time
+    #[arg(long, value_name = "M", default_value_t = 2000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    requests: u32,
+    /// the client's timeout per request
+    #[arg(long, value_name = "MS", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    timeout_ms: u64,
+    /// fraction of requests the server answers late
+    #[arg(long, value_name = "F", default_value_t = 0.02)]
+    late_fraction: f64,
+    /// how late: K times the timeout (2 to 100)
+    // The checks are exact only if late responses are clearly late and the others clearly on
+    // time; these bounds keep them apart.
+    #[arg(long, value_name = "K", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(2..=100))]
+    late_factor: u32,
+    /// the server's delay for the other requests, in microseconds
+    /// (0 answers at once; at most a quarter of the timeout);
+    /// the server's timer has a 1 ms resolution, so 1000 means 1-2 ms
+    #[arg(long, value_name = "US", default_value_t = 1000, verbatim_doc_comment)]
+    service_us: u64,
+    /// seed of the server's choice of late requests
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
 
-USAGE:
-    cargo run --release --example rpc_client -- [--name value]...
-
-OPTIONS:
-    --connections N     concurrent client connections (default 16)
-    --requests M        requests per connection, sent one at a time (default 2000)
-    --timeout-ms MS     the client's timeout per request (default 50)
-    --late-fraction F   fraction of requests the server answers late (default 0.02)
-    --late-factor K     how late: K times the timeout (default 4, at least 2)
-    --service-us US     the server's delay for the other requests, in microseconds
-                        (default 1000; 0 answers at once; at most a quarter of the timeout);
-                        the server's timer has a 1 ms resolution, so 1000 means 1-2 ms
-    --seed N            seed of the server's choice of late requests (default 1)
-    --help              print this help
-";
-
-/// The command line, parsed.
+/// The command line, checked.
 #[derive(Clone)]
 struct Config {
     connections: u32,
@@ -70,66 +92,28 @@ struct Config {
 }
 
 impl Config {
-    fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
-        let mut config = Config {
-            connections: 16,
-            requests: 2000,
-            timeout: Duration::from_millis(50),
-            late_fraction: 0.02,
-            late_factor: 4,
-            service: Duration::from_micros(1000),
-            seed: 1,
+    fn new(args: Args) -> Result<Config, String> {
+        let config = Config {
+            connections: args.connections,
+            requests: args.requests,
+            timeout: Duration::from_millis(args.timeout_ms),
+            late_fraction: args.late_fraction,
+            late_factor: args.late_factor,
+            service: Duration::from_micros(args.service_us),
+            seed: args.seed,
         };
-        while let Some(flag) = args.next() {
-            if flag == "--help" || flag == "-h" {
-                return Ok(None);
-            }
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
-            match flag.as_str() {
-                "--connections" => config.connections = parse(&flag, &value)?,
-                "--requests" => config.requests = parse(&flag, &value)?,
-                "--timeout-ms" => config.timeout = Duration::from_millis(parse(&flag, &value)?),
-                "--late-fraction" => config.late_fraction = parse(&flag, &value)?,
-                "--late-factor" => config.late_factor = parse(&flag, &value)?,
-                "--service-us" => config.service = Duration::from_micros(parse(&flag, &value)?),
-                "--seed" => config.seed = parse(&flag, &value)?,
-                _ => return Err(format!("unknown flag {flag} (see --help)")),
-            }
-        }
-        if config.connections == 0 || config.requests == 0 {
-            return Err("--connections and --requests must be at least 1".into());
-        }
-        if config.timeout.is_zero() || config.timeout > Duration::from_secs(60) {
-            return Err("--timeout-ms must be between 1 and 60000".into());
-        }
         if !(0.0..=1.0).contains(&config.late_fraction) {
             return Err("--late-fraction must be between 0 and 1".into());
-        }
-        // The checks are exact only if late responses are clearly late and the others clearly
-        // on time; these bounds keep them apart.
-        if !(2..=100).contains(&config.late_factor) {
-            return Err("--late-factor must be between 2 and 100".into());
         }
         if config.service > config.timeout / 4 {
             return Err("--service-us must be at most a quarter of the timeout".into());
         }
-        Ok(Some(config))
+        Ok(config)
     }
 
     fn late_delay(&self) -> Duration {
         self.timeout * self.late_factor
     }
-}
-
-fn parse<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .parse()
-        .map_err(|e| format!("{flag} {value}: not a valid value ({e})"))
 }
 
 /// SplitMix64's output function: a well-mixed hash of `x`.
@@ -554,17 +538,12 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    let config = match Config::parse(std::env::args().skip(1)) {
-        Ok(Some(config)) => config,
-        Ok(None) => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("rpc_client: {message}");
-            return ExitCode::from(2);
-        }
-    };
+    // A bad command line exits with status 2 (clap's for a usage error).
+    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
+        Args::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit()
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

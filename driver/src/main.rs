@@ -24,10 +24,18 @@
 //!
 //! Output is a table on stdout with one row per workload; `--json` adds one JSON object per
 //! workload on its own line after the table. Progress is drawn on stderr only when stderr is a
-//! terminal. Run with `--help` for every flag. A bad command line exits with status 2, a
-//! workload that fails (a timeout, an unreadable `/proc` file) with status 1; in a run of all
-//! five, a failed workload is reported on stderr, the others still run, and the exit status is
-//! 1 at the end.
+//! terminal. Run with `--help` for every flag.
+//!
+//! The command line is parsed by clap (`driver/args.rs`: the flags, their ranges and the help
+//! text); the JSON lines are written, and a full run reads its children's back, with
+//! serde_json (`driver/report.rs`), every figure keeping its decimals; idle-hold's CPU time
+//! comes from `getrusage`, to the microsecond, and the resident set from `/proc/self/status`
+//! (`driver/proc.rs`). With the `mimalloc` feature (on by default) the driver allocates through
+//! mimalloc (`driver/alloc.rs`).
+//!
+//! A bad command line exits with status 2 (clap's message on stderr), a workload that fails (a
+//! timeout, an unreadable `/proc` file) with status 1; in a run of all five, a failed workload
+//! is reported on stderr, the others still run, and the exit status is 1 at the end.
 
 mod driver;
 

@@ -1,17 +1,34 @@
-//! The command line: at most one workload name and `--flag value` pairs, parsed by hand.
+//! The command line: at most one workload name and the flags, parsed by clap.
 
 use std::ffi::OsString;
-use std::fmt;
+
+use clap::{ArgAction, CommandFactory, Parser};
 
 use super::Workload;
 
-/// The `--help` text.
-pub(crate) const HELP: &str = "\
-shardwheel workload driver: measures the timer engine on five server workloads.
+/// The first line of `--help`.
+const ABOUT: &str =
+    "shardwheel workload driver: measures the timer engine on five server workloads.";
 
-Usage: shardwheel [WORKLOAD] [FLAGS]
-       cargo run --release -- [WORKLOAD] [FLAGS]
+/// The usage lines of `--help` (clap prints them after "Usage: ").
+const USAGE: &str = "\
+shardwheel [WORKLOAD] [FLAGS]
+       cargo run --release -- [WORKLOAD] [FLAGS]";
 
+/// The layout of `--help`: the title and usage, what each workload does, then the arguments
+/// and the notes.
+const TEMPLATE: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+{before-help}Arguments:
+{positionals}
+
+Flags:
+{options}{after-help}";
+
+/// The workloads' section of `--help`, between the usage and the flags.
+const WORKLOADS: &str = "\
 Workloads (with no WORKLOAD all five run, in this order, each in its own process and at its
 default sizes unless a flag below overrides them):
   rpc-churn      T threads, each doing N iterations over a ring of its last W handles:
@@ -40,20 +57,10 @@ default sizes unless a flag below overrides them):
                  are placed, measure the resident set; then the CPU time (user + sys) the whole
                  process spends over a 5 s idle window.
                  Flags: --timers (10000000) --threads (2).
-                 Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct threads
+                 Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct threads";
 
-Flags:
-  --threads T            producer/inserting threads (rpc-churn, conn-idle, idle-hold), 1-1024
-  --ops N                iterations per producer thread (rpc-churn), at least 1
-  --window W             handles each producer thread keeps (rpc-churn), at least 1
-  --timers M             timers (conn-idle, accuracy, slow-callback, idle-hold), at least 1
-  --slow S               slow timers (slow-callback), 0 or more
-  --shards N             engine shards, 1-1024 (default: the engine's, one per core)
-  --callback-threads N   threads of the engine's callback pool, 1-1024 (default: the engine's)
-  --json                 after the table, print each workload's figures as one JSON object on
-                         its own line, in run order (with one workload, the last line of stdout)
-  -h, --help             print this text
-
+/// The notes at the end of `--help`.
+const NOTES: &str = "\
 A flag's value follows it as the next argument or after '=' (--ops=1000000). Numbers are
 decimal integers; '_' may separate digits (5_000_000). When a flag is given twice the last one
 counts. A flag a workload does not use is accepted and ignored. With no WORKLOAD, a size flag
@@ -72,14 +79,23 @@ Units: secs and *_ms are wall-clock; mops is millions of operations per second; 
 bytes; RSS is VmRSS of /proc/self/status (peak_rss_mb: VmHWM, reset at the start of
 rpc-churn where the system allows). bytes_per_timer = (RSS once all timers are placed - RSS
 before inserting) / timers, with the handles' array allocated before the first reading.
-idle_cpu_pct = CPU seconds (user + sys, /proc/self/stat) in the idle window / its length x 100.
+idle_cpu_pct = CPU seconds (user + sys, getrusage, in microseconds) in the idle window / its
+length x 100.
 Each workload has a process of its own because memory an earlier workload freed but the
 allocator kept would be reused without growing the resident set, and so go uncounted.
 early counts callbacks that ran before they were due (any value but 0 is a bug).
 
 Exit status: 0 on success, 1 if a workload failed (for instance timed out waiting for the
-engine; with no WORKLOAD, once all five have been tried), 2 for a bad command line.
-";
+engine; with no WORKLOAD, once all five have been tried), 2 for a bad command line.";
+
+/// Thread counts are capped so a typo cannot ask the system for a million threads.
+const MAX_THREADS: u64 = 1024;
+
+/// The largest `--ops` and `--timers`.
+const MAX_SIZE: u64 = 1 << 40;
+
+/// The largest `--window` and `--slow`.
+const MAX_SMALL_SIZE: u64 = 1 << 32;
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -88,17 +104,68 @@ pub(crate) enum Command {
     Run(Options),
 }
 
+/// The whole command line: the options and the help flag.
+#[derive(Debug, Parser)]
+#[command(
+    name = "shardwheel",
+    about = ABOUT,
+    override_usage = USAGE,
+    help_template = TEMPLATE,
+    before_help = WORKLOADS,
+    after_help = NOTES,
+    // The last of a flag given twice counts.
+    args_override_self = true,
+    // `-h` and `--help` both print the whole text, each flag on one line (see `help` below).
+    disable_help_flag = true,
+)]
+struct Cli {
+    #[command(flatten)]
+    options: Options,
+
+    /// print this text
+    #[arg(short, long, action = ArgAction::Help)]
+    help: Option<bool>,
+}
+
 /// The command line's settings; `None` means the workload's (or the engine's) default.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub(crate) struct Options {
+    /// one of the workloads above; with none, all five run
+    #[arg(value_enum, hide_possible_values = true)]
     pub(crate) workload: Option<Workload>,
+
+    /// producer/inserting threads (rpc-churn, conn-idle, idle-hold), 1-1024
+    #[arg(long, value_name = "T", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) threads: Option<usize>,
+
+    /// iterations per producer thread (rpc-churn), at least 1
+    #[arg(long, value_name = "N", value_parser = number::<u64, 1, MAX_SIZE>)]
     pub(crate) ops: Option<u64>,
+
+    /// handles each producer thread keeps (rpc-churn), at least 1
+    #[arg(long, value_name = "W", value_parser = number::<usize, 1, MAX_SMALL_SIZE>)]
     pub(crate) window: Option<usize>,
+
+    /// timers (conn-idle, accuracy, slow-callback, idle-hold), at least 1
+    #[arg(long, value_name = "M", value_parser = number::<usize, 1, MAX_SIZE>)]
     pub(crate) timers: Option<usize>,
+
+    /// slow timers (slow-callback), 0 or more
+    #[arg(long, value_name = "S", value_parser = number::<usize, 0, MAX_SMALL_SIZE>)]
     pub(crate) slow: Option<usize>,
+
+    /// engine shards, 1-1024 (default: the engine's, one per core)
+    #[arg(long, value_name = "N", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) shards: Option<usize>,
+
+    /// threads of the engine's callback pool, 1-1024 (default: the engine's)
+    #[arg(long, value_name = "N", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) callback_threads: Option<usize>,
+
+    /// after the table, print each workload's figures as one JSON object
+    /// on its own line, in run order (with one workload, the last line of
+    /// stdout)
+    #[arg(long, verbatim_doc_comment)]
     pub(crate) json: bool,
 }
 
@@ -129,186 +196,49 @@ impl Options {
     }
 }
 
-/// A command line the driver cannot run.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct UsageError(String);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A numeric flag: its name and the values it accepts.
-struct Numeric {
-    name: &'static str,
-    min: u64,
-    max: u64,
-}
-
-/// Thread counts are capped so a typo cannot ask the system for a million threads.
-const MAX_THREADS: u64 = 1024;
-
-const NUMERIC: [Numeric; 7] = [
-    Numeric {
-        name: "threads",
-        min: 1,
-        max: MAX_THREADS,
-    },
-    Numeric {
-        name: "ops",
-        min: 1,
-        max: 1 << 40,
-    },
-    Numeric {
-        name: "window",
-        min: 1,
-        max: 1 << 32,
-    },
-    Numeric {
-        name: "timers",
-        min: 1,
-        max: 1 << 40,
-    },
-    Numeric {
-        name: "slow",
-        min: 0,
-        max: 1 << 32,
-    },
-    Numeric {
-        name: "shards",
-        min: 1,
-        max: MAX_THREADS,
-    },
-    Numeric {
-        name: "callback-threads",
-        min: 1,
-        max: MAX_THREADS,
-    },
-];
-
-/// Parses the arguments (without the program name). `-h` or `--help` anywhere asks for help.
-pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageError> {
-    let args = args
-        .into_iter()
-        .map(|arg| {
-            arg.into_string()
-                .map_err(|arg| UsageError(format!("argument {arg:?} is not valid UTF-8")))
-        })
-        .collect::<Result<Vec<String>, UsageError>>()?;
+/// Parses the arguments (without the program name). `-h` or `--help` anywhere asks for help,
+/// even after an argument clap would refuse first.
+pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
         return Ok(Command::Help);
     }
-    let mut options = Options::default();
-    let mut rest = args.into_iter();
-    while let Some(arg) = rest.next() {
-        if let Some(flag) = arg.strip_prefix("--") {
-            apply_flag(&mut options, flag, &mut rest)?;
-        } else if arg.starts_with('-') {
-            return Err(UsageError(format!("unknown flag '{arg}'")));
-        } else {
-            set_workload(&mut options, &arg)?;
-        }
-    }
-    Ok(Command::Run(options))
+    let program = OsString::from("shardwheel");
+    let cli = Cli::try_parse_from(std::iter::once(program).chain(args))?;
+    Ok(Command::Run(cli.options))
 }
 
-fn set_workload(options: &mut Options, name: &str) -> Result<(), UsageError> {
-    let Some(workload) = Workload::from_name(name) else {
-        let known: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        return Err(UsageError(format!(
-            "unknown workload '{name}' (the workloads are {})",
-            known.join(", ")
-        )));
-    };
-    if let Some(first) = options.workload {
-        return Err(UsageError(format!(
-            "only one workload can be given, got '{}' and '{name}' (give none to run all five)",
-            first.name()
-        )));
-    }
-    options.workload = Some(workload);
-    Ok(())
+/// The whole `--help` text.
+pub(crate) fn help() -> String {
+    Cli::command().render_help().to_string()
 }
 
-/// Applies `--flag` (given without its dashes, possibly with `=value`), taking its value from
-/// `rest` when it has none inline.
-fn apply_flag(
-    options: &mut Options,
-    flag: &str,
-    rest: &mut impl Iterator<Item = String>,
-) -> Result<(), UsageError> {
-    let (name, inline) = match flag.split_once('=') {
-        Some((name, value)) => (name, Some(value.to_owned())),
-        None => (flag, None),
-    };
-    if name == "json" {
-        if inline.is_some() {
-            return Err(UsageError("--json takes no value".to_owned()));
-        }
-        options.json = true;
-        return Ok(());
-    }
-    let Some(spec) = NUMERIC.iter().find(|spec| spec.name == name) else {
-        return Err(UsageError(format!("unknown flag '--{name}'")));
-    };
-    let text = match inline {
-        Some(text) => text,
-        None => rest
-            .next()
-            .ok_or_else(|| UsageError(format!("--{name} needs a value")))?,
-    };
-    let value = parse_number(spec, &text)?;
-    store(options, spec.name, value)
-}
-
-/// Parses a decimal integer (digits, optionally separated by '_') within the flag's range.
-fn parse_number(spec: &Numeric, text: &str) -> Result<u64, UsageError> {
-    let name = spec.name;
+/// A flag's value: a decimal whole number in `MIN..=MAX`, whose digits '_' may separate
+/// (`5_000_000`).
+fn number<T: TryFrom<u64>, const MIN: u64, const MAX: u64>(text: &str) -> Result<T, String> {
     let digits: String = text.chars().filter(|&c| c != '_').collect();
     let well_formed = !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
         && !text.starts_with('_')
         && !text.ends_with('_');
     if !well_formed {
-        return Err(UsageError(format!(
-            "--{name} needs a whole number, got '{text}'"
-        )));
+        return Err("expected a whole number (digits, which '_' may separate)".to_owned());
     }
-    match digits.parse::<u64>() {
-        Ok(value) if (spec.min..=spec.max).contains(&value) => Ok(value),
-        _ => Err(UsageError(format!(
-            "--{name} must be between {} and {}, got '{text}'",
-            spec.min, spec.max
-        ))),
-    }
-}
-
-fn store(options: &mut Options, name: &str, value: u64) -> Result<(), UsageError> {
-    if name == "ops" {
-        options.ops = Some(value);
-        return Ok(());
-    }
-    let size = usize::try_from(value)
-        .map_err(|_| UsageError(format!("--{name} {value} is too large for this platform")))?;
-    let slot = match name {
-        "threads" => &mut options.threads,
-        "window" => &mut options.window,
-        "timers" => &mut options.timers,
-        "slow" => &mut options.slow,
-        "shards" => &mut options.shards,
-        "callback-threads" => &mut options.callback_threads,
-        _ => return Err(UsageError(format!("unknown flag '--{name}'"))),
-    };
-    *slot = Some(size);
-    Ok(())
+    let value = digits
+        .parse::<u64>()
+        .ok()
+        .filter(|value| (MIN..=MAX).contains(value))
+        .ok_or_else(|| format!("must be between {MIN} and {MAX}"))?;
+    T::try_from(value).map_err(|_| format!("{value} is too large for this platform"))
 }
 
 #[cfg(test)]
 mod tests {
+    use clap::error::ErrorKind;
+
     use super::*;
 
-    fn parse_strs(args: &[&str]) -> Result<Command, UsageError> {
+    fn parse_strs(args: &[&str]) -> Result<Command, clap::Error> {
         parse(args.iter().map(OsString::from))
     }
 
@@ -317,6 +247,18 @@ mod tests {
             Ok(Command::Run(options)) => options,
             other => panic!("{args:?} gave {other:?}"),
         }
+    }
+
+    fn refusal(args: &[&str]) -> clap::Error {
+        match parse_strs(args) {
+            Err(error) => error,
+            other => panic!("{args:?} was accepted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
 
     #[test]
@@ -332,7 +274,39 @@ mod tests {
         assert_eq!(parsed.threads, Some(4));
         assert!(parsed.json);
         assert_eq!(options(&["--slow", "0"]).slow, Some(0));
+        assert_eq!(options(&["--callback-threads=8"]).callback_threads, Some(8));
+        assert_eq!(options(&["--window=1_0_0"]).window, Some(100));
+        // Flags before the workload, and flags the workload does not use.
+        let parsed = options(&["--window", "7", "--slow=3", "accuracy"]);
+        assert_eq!(parsed.workload, Some(Workload::Accuracy));
+        assert_eq!((parsed.window, parsed.slow), (Some(7), Some(3)));
+    }
+
+    #[test]
+    fn the_last_of_a_repeated_flag_counts() {
         assert_eq!(options(&["--timers", "1", "--timers", "7"]).timers, Some(7));
+        assert_eq!(options(&["--ops=5", "--ops", "6_000"]).ops, Some(6000));
+        assert!(options(&["--json", "--json"]).json);
+    }
+
+    #[test]
+    fn ranges_end_where_the_help_says() {
+        assert_eq!(options(&["--threads", "1"]).threads, Some(1));
+        assert_eq!(options(&["--threads", "1024"]).threads, Some(1024));
+        assert_eq!(options(&["--shards", "1_024"]).shards, Some(1024));
+        assert_eq!(options(&["--ops", "1099511627776"]).ops, Some(1 << 40));
+        let error = refusal(&["--threads", "1025"]);
+        assert_eq!(error.kind(), ErrorKind::ValueValidation);
+        assert!(error.to_string().contains("must be between 1 and 1024"));
+        let error = refusal(&["--ops", "abc"]);
+        assert!(error.to_string().contains("expected a whole number"));
+    }
+
+    #[test]
+    fn every_workload_is_found_by_its_name() {
+        for workload in Workload::ALL {
+            assert_eq!(options(&[workload.name()]).workload, Some(workload));
+        }
     }
 
     #[test]
@@ -373,10 +347,30 @@ mod tests {
             parse_strs(&["accuracy", "--help"]),
             Ok(Command::Help)
         ));
+        assert!(matches!(parse_strs(&["--ops", "-h"]), Ok(Command::Help)));
     }
 
     #[test]
-    fn bad_command_lines_are_refused() {
+    fn the_help_keeps_its_sections() {
+        let help = help();
+        for section in [
+            ABOUT,
+            "Usage: shardwheel [WORKLOAD] [FLAGS]",
+            "Workloads (with no WORKLOAD",
+            "Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct threads",
+            "--callback-threads <N>",
+            "-h, --help",
+            "Exit status: 0 on success",
+        ] {
+            assert!(
+                help.contains(section),
+                "{section:?} is missing from:\n{help}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused_as_usage_errors() {
         for bad in [
             &["nope"][..],
             &["accuracy", "conn-idle"],
@@ -387,15 +381,18 @@ mod tests {
             &["--ops", "-5"],
             &["--ops", "1.5"],
             &["--ops", "_1"],
+            &["--ops", "1_"],
             &["--ops", ""],
             &["--ops", "99999999999999999999999"],
+            &["--ops", "1099511627777"],
+            &["--ops", "0"],
             &["--threads", "0"],
             &["--threads", "5000"],
             &["--timers", "0"],
             &["--window=0"],
             &["--json=yes"],
         ] {
-            assert!(parse_strs(bad).is_err(), "{bad:?} was accepted");
+            assert_eq!(refusal(bad).exit_code(), 2, "{bad:?}");
         }
     }
 }

@@ -90,7 +90,7 @@ mod tests {
             echo '{"workload":"accuracy","timers":5,"p50_ms":0.500}'"#;
         let report = run_child(shell(script), Workload::Accuracy).unwrap();
         assert_eq!(
-            report.json(),
+            report.json().unwrap(),
             r#"{"workload":"accuracy","timers":5,"p50_ms":0.500}"#
         );
     }

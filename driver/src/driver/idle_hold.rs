@@ -49,18 +49,16 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
 /// The process's CPU time (user + sys) over the idle window, as a percentage of the window's
 /// wall-clock length.
 fn idle_cpu_percent(ctx: &Context) -> Result<f64, Failure> {
-    // Asked before the window: it may start a process.
-    let ticks_per_second = proc::ticks_per_second();
     ctx.progress.show(format_args!(
         "idle-hold: measuring CPU time over {} s idle",
         IDLE.as_secs()
     ));
     let start = Instant::now();
-    let before = proc::cpu_ticks()?;
+    let before = proc::cpu_time()?;
     thread::sleep(IDLE);
-    let after = proc::cpu_ticks()?;
+    let after = proc::cpu_time()?;
     let window = start.elapsed();
     ctx.progress.clear();
-    let cpu_secs = after.saturating_sub(before) as f64 / ticks_per_second as f64;
+    let cpu_secs = after.saturating_sub(before).as_secs_f64();
     Ok(cpu_secs / window.as_secs_f64() * 100.0)
 }

@@ -8,7 +8,6 @@ mod child;
 mod conn_idle;
 mod fill;
 mod idle_hold;
-mod json;
 mod lateness;
 mod parallel;
 mod proc;
@@ -30,15 +29,16 @@ use args::{Command, Options};
 use progress::Progress;
 use report::{Report, Table};
 
-/// The exit status for a bad command line.
+/// The exit status for a bad command line (clap's for a usage error).
 const USAGE_EXIT: u8 = 2;
 
 /// The engine's tick for every workload (the engine's default, set explicitly because the
 /// accuracy workloads are defined at it).
 const TICK: Duration = Duration::from_millis(1);
 
-/// The five workloads, in the order a full run takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The five workloads, in the order a full run takes them. On the command line each is
+/// named as [`Workload::name`] says (clap's names for the variants: kebab-case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Workload {
     RpcChurn,
     ConnIdle,
@@ -66,13 +66,6 @@ impl Workload {
             Workload::SlowCallback => "slow-callback",
             Workload::IdleHold => "idle-hold",
         }
-    }
-
-    /// The workload called `name`, if there is one.
-    pub(crate) fn from_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|workload| workload.name() == name)
     }
 
     fn run(self, ctx: &Context) -> Result<Report, Failure> {
@@ -135,8 +128,10 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(Command::Help) => return print_help(),
         Ok(Command::Run(options)) => options,
         Err(error) => {
-            eprintln!("shardwheel: {error}\nRun `shardwheel --help` for the workloads and flags.");
-            return ExitCode::from(USAGE_EXIT);
+            // clap's message names the argument and what is wrong with it, and points to
+            // --help; its exit status for a usage error is 2.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(USAGE_EXIT));
         }
     };
     let ctx = Context {
@@ -155,7 +150,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 fn print_help() -> ExitCode {
     use std::io::Write;
-    match std::io::stdout().lock().write_all(args::HELP.as_bytes()) {
+    match std::io::stdout().lock().write_all(args::help().as_bytes()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
     }
@@ -210,11 +205,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_workload_is_found_by_its_name() {
-        for workload in Workload::ALL {
-            assert_eq!(Workload::from_name(workload.name()), Some(workload));
-        }
-        assert_eq!(Workload::from_name("rpc"), None);
+    fn the_command_line_names_every_workload_by_its_name() {
+        use clap::ValueEnum;
+        let names: Vec<String> = Workload::value_variants()
+            .iter()
+            .filter_map(ValueEnum::to_possible_value)
+            .map(|value| value.get_name().to_owned())
+            .collect();
+        let expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        assert_eq!(names, expected);
     }
 
     #[test]

@@ -1,14 +1,10 @@
-//! What the process costs, read from Linux's `/proc/self`: resident memory and CPU time.
+//! What the process costs: resident memory, read from Linux's `/proc/self/status`, and CPU
+//! time, from `getrusage`.
 
 use std::fs;
-use std::process::Command;
-use std::sync::OnceLock;
+use std::time::Duration;
 
 use super::Failure;
-
-/// Clock ticks per second when `getconf CLK_TCK` cannot say: 100 on every common Linux
-/// platform. (The system call behind it is out of reach without a dependency.)
-const FALLBACK_TICKS_PER_SECOND: u64 = 100;
 
 /// The resident set (`VmRSS`), in kB.
 pub(crate) fn rss_kb() -> Result<u64, Failure> {
@@ -26,28 +22,37 @@ pub(crate) fn reset_peak_rss() -> bool {
     fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-/// The CPU time (user + system) of the whole process so far, in clock ticks.
-pub(crate) fn cpu_ticks() -> Result<u64, Failure> {
-    let stat = read("/proc/self/stat")?;
-    parse_cpu_ticks(&stat)
-        .ok_or_else(|| Failure::new("cannot find utime and stime in /proc/self/stat"))
+/// The CPU time (user + system) of the whole process so far, every thread's, to the
+/// microsecond (`getrusage(RUSAGE_SELF)`).
+#[cfg(target_os = "linux")]
+pub(crate) fn cpu_time() -> Result<Duration, Failure> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: `usage` is writable memory the size and alignment of a `rusage`, which is all
+    // `getrusage` writes to; `RUSAGE_SELF` is a valid `who`.
+    let status = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if status != 0 {
+        return Err(Failure::new(format!(
+            "cannot read the CPU time (getrusage): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: `getrusage` returned 0, so it filled in the whole `rusage`.
+    let usage = unsafe { usage.assume_init() };
+    Ok(duration(usage.ru_utime) + duration(usage.ru_stime))
 }
 
-/// Clock ticks per second, the unit of [`cpu_ticks`]: asked of `getconf CLK_TCK` once, or
-/// [`FALLBACK_TICKS_PER_SECOND`].
-pub(crate) fn ticks_per_second() -> u64 {
-    static TICKS: OnceLock<u64> = OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .filter(|output| output.status.success())
-            .and_then(|output| String::from_utf8(output.stdout).ok())
-            .and_then(|text| text.trim().parse::<u64>().ok())
-            .filter(|&ticks| ticks > 0)
-            .unwrap_or(FALLBACK_TICKS_PER_SECOND)
-    })
+/// Without Linux the CPU time is not read, and idle-hold fails (as the `/proc` readings do).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn cpu_time() -> Result<Duration, Failure> {
+    Err(Failure::new("cannot read the CPU time: only on Linux"))
+}
+
+/// A `timeval` as a `Duration` (a negative field, which `getrusage` never gives, as 0).
+#[cfg(target_os = "linux")]
+fn duration(time: libc::timeval) -> Duration {
+    let secs = u64::try_from(time.tv_sec).unwrap_or(0);
+    let micros = u64::try_from(time.tv_usec).unwrap_or(0);
+    Duration::from_secs(secs).saturating_add(Duration::from_micros(micros))
 }
 
 fn read(path: &str) -> Result<String, Failure> {
@@ -68,17 +73,6 @@ fn parse_status_kb(status: &str, field: &str) -> Option<u64> {
     line.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
-/// utime + stime (fields 14 and 15) of /proc/self/stat. The command name (field 2) is in
-/// parentheses and may hold spaces or parentheses itself, so fields are counted from the last
-/// ')': the first one after it is field 3.
-fn parse_cpu_ticks(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace().skip(14 - 3);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some(user + system)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,17 +86,22 @@ mod tests {
     }
 
     #[test]
-    fn cpu_ticks_are_counted_after_the_command_name() {
-        let stat = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 70 30 0 0 20 0 1";
-        assert_eq!(parse_cpu_ticks(stat), Some(100));
-        assert_eq!(parse_cpu_ticks("42 (x) S 1"), None);
-    }
-
-    #[test]
     fn this_process_can_be_measured() {
         assert!(rss_kb().is_ok_and(|kb| kb > 0));
         assert!(peak_rss_kb().is_ok());
-        assert!(cpu_ticks().is_ok());
-        assert!(ticks_per_second() > 0);
+        assert!(cpu_time().is_ok());
+    }
+
+    #[test]
+    fn cpu_time_is_finer_than_a_clock_tick() {
+        // Spins until the CPU time moves, then checks it moved by less than a 10 ms clock
+        // tick of /proc/self/stat.
+        let start = cpu_time().unwrap();
+        let mut now = start;
+        while now == start {
+            std::hint::black_box(now);
+            now = cpu_time().unwrap();
+        }
+        assert!(now - start < Duration::from_millis(5), "{:?}", now - start);
     }
 }

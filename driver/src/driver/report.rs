@@ -1,43 +1,30 @@
 //! A workload's figures, as a row of the human table and as one line of JSON.
 
 use std::borrow::Cow;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::io::{self, Write};
+use std::str::FromStr;
 
-use super::json::{self, Scalar};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Number;
+
 use super::{Failure, Workload};
 
 /// The width of the table's first column: the longest workload name and a gap.
 const NAME_WIDTH: usize = 15;
 
-/// One figure.
-#[derive(Debug, Clone, PartialEq)]
-enum Value {
-    Count(u64),
-    /// A number printed with this many decimals.
-    Fixed(f64, usize),
-    /// A figure read back from another process's JSON line (a number or `null`), printed as
-    /// the text it was read from.
-    Verbatim(String),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Value::Count(n) => write!(f, "{n}"),
-            // JSON has no NaN or infinity.
-            Value::Fixed(x, _) if !x.is_finite() => f.write_str("null"),
-            Value::Fixed(x, decimals) => write!(f, "{x:.decimals$}"),
-            Value::Verbatim(ref text) => f.write_str(text),
-        }
-    }
-}
+/// One figure: a number, or `None` for one JSON cannot hold (NaN, an infinity), printed as
+/// `null`. serde_json is built with `arbitrary_precision`, so a `Number` keeps the text it was
+/// made from: a figure has the same decimals in the row and in the JSON line, in this process
+/// and in the one that reads the line back.
+type Figure = Option<Number>;
 
 /// The figures of one workload run, in the order they were added.
 #[derive(Debug, Clone)]
 pub(crate) struct Report {
     workload: Workload,
-    figures: Vec<(Cow<'static, str>, Value)>,
+    figures: Vec<(Cow<'static, str>, Figure)>,
 }
 
 impl Report {
@@ -50,58 +37,50 @@ impl Report {
 
     /// Adds a whole number.
     pub(crate) fn count(mut self, key: &'static str, n: u64) -> Self {
-        self.figures.push((key.into(), Value::Count(n)));
+        self.figures.push((key.into(), Some(Number::from(n))));
         self
     }
 
     /// Adds a number to be printed with `decimals` decimals.
     pub(crate) fn fixed(mut self, key: &'static str, x: f64, decimals: usize) -> Self {
-        self.figures.push((key.into(), Value::Fixed(x, decimals)));
+        // A finite f64 printed with fixed decimals is always a JSON number.
+        let figure = x
+            .is_finite()
+            .then(|| Number::from_str(&format!("{x:.decimals$}")).ok())
+            .flatten();
+        self.figures.push((key.into(), figure));
         self
     }
 
     /// The report `workload` printed as its JSON line (in another process), read back: its row
     /// and JSON line are the ones that process would print. The object must name `workload`
-    /// first, then hold only numbers or `null` under plain keys (letters, digits and '_').
+    /// first, then hold only numbers or `null` under plain keys (letters, digits and '_'), each
+    /// once.
     pub(crate) fn from_json(workload: Workload, line: &str) -> Result<Self, String> {
-        let fields =
-            json::parse_object(line).map_err(|error| format!("not a JSON object: {error}"))?;
-        let mut fields = fields.into_iter();
-        match fields.next() {
-            Some((key, Scalar::Str(name))) if key == "workload" && name == workload.name() => {}
-            _ => {
-                return Err(format!(
-                    "the object does not start with \"workload\":\"{}\"",
-                    workload.name()
-                ))
-            }
+        let Line { name, figures } =
+            serde_json::from_str(line).map_err(|error| format!("not a report: {error}"))?;
+        if name != workload.name() {
+            return Err(format!(
+                "the object does not start with \"workload\":\"{}\"",
+                workload.name()
+            ));
         }
         let mut report = Report::new(workload);
-        for (key, value) in fields {
+        for (key, figure) in figures {
             let plain =
                 !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             if !plain {
                 return Err(format!("unexpected key {key:?}"));
             }
-            let text = match value {
-                Scalar::Number(text) => text,
-                Scalar::Null => "null".to_owned(),
-                Scalar::Str(_) => return Err(format!("\"{key}\" is not a number")),
-            };
-            report.figures.push((key.into(), Value::Verbatim(text)));
+            report.figures.push((key.into(), figure));
         }
         Ok(report)
     }
 
     /// The report as one line of JSON: `workload` first, then the figures.
-    pub(crate) fn json(&self) -> String {
-        let mut line = format!("{{\"workload\":\"{}\"", self.workload.name());
-        for (key, value) in &self.figures {
-            // Writing to a String cannot fail.
-            let _ = write!(line, ",\"{key}\":{value}");
-        }
-        line.push('}');
-        line
+    pub(crate) fn json(&self) -> Result<String, Failure> {
+        serde_json::to_string(self)
+            .map_err(|error| Failure::new(format!("cannot write a report as JSON: {error}")))
     }
 
     /// The report as a row of the human table.
@@ -109,13 +88,68 @@ impl Report {
         let figures: Vec<String> = self
             .figures
             .iter()
-            .map(|(key, value)| format!("{key}={value}"))
+            .map(|(key, figure)| match figure {
+                Some(number) => format!("{key}={number}"),
+                None => format!("{key}=null"),
+            })
             .collect();
         format!(
             "{:<NAME_WIDTH$}{}",
             self.workload.name(),
             figures.join("  ")
         )
+    }
+}
+
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut object = serializer.serialize_map(Some(1 + self.figures.len()))?;
+        object.serialize_entry("workload", self.workload.name())?;
+        for (key, figure) in &self.figures {
+            object.serialize_entry(key, figure)?;
+        }
+        object.end()
+    }
+}
+
+/// A report line as another process printed it: `"workload"` and the workload's name first,
+/// then the figures, in order, each key once.
+struct Line {
+    name: String,
+    figures: Vec<(String, Figure)>,
+}
+
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(LineVisitor)
+    }
+}
+
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Line;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of \"workload\" and a name, then numbers or null")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut object: A) -> Result<Line, A::Error> {
+        if object.next_key::<String>()?.as_deref() != Some("workload") {
+            return Err(de::Error::custom(
+                "the object does not start with \"workload\"",
+            ));
+        }
+        let name = object.next_value()?;
+        let mut figures: Vec<(String, Figure)> = Vec::new();
+        while let Some(key) = object.next_key::<String>()? {
+            if key == "workload" || figures.iter().any(|(seen, _)| *seen == key) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            let figure = object.next_value()?;
+            figures.push((key, figure));
+        }
+        Ok(Line { name, figures })
     }
 }
 
@@ -147,7 +181,7 @@ impl Table {
     pub(crate) fn finish(self) -> Result<(), Failure> {
         if self.json {
             for report in &self.reports {
-                print_line(&report.json())?;
+                print_line(&report.json()?)?;
             }
         }
         Ok(())
@@ -165,19 +199,24 @@ fn print_line(line: &str) -> Result<(), Failure> {
 mod tests {
     use super::*;
 
+    fn json(report: &Report) -> String {
+        report.json().unwrap()
+    }
+
     #[test]
     fn json_has_the_workload_first_and_fixed_decimals() {
         let report = Report::new(Workload::Accuracy)
             .count("timers", 5)
             .fixed("p50_ms", 0.51234, 3)
+            .fixed("p99_ms", 1.1, 3)
             .fixed("bad", f64::NAN, 1);
         assert_eq!(
-            report.json(),
-            r#"{"workload":"accuracy","timers":5,"p50_ms":0.512,"bad":null}"#
+            json(&report),
+            r#"{"workload":"accuracy","timers":5,"p50_ms":0.512,"p99_ms":1.100,"bad":null}"#
         );
         assert_eq!(
             report.row(),
-            "accuracy       timers=5  p50_ms=0.512  bad=null"
+            "accuracy       timers=5  p50_ms=0.512  p99_ms=1.100  bad=null"
         );
     }
 
@@ -187,16 +226,31 @@ mod tests {
             .count("timers", 1_000_000)
             .fixed("insert_mops", 12.3456, 3)
             .fixed("bytes_per_timer", 0.0, 1)
-            .fixed("reclaim_ms", f64::INFINITY, 1);
-        let read = Report::from_json(Workload::ConnIdle, &report.json()).unwrap();
-        assert_eq!(read.json(), report.json());
+            .fixed("reclaim_ms", f64::INFINITY, 1)
+            .fixed("rss_after_cancel_mb", -0.04, 1)
+            .count("threads", u64::MAX);
+        let read = Report::from_json(Workload::ConnIdle, &json(&report)).unwrap();
+        assert_eq!(json(&read), json(&report));
         assert_eq!(read.row(), report.row());
         assert_eq!(
             read.row(),
-            "conn-idle      timers=1000000  insert_mops=12.346  bytes_per_timer=0.0  reclaim_ms=null"
+            "conn-idle      timers=1000000  insert_mops=12.346  bytes_per_timer=0.0  \
+             reclaim_ms=null  rss_after_cancel_mb=-0.0  threads=18446744073709551615"
         );
-        let bare = Report::from_json(Workload::IdleHold, r#" {"workload":"idle-hold"} "#).unwrap();
-        assert_eq!(bare.json(), r#"{"workload":"idle-hold"}"#);
+        let bare =
+            Report::from_json(Workload::IdleHold, " {\t\"workload\" : \"idle-hold\"}\r\n").unwrap();
+        assert_eq!(json(&bare), r#"{"workload":"idle-hold"}"#);
+    }
+
+    #[test]
+    fn numbers_read_back_keep_their_text() {
+        let line = r#"{"workload":"accuracy","timers":5,"p50_ms":0.510,"big":-1.5e+3,"bad":null}"#;
+        let read = Report::from_json(Workload::Accuracy, line).unwrap();
+        assert_eq!(json(&read), line);
+        assert_eq!(
+            read.row(),
+            "accuracy       timers=5  p50_ms=0.510  big=-1.5e+3  bad=null"
+        );
     }
 
     #[test]
@@ -204,13 +258,25 @@ mod tests {
         for bad in [
             "",
             "workload       figures",
+            "[]",
+            "{}",
             r#"{"workload":"accuracy","timers":5"#,
             r#"{"timers":5,"workload":"accuracy"}"#,
             r#"{"workload":"conn-idle","timers":5}"#,
+            r#"{"workload":5}"#,
             r#"{"workload":"accuracy","note":"x"}"#,
+            r#"{"workload":"accuracy","a":true}"#,
+            r#"{"workload":"accuracy","a":{}}"#,
+            r#"{"workload":"accuracy","a":[1]}"#,
+            r#"{"workload":"accuracy","a":01}"#,
+            r#"{"workload":"accuracy","a":1.}"#,
+            r#"{"workload":"accuracy","a":1,}"#,
             r#"{"workload":"accuracy","a b":1}"#,
             r#"{"workload":"accuracy","":1}"#,
+            r#"{"workload":"accuracy","timers":5,"timers":6}"#,
             r#"{"workload":"accuracy","timers":5,"workload":"accuracy"}"#,
+            r#"{"workload":"accuracy"}x"#,
+            r#"{"workload":"accuracy"}{}"#,
         ] {
             assert!(
                 Report::from_json(Workload::Accuracy, bad).is_err(),

@@ -39,7 +39,7 @@ pub(crate) fn poll_until<S: fmt::Display>(
                 timeout.as_secs()
             )));
         }
-        if polls % REDRAW_EVERY == 0 {
+        if polls.is_multiple_of(REDRAW_EVERY) {
             ctx.progress.show(format_args!("{what}: {state}"));
         }
         polls = polls.wrapping_add(1);
