@@ -494,7 +494,7 @@ impl HeapShared {
         let earliest = state
             .heap
             .peek()
-            .map_or(true, |Reverse((first, _))| at < *first);
+            .is_none_or(|Reverse((first, _))| at < *first);
         state.heap.push(Reverse((at, id)));
         state.callbacks.insert(id, callback);
         drop(state);

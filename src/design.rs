@@ -343,7 +343,7 @@
 //! `fetch_add` on each schedule and given back as timers fire, are cancelled or are handed
 //! back. Engines without a cap have no counter and pay nothing for it.
 //!
-//! A zero or past delay fires on the next tick. A delay beyond the wheel's span (`max_delay()`)
+//! A zero or past delay fires on the shard's next turn. A delay beyond the wheel's span (`max_delay()`)
 //! or past what `Instant` can hold is refused with `DelayTooLong`; over the cap, `Full`; after
 //! shutdown, `Shutdown`. Every refusal hands the callback back. A panicking callback is caught
 //! and counted. No input panics the engine.

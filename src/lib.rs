@@ -58,4 +58,4 @@ struct ReadmeExample;
 
 pub use engine::{BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired};
 pub use time::ManualClock;
-pub use timer::{Elapsed, Sleep, Timeout, TimerHandle};
+pub use timer::{Elapsed, Sleep, Timeout, TimerHandle, TimerState};

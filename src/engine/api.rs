@@ -12,11 +12,11 @@ use super::builder::Builder;
 use super::core::{ClockWatch, EngineCore};
 use super::error::ScheduleError;
 use super::routing::task_hash;
-use super::shutdown::Runners;
+use super::shutdown::{Phase, Runners, Shutdown};
 use super::stats::Stats;
 use crate::entry::{unbox, Callback, Entry, EntryRef};
 use crate::shard::{Lane, Stopped};
-use crate::sync::{Arc, Mutex, StdArc};
+use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
 use crate::timer::{Repeating, Sleep, Timeout, TimerHandle};
 
@@ -26,7 +26,7 @@ use crate::timer::{Repeating, Sleep, Timeout, TimerHandle};
 /// down (dropping the timers that never ran) and joins every thread it started.
 pub struct TimerEngine {
     core: Arc<EngineCore>,
-    runners: Mutex<Option<Runners>>,
+    shutdown: Shutdown,
     /// The engine's registration with its manual clock, if it has one and drives its shards
     /// itself: what the clock holds weakly, and the id to unwatch it by.
     watch: Option<(StdArc<ClockWatch>, u64)>,
@@ -57,7 +57,7 @@ impl TimerEngine {
             });
         TimerEngine {
             core,
-            runners: Mutex::new(Some(runners)),
+            shutdown: Shutdown::new(runners),
             watch,
         }
     }
@@ -66,8 +66,8 @@ impl TimerEngine {
         &self.core
     }
 
-    pub(super) fn runners(&self) -> &Mutex<Option<Runners>> {
-        &self.runners
+    pub(super) fn shutdown_state(&self) -> &Shutdown {
+        &self.shutdown
     }
 
     /// Stops catching up with the manual clock, if the engine was.
@@ -78,13 +78,13 @@ impl TimerEngine {
     }
 
     pub(super) fn add_shard_thread(&self, thread: JoinHandle<Stopped>) {
-        if let Some(runners) = self.lock_runners().as_mut() {
+        if let Phase::Running(runners) = &mut *self.shutdown.lock() {
             runners.shard_threads.push(thread);
         }
     }
 
     /// Runs `callback` once `delay` has passed (at the first tick at or after it). A zero delay
-    /// fires on the next tick.
+    /// fires on the shard's next turn.
     ///
     /// # Errors
     /// Hands the callback back in [`ScheduleError::DelayTooLong`] if `delay` exceeds
@@ -107,7 +107,7 @@ impl TimerEngine {
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
-    /// past fires on the next tick.
+    /// past fires on the shard's next turn.
     ///
     /// # Errors
     /// As [`schedule`](Self::schedule).

@@ -146,8 +146,14 @@ impl Builder {
         self
     }
 
-    /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while this
-    /// many are pending. Default: no cap.
+    /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while the
+    /// engine holds this many. Default: no cap.
+    ///
+    /// The cap bounds the engine's timer memory, whatever its shards are doing: a timer holds
+    /// its place from `schedule` until the engine lets go of it. That is when it fires, is
+    /// handed back, or, once cancelled, when its shard drops it (on the shard's next turn,
+    /// within about a tick); a repeating timer holds its place until it stops. A producer
+    /// that outruns a stalled shard gets `Full` rather than piling up memory.
     ///
     /// ```
     /// use std::time::Duration;

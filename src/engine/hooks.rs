@@ -5,7 +5,7 @@ use super::api::TimerEngine;
 #[cfg(loom)]
 use super::builder::{Assembled, Builder};
 #[cfg(loom)]
-use super::shutdown::{Runners, Unfired};
+use super::shutdown::{Phase, Runners, Unfired};
 #[cfg(not(loom))]
 use crate::shard::Lane;
 #[cfg(loom)]
@@ -49,8 +49,9 @@ impl TimerEngine {
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
     #[cfg(loom)]
     pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
-        let Some(runners) = self.lock_runners().take() else {
-            return Vec::new();
+        let runners = match std::mem::replace(&mut *self.shutdown_state().lock(), Phase::Stopped) {
+            Phase::Running(runners) => runners,
+            _ => return Vec::new(),
         };
         self.stop_shards();
         let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();

@@ -6,6 +6,12 @@
 //! the wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
 //! racing it takes its own timer back (the producer's half, in `shard::lane`), so every timer
 //! lands in exactly one place: fired, cancelled, handed back here, or refused.
+//!
+//! Callers of `shutdown` (and `drop`) meet in one [`Phase`]: the first does the work, and every
+//! other caller from outside the engine's callbacks waits until it is done, so none returns
+//! while a callback of the engine still runs. A shutdown begun inside one of the engine's own
+//! callbacks cannot wait for that callback: it finishes on a thread of its own, and the next
+//! caller from outside joins that thread and receives the timers it handed back.
 
 use std::fmt;
 use std::thread::JoinHandle;
@@ -14,9 +20,49 @@ use std::time::Instant;
 use super::api::TimerEngine;
 use super::core::EngineCore;
 use super::pool::OwnedPool;
-use crate::entry::Callback;
+use crate::entry::{Callback, Lifecycle};
 use crate::shard::{in_callback_of, Stopped};
-use crate::sync::{barrier, MutexGuard};
+use crate::sync::{barrier, Condvar, Mutex, MutexGuard};
+use crate::timer::TimerHandle;
+
+/// Where an engine is in its shutdown.
+pub(super) enum Phase {
+    /// Running, with the threads to join at shutdown.
+    Running(Runners),
+    /// A caller is finishing the shutdown, or joining the thread that does.
+    Stopping,
+    /// A shutdown begun inside one of the engine's callbacks is finishing on this thread; the
+    /// next caller from outside joins it and takes what it handed back.
+    Finishing(JoinHandle<Vec<Unfired>>),
+    /// Done: every thread the engine started has been joined (or, after a shutdown from
+    /// inside a callback that no outside caller followed, left to finish on its own).
+    Stopped,
+}
+
+/// The shutdown phase, and the condition its waiters wait on.
+pub(super) struct Shutdown {
+    phase: Mutex<Phase>,
+    done: Condvar,
+}
+
+impl Shutdown {
+    pub(super) fn new(runners: Runners) -> Self {
+        Shutdown {
+            phase: Mutex::new(Phase::Running(runners)),
+            done: Condvar::new(),
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, Phase> {
+        self.phase.lock()
+    }
+
+    /// Records that the shutdown is complete and wakes the callers waiting for it.
+    fn complete(&self) {
+        *self.phase.lock() = Phase::Stopped;
+        self.done.notify_all();
+    }
+}
 
 /// The threads an engine started, joined at shutdown.
 pub(super) struct Runners {
@@ -39,11 +85,26 @@ impl Runners {
 /// A timer that neither fired nor was cancelled before [`TimerEngine::shutdown`], handed back so
 /// the caller can run it, log it or drop it.
 pub struct Unfired {
+    timer: TimerHandle,
     deadline: Instant,
     callback: Box<dyn Callback>,
 }
 
 impl Unfired {
+    /// The timer, equal to the handle its `schedule` returned, so the caller can match what
+    /// comes back to its own records.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let kept = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let unfired = engine.shutdown();
+    /// assert_eq!(unfired[0].timer(), &kept);
+    /// ```
+    pub fn timer(&self) -> &TimerHandle {
+        &self.timer
+    }
+
     /// The instant the timer was due (rounded up to the engine's tick).
     ///
     /// ```
@@ -102,42 +163,78 @@ impl TimerEngine {
     /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
     /// ```
     pub fn shutdown(&self) -> Vec<Unfired> {
-        let runners = {
-            let mut runners = self.lock_runners();
-            match runners.as_ref() {
-                // Already shut down, or the shards belong to the caller (a driven engine).
-                None => return Vec::new(),
-                Some(r) if r.driven => return Vec::new(),
-                Some(_) => {}
+        let inside = in_callback_of(self.core().id);
+        let shutdown = self.shutdown_state();
+        let mut phase = shutdown.lock();
+        loop {
+            match std::mem::replace(&mut *phase, Phase::Stopping) {
+                Phase::Running(runners) if runners.driven => {
+                    // The shards belong to the caller (a driven engine): theirs to stop.
+                    *phase = Phase::Running(runners);
+                    return Vec::new();
+                }
+                Phase::Running(runners) => {
+                    // Stop the shards before letting go of the lock, so a concurrent caller
+                    // that finds the engine stopping also finds `schedule` refusing.
+                    self.stop_shards();
+                    if inside {
+                        // Waiting for callbacks in flight, or joining this thread, would wait
+                        // for this very call: finish on a thread of its own.
+                        *phase = self.finish_elsewhere(runners);
+                        return Vec::new();
+                    }
+                    drop(phase);
+                    let unfired = self.core().finish(runners);
+                    shutdown.complete();
+                    return unfired;
+                }
+                Phase::Finishing(finisher) if !inside => {
+                    drop(phase);
+                    // The finishing thread never panics short of a bug in the engine; its
+                    // timers are then lost with it.
+                    let unfired = finisher.join().unwrap_or_default();
+                    shutdown.complete();
+                    return unfired;
+                }
+                Phase::Stopping if !inside => {
+                    phase = shutdown.done.wait(phase);
+                }
+                // Done already; or called from a callback of this engine while another call
+                // finishes the shutdown, which waits for that callback: it cannot wait too.
+                other => {
+                    *phase = other;
+                    return Vec::new();
+                }
             }
-            // Stop the shards before letting go of the lock, so a concurrent caller that finds
-            // the runners gone also finds `schedule` refusing.
-            self.stop_shards();
-            runners.take()
-        };
-        let Some(runners) = runners else {
-            return Vec::new();
-        };
-        let core = self.core();
-        if in_callback_of(core.id) {
-            // Called from one of this engine's own callbacks (for example by dropping the last
-            // reference to the engine there): waiting for callbacks in flight, or joining the
-            // thread, would wait for this very call. Finish on a thread of its own; the timers
-            // still pending are dropped there (and counted as handed back).
-            let core = core.clone();
-            let spawned = std::thread::Builder::new()
-                .name("shardwheel-shutdown".into())
-                .spawn(move || drop(core.finish(runners)));
-            // If no thread can be had, the timers stay where they are, pending, and their memory
-            // is freed as the handles go.
-            drop(spawned);
-            return Vec::new();
         }
-        core.finish(runners)
     }
 
-    pub(super) fn lock_runners(&self) -> MutexGuard<'_, Option<Runners>> {
-        self.runners().lock()
+    /// Whether `shutdown` has been called (or the engine dropped). From then on every
+    /// `schedule` is refused.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(!engine.is_shutdown());
+    /// engine.shutdown();
+    /// assert!(engine.is_shutdown());
+    /// ```
+    pub fn is_shutdown(&self) -> bool {
+        self.core().shards.iter().all(|shard| shard.is_stopped())
+    }
+
+    /// Starts a thread that finishes the shutdown; the phase to record.
+    fn finish_elsewhere(&self, runners: Runners) -> Phase {
+        let core = self.core().clone();
+        let spawned = std::thread::Builder::new()
+            .name("shardwheel-shutdown".into())
+            .spawn(move || core.finish(runners));
+        match spawned {
+            Ok(finisher) => Phase::Finishing(finisher),
+            // No thread could be had: the runners went with the closure, the shard threads
+            // exit on their own (their stop flags are set), and the timers still pending stay
+            // where they are, their memory freed as the handles go.
+            Err(_) => Phase::Stopped,
+        }
     }
 
     /// Sets every shard's `stop` flag and wakes it; stops catching up with a manual clock.
@@ -183,22 +280,31 @@ impl EngineCore {
     fn collect(&self, stopped: Vec<Option<Stopped>>) -> Vec<Unfired> {
         let mut unfired = Vec::new();
         let mut entries = Vec::new();
-        for (shard, stopped) in self.shards.iter().zip(stopped) {
+        for ((shard, lanes), stopped) in self.shards_with_lanes().zip(stopped) {
             if let Some(stopped) = stopped {
                 stopped.empty_into(&mut entries);
             }
-            let before = unfired.len();
+            let mut returned = 0;
+            let mut cancelled = 0;
             for entry in entries.drain(..) {
-                if let Ok((word, callback)) = entry.give_back() {
-                    unfired.push(Unfired {
-                        deadline: self.clock.instant_of(word.deadline()),
-                        callback,
-                    });
+                match entry.give_back() {
+                    Ok((word, callback)) => {
+                        returned += 1;
+                        unfired.push(Unfired {
+                            deadline: self.clock.instant_of(word.deadline()),
+                            // Any lane of the shard serves the handle: it only reads the
+                            // shard's clock, and a cancel of a returned timer does nothing.
+                            timer: TimerHandle::of(entry, lanes[0].clone()),
+                            callback,
+                        });
+                    }
+                    // Cancelled while queued: its cap place is let go of here.
+                    Err(word) if word.lifecycle() == Lifecycle::Cancelled => cancelled += 1,
+                    Err(_) => {}
                 }
             }
-            let returned = unfired.len() - before;
             shard.counts().add_returned(returned as u64);
-            shard.release_cap(returned);
+            shard.release_cap(returned + cancelled);
         }
         unfired
     }

@@ -140,6 +140,12 @@ impl ShardCore {
         self.stop.load(Ordering::Acquire)
     }
 
+    /// Whether the engine has a cap on pending timers.
+    pub(super) fn has_cap(&self) -> bool {
+        self.cap.is_some()
+    }
+
+    /// Gives back `n` places under the cap (timers the engine is done with).
     pub(crate) fn release_cap(&self, n: usize) {
         if let Some(cap) = &self.cap {
             cap.release(n);

@@ -16,7 +16,7 @@
 use super::core::ShardCore;
 use super::executor::{Executor, Inflight};
 use super::lane::Lane;
-use crate::entry::{EntryRef, Fired};
+use crate::entry::{EntryRef, Fired, Lifecycle};
 use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
@@ -75,6 +75,11 @@ struct Outcomes {
     fired: Vec<Fired>,
     /// The dead entries, for their lanes to reuse.
     spares: Spares,
+    /// Whether the engine has a cap, whose places cancelled timers hold until the shard lets
+    /// go of them (see `count_let_go`).
+    capped: bool,
+    /// Cancelled timers let go of in this turn, whose cap places the turn gives back.
+    let_go: usize,
 }
 
 impl Outcomes {
@@ -84,6 +89,22 @@ impl Outcomes {
             Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
             Settled::Placed | Settled::LeftToUnlink => {}
         }
+    }
+
+    /// Files an entry taken from an inbound queue or ring. A cancelled timer keeps its place
+    /// under the cap until the engine lets go of its entry, so that the cap bounds the memory
+    /// the engine holds even while its shard is stalled: this is where a timer cancelled while
+    /// queued is let go of (one cancelled while placed is let go of when its unlink request is
+    /// taken). Every arming of a timer passes through a queue once, so each is counted once.
+    fn file_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
+        if self.capped {
+            if let Settled::Dropped(dead) = &settled {
+                if dead.state().lifecycle() == Lifecycle::Cancelled {
+                    self.let_go += 1;
+                }
+            }
+        }
+        self.file(settled, index, lane);
     }
 }
 
@@ -171,11 +192,14 @@ impl Shard {
         executor: Executor,
         inflight: Arc<Inflight>,
     ) -> Self {
+        let capped = core.has_cap();
         Shard {
             core,
             outcomes: Outcomes {
                 fired: Vec::new(),
                 spares: Spares::new(lanes.len()),
+                capped,
+                let_go: 0,
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
@@ -202,6 +226,8 @@ impl Shard {
                 for entry in unlinked.drain(batch..) {
                     // SAFETY: as above.
                     let dead = unsafe { self.wheel.unlink_cancelled(entry) };
+                    // The engine lets go of a timer cancelled while placed (see `file_taken`).
+                    self.outcomes.let_go += 1;
                     self.outcomes.file(Settled::Dropped(dead), index, lane);
                 }
             }
@@ -216,7 +242,7 @@ impl Shard {
             }
             for entry in fresh.drain(..) {
                 let settled = self.wheel.settle(entry);
-                self.outcomes.file(settled, index, lane);
+                self.outcomes.file_taken(settled, index, lane);
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -235,7 +261,7 @@ impl Shard {
                 };
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.settle(entry);
-                self.outcomes.file(settled, index, lane);
+                self.outcomes.file_taken(settled, index, lane);
             }
         }
         self.fresh = fresh;
@@ -251,6 +277,8 @@ impl Shard {
     fn publish(&mut self, now: u64, complete: bool) {
         let counts = self.core.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
+        self.core
+            .release_cap(std::mem::take(&mut self.outcomes.let_go));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             counts.add_fired(fired as u64);

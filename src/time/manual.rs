@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
+use super::tick::MAX_DELAY_NANOS;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 
 /// A clock that stands still until [`advance`](ManualClock::advance) moves it, for testing code
@@ -98,8 +99,10 @@ impl ManualClock {
     }
 
     /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
-    /// the timers due by the new time and their callbacks have returned. Must not be called
-    /// from inside a timer callback of an engine on this clock (it would wait for itself).
+    /// the timers due by the new time and their callbacks have returned. The clock stops at
+    /// about 292 years after it was made (`advance(Duration::MAX)` goes there); timers due
+    /// by then still fire. Must not be called from inside a
+    /// timer callback of an engine on this clock (it would wait for itself).
     ///
     /// ```
     /// let clock = shardwheel::ManualClock::new();
@@ -108,12 +111,12 @@ impl ManualClock {
     /// ```
     pub fn advance(&self, by: Duration) {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        // Release: see `elapsed`. A CAS loop rather than fetch_add so the clock saturates
-        // instead of wrapping.
+        // Release: see `elapsed`. A CAS loop rather than fetch_add so the clock stops at its
+        // end instead of wrapping.
         let mut current = self.inner.nanos.load(Ordering::Relaxed);
         while let Err(actual) = self.inner.nanos.compare_exchange_weak(
             current,
-            current.saturating_add(by),
+            current.saturating_add(by).min(MAX_DELAY_NANOS),
             Ordering::Release,
             Ordering::Relaxed,
         ) {

@@ -68,6 +68,12 @@ impl TickDivisor {
     }
 }
 
+/// The longest delay at any tick, in nanoseconds (about 292 years): half of what a `u64` of
+/// nanoseconds holds, so that a deadline (the time since the origin, which a manual clock also
+/// keeps within this bound, plus a delay) never overflows. At ticks of up to about 134 ms the
+/// wheel's span is the tighter bound.
+pub(crate) const MAX_DELAY_NANOS: u64 = u64::MAX / 2;
+
 /// `duration` in nanoseconds, saturating at `u64::MAX` (584 years).
 fn nanos_of(duration: Duration) -> u64 {
     duration
@@ -95,7 +101,11 @@ impl TickClock {
             origin,
             tick,
             tick_nanos: TickDivisor::new(tick_nanos),
-            max_delay: Duration::from_nanos(tick_nanos.saturating_mul(span_ticks - 2)),
+            max_delay: Duration::from_nanos(
+                tick_nanos
+                    .saturating_mul(span_ticks - 2)
+                    .min(MAX_DELAY_NANOS),
+            ),
             last_tick,
             manual,
         }
@@ -139,25 +149,36 @@ impl TickClock {
     }
 
     /// The tick a timer `delay` from now is due at; `None` if that is beyond the wheel's range.
-    /// Works in nanoseconds from the origin: one clock read, one subtraction, one add.
+    /// Works in nanoseconds from the origin: one clock read, one subtraction, one add. A zero
+    /// delay is due at the current tick (which has begun), so the shard fires it on its next
+    /// turn, even at the end of a manual clock's time.
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
         if delay > self.max_delay {
             return None;
         }
-        // `max_delay` fits in u64 nanoseconds, so `delay` does too.
-        let deadline = self
-            .nanos_since_origin(self.now())
-            .checked_add(nanos_of(delay))?;
+        let now = self.nanos_since_origin(self.now());
+        if delay.is_zero() {
+            return Some(self.tick_nanos.floor(now)).filter(|&tick| tick <= self.last_tick);
+        }
+        // `max_delay` and the time since the origin are each at most `MAX_DELAY_NANOS`, so
+        // the sum does not overflow while the monotonic clock stays within 292 years of the
+        // engine's start (a manual clock stops there).
+        let deadline = now.checked_add(nanos_of(delay))?;
         Some(self.tick_nanos.ceil(deadline)).filter(|&tick| tick <= self.last_tick)
     }
 
     /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
-    /// range.
+    /// range. A deadline already past is due at the current tick, as a zero delay is.
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
-        if deadline.saturating_duration_since(self.now()) > self.max_delay {
+        let now = self.now();
+        let tick = if deadline <= now {
+            self.tick_nanos.floor(self.nanos_since_origin(now))
+        } else if deadline - now > self.max_delay {
             return None;
-        }
-        Some(self.ceil_tick(deadline)).filter(|&tick| tick <= self.last_tick)
+        } else {
+            self.ceil_tick(deadline)
+        };
+        Some(tick).filter(|&tick| tick <= self.last_tick)
     }
 
     /// The instant tick `tick` begins.

@@ -1,6 +1,7 @@
 //! The handle a caller keeps for each scheduled timer.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use crate::entry::{Callback, EntryRef, Lifecycle};
@@ -8,16 +9,41 @@ use crate::shard::{Lane, Ownership};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
+/// Two handles are equal (and hash alike) when they refer to the same timer, so a timer handed
+/// back at shutdown can be matched to the handle kept for it ([`Unfired::timer`]).
 ///
 /// Dropping a handle neither cancels the timer nor leaks it: the timer still fires, and its
 /// memory is freed when both the engine and the handle are done with it.
+///
+/// [`Unfired::timer`]: crate::Unfired::timer
 #[derive(Clone)]
 pub struct TimerHandle {
     entry: EntryRef,
     lane: Arc<Lane>,
 }
 
+/// Where a timer is in its life, as [`TimerHandle::state`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimerState {
+    /// Scheduled, and neither fired, cancelled nor handed back yet.
+    Pending,
+    /// Its callback was handed to the executor (for a repeating timer: it ran and stopped for
+    /// good, or a run is under way).
+    Fired,
+    /// Stopped by a `cancel` that returned `true`.
+    Cancelled,
+    /// Handed back by [`TimerEngine::shutdown`](crate::TimerEngine::shutdown).
+    HandedBack,
+}
+
 impl TimerHandle {
+    /// The handle of a timer whose entry came back at shutdown through one of `lane`'s shard's
+    /// queues or its wheel.
+    pub(crate) fn of(entry: EntryRef, lane: Arc<Lane>) -> Self {
+        TimerHandle { entry, lane }
+    }
+
     /// Queues `entry`, admitted by `Lane::admit`, on `lane` (as `Lane::enqueue`) and hands out
     /// its handle.
     pub(crate) fn enqueue(
@@ -68,8 +94,9 @@ impl TimerHandle {
             // runner finds the timer cancelled when it tries to re-arm it.
             return true;
         };
+        // The timer's place under the cap is given back when the shard lets go of its entry
+        // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
         self.lane.counts().add_cancelled();
-        self.lane.shard().release_cap(1);
         if before.placement().is_some() {
             // SAFETY: this call won the cancel and took the callback, the cancel found the
             // entry PLACED, and the entry is pushed only this once (a cancel wins once).
@@ -144,6 +171,26 @@ impl TimerHandle {
         }
     }
 
+    /// Where the timer is in its life.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardwheel::TimerState;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let timer = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// assert_eq!(timer.state(), TimerState::Pending);
+    /// engine.shutdown();
+    /// assert_eq!(timer.state(), TimerState::HandedBack);
+    /// ```
+    pub fn state(&self) -> TimerState {
+        match self.entry.state().lifecycle() {
+            Lifecycle::Pending => TimerState::Pending,
+            Lifecycle::Expired => TimerState::Fired,
+            Lifecycle::Cancelled => TimerState::Cancelled,
+            Lifecycle::Returned => TimerState::HandedBack,
+        }
+    }
+
     /// Whether a `cancel` call stopped this timer.
     ///
     /// ```
@@ -202,6 +249,20 @@ impl TimerHandle {
     pub fn deadline(&self) -> Instant {
         let tick = self.entry.state().deadline();
         self.lane.shard().clock().instant_of(tick)
+    }
+}
+
+impl PartialEq for TimerHandle {
+    fn eq(&self, other: &Self) -> bool {
+        EntryRef::ptr_eq(&self.entry, &other.entry)
+    }
+}
+
+impl Eq for TimerHandle {}
+
+impl Hash for TimerHandle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        EntryRef::as_ptr(&self.entry).hash(state);
     }
 }
 

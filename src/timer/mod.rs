@@ -8,6 +8,6 @@ mod handle;
 mod repeating;
 mod sleep;
 
-pub use handle::TimerHandle;
+pub use handle::{TimerHandle, TimerState};
 pub(crate) use repeating::Repeating;
 pub use sleep::{Elapsed, Sleep, Timeout};

@@ -4,7 +4,11 @@
 //! callback owns a `WakeOnDrop` guard that wakes on drop, so the sleep completes whether its
 //! timer runs, is handed back at shutdown (and dropped or run there), or could not be
 //! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
-//! Dropping a `Sleep` cancels its timer.
+//!
+//! Dropping a `Sleep` cancels its timer and never wakes its task: the drop first takes the
+//! registered waker out of the state it shares with the callback, so the guard that the cancel
+//! drops finds none. (A waker is called when the timer fires or is handed back, never because
+//! the sleep was dropped: a waker may itself drop sleeps, and would otherwise be re-entered.)
 
 use std::error::Error;
 use std::fmt;
@@ -187,7 +191,11 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(timer) = &self.timer {
+            // Unregister the task first: the cancel drops the callback, whose guard would
+            // otherwise wake it, here, inside the drop (see the module docs).
+            let waker = self.wake.waker.lock().take();
             timer.cancel();
+            drop(waker);
         }
     }
 }

@@ -1,0 +1,336 @@
+//! Promises kept under odd use: what a user who holds the engine in unusual ways can rely on.
+//! Each test here was written against a defect and seen to fail before its fix.
+
+#![cfg(not(loom))]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::Duration;
+
+use shardwheel::{ManualClock, ScheduleError, Sleep, TimerEngine, TimerState};
+
+/// Long enough that a pass never waits for it; a failure shows as this wait running out.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn manual_engine(clock: &ManualClock) -> TimerEngine {
+    TimerEngine::builder()
+        .shards(1)
+        .pin_threads(false)
+        .manual_clock(clock)
+        .build()
+        .unwrap()
+}
+
+/// A waker that counts its wakes.
+struct Counting(AtomicUsize);
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_a_pending_sleep_or_timeout_does_not_wake_its_task() {
+    let clock = ManualClock::new();
+    let engine = manual_engine(&clock);
+    let wakes = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(wakes.clone());
+    let mut cx = Context::from_waker(&waker);
+
+    let mut sleep = Box::pin(engine.sleep(Duration::from_secs(10)));
+    assert!(sleep.as_mut().poll(&mut cx).is_pending());
+    drop(sleep);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "woken by its own drop");
+
+    // The RPC pattern: the response comes first, and the timeout is dropped.
+    let answered = AtomicBool::new(false);
+    let response = std::future::poll_fn(|_| {
+        if answered.load(Ordering::SeqCst) {
+            Poll::Ready(7)
+        } else {
+            Poll::Pending
+        }
+    });
+    let mut call = Box::pin(engine.timeout(Duration::from_secs(10), response));
+    assert!(call.as_mut().poll(&mut cx).is_pending());
+    answered.store(true, Ordering::SeqCst);
+    assert_eq!(call.as_mut().poll(&mut cx), Poll::Ready(Ok(7)));
+    drop(call);
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        0,
+        "a finished timeout woke its task"
+    );
+}
+
+/// A waker that drops every sleep in a list when woken (tokio's `drop_from_wake` pattern).
+struct DropsSleeps(Mutex<Vec<Pin<Box<Sleep>>>>);
+
+impl Wake for DropsSleeps {
+    fn wake(self: Arc<Self>) {
+        self.0.lock().unwrap().clear();
+    }
+}
+
+#[test]
+fn a_waker_that_drops_sleeps_does_not_deadlock() {
+    let clock = ManualClock::new();
+    let engine = manual_engine(&clock);
+    let sleeps = Arc::new(DropsSleeps(Mutex::new(Vec::new())));
+    let waker = Waker::from(sleeps.clone());
+    let mut cx = Context::from_waker(&waker);
+    {
+        let mut list = sleeps.0.lock().unwrap();
+        list.push(Box::pin(engine.sleep(Duration::from_millis(10))));
+        list.push(Box::pin(engine.sleep(Duration::from_secs(10))));
+        for sleep in list.iter_mut() {
+            assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        }
+    }
+    let (done, advanced) = mpsc::channel();
+    thread::spawn(move || {
+        clock.advance(Duration::from_millis(20));
+        done.send(()).unwrap();
+    });
+    advanced
+        .recv_timeout(PATIENCE)
+        .expect("the clock's advance returned");
+    assert!(sleeps.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn max_delay_is_accepted_at_every_tick_the_builder_allows() {
+    let ticks = [
+        Duration::from_micros(1),
+        Duration::from_millis(1),
+        Duration::from_millis(268),
+        Duration::from_millis(269),
+        Duration::from_secs(1),
+        Duration::from_secs(3600),
+    ];
+    for tick in ticks {
+        let clock = ManualClock::new();
+        let engine = TimerEngine::builder()
+            .shards(1)
+            .pin_threads(false)
+            .tick(tick)
+            .manual_clock(&clock)
+            .build()
+            .unwrap();
+        clock.advance(tick * 3 + Duration::from_millis(1));
+        let max = engine.max_delay();
+        assert!(engine.schedule(max, || {}).is_ok(), "tick {tick:?}");
+        assert!(
+            engine.schedule_at(engine.now() + max, || {}).is_ok(),
+            "tick {tick:?}"
+        );
+        assert!(engine.sleep(max).deadline().is_some(), "tick {tick:?}");
+        assert!(
+            matches!(
+                engine.schedule(max + tick * 3, || {}),
+                Err(ScheduleError::DelayTooLong(_))
+            ),
+            "tick {tick:?}"
+        );
+    }
+}
+
+#[test]
+fn the_cap_bounds_what_a_stalled_shard_holds() {
+    const CAP: usize = 1_000;
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .pin_threads(false)
+        .max_pending(CAP)
+        .build()
+        .unwrap();
+    // An inline callback that holds the shard until told to go.
+    let (started, has_started) = mpsc::channel();
+    let (go, wait_for_go) = mpsc::channel::<()>();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            let _ = wait_for_go.recv();
+        })
+        .unwrap();
+    has_started.recv_timeout(PATIENCE).unwrap();
+    let mut accepted = 0;
+    let mut refused = false;
+    for _ in 0..100 * CAP {
+        match engine.schedule(Duration::from_secs(60), || {}) {
+            Ok(timer) => {
+                accepted += 1;
+                assert!(timer.cancel());
+            }
+            Err(ScheduleError::Full(_)) => {
+                refused = true;
+                break;
+            }
+            Err(other) => panic!("unexpected refusal: {other}"),
+        }
+    }
+    assert!(
+        refused,
+        "{accepted} timers queued behind a stalled shard under a cap of {CAP}"
+    );
+    assert!(accepted <= CAP);
+    go.send(()).unwrap();
+    // Once the shard takes its queues again, the places come back.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        match engine.schedule(Duration::from_secs(60), || {}) {
+            Ok(timer) => {
+                timer.cancel();
+                break;
+            }
+            Err(_) if std::time::Instant::now() < deadline => thread::yield_now(),
+            Err(_) => panic!("the cap's places never came back"),
+        }
+    }
+    assert_eq!(engine.shutdown().len(), 0);
+    assert_eq!(engine.stats().pending, 0);
+}
+
+#[test]
+fn every_shutdown_waits_for_the_callbacks_in_flight() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let (started, has_started) = mpsc::channel();
+    let f = finished.clone();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            thread::sleep(Duration::from_millis(300));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    has_started.recv_timeout(PATIENCE).unwrap();
+    let other = {
+        let (engine, finished) = (engine.clone(), finished.clone());
+        thread::spawn(move || {
+            engine.shutdown();
+            finished.load(Ordering::SeqCst)
+        })
+    };
+    engine.shutdown();
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "returned while a callback ran"
+    );
+    assert!(
+        other.join().unwrap(),
+        "the other caller returned while a callback ran"
+    );
+    assert!(engine.is_shutdown());
+}
+
+#[test]
+fn a_shutdown_begun_in_a_callback_is_finished_by_the_next_caller() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let far = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    let finished = Arc::new(AtomicBool::new(false));
+    let (inside, handed_back_inside) = mpsc::channel();
+    let (e, f) = (engine.clone(), finished.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            inside.send(e.shutdown().len()).unwrap();
+            thread::sleep(Duration::from_millis(200));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert_eq!(handed_back_inside.recv_timeout(PATIENCE).unwrap(), 0);
+    assert!(engine.is_shutdown());
+    let unfired = engine.shutdown();
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "returned while the callback ran"
+    );
+    assert_eq!(
+        unfired.len(),
+        1,
+        "the pending timer is handed to the next caller"
+    );
+    assert_eq!(unfired[0].timer(), &far);
+    assert_eq!(far.state(), TimerState::HandedBack);
+    assert!(engine.shutdown().is_empty());
+}
+
+#[test]
+fn dropping_the_engine_after_a_shutdown_in_its_callback_waits_for_it() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let (inside, shut_inside) = mpsc::channel();
+    let (weak, f) = (Arc::downgrade(&engine), finished.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            if let Some(engine) = weak.upgrade() {
+                engine.shutdown();
+            }
+            inside.send(()).unwrap();
+            thread::sleep(Duration::from_millis(200));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    shut_inside.recv_timeout(PATIENCE).unwrap();
+    // The callback has let go of its reference: this is the last one.
+    while Arc::strong_count(&engine) > 1 {
+        thread::yield_now();
+    }
+    drop(engine);
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "dropped while the callback ran"
+    );
+}
+
+#[test]
+fn handed_back_timers_can_be_matched_to_their_handles() {
+    let clock = ManualClock::new();
+    let engine = manual_engine(&clock);
+    let fired = engine.schedule(Duration::from_secs(1), || {}).unwrap();
+    let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    let kept: Vec<_> = (0..3)
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    assert_eq!(fired.state(), TimerState::Pending);
+    clock.advance(Duration::from_secs(1));
+    assert!(cancelled.cancel());
+    assert!(!engine.is_shutdown());
+    let unfired = engine.shutdown();
+    assert!(engine.is_shutdown());
+    assert_eq!(fired.state(), TimerState::Fired);
+    assert_eq!(cancelled.state(), TimerState::Cancelled);
+    assert_eq!(unfired.len(), kept.len());
+    for timer in &kept {
+        assert_eq!(timer.state(), TimerState::HandedBack);
+        assert_eq!(
+            unfired.iter().filter(|u| u.timer() == timer).count(),
+            1,
+            "each kept timer comes back once"
+        );
+    }
+    assert!(unfired
+        .iter()
+        .all(|u| u.timer() != &fired && u.timer() != &cancelled));
+}
+
+#[test]
+fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
+    let clock = ManualClock::new();
+    let engine = manual_engine(&clock);
+    clock.advance(Duration::MAX);
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    engine
+        .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+        .unwrap();
+    clock.advance(Duration::from_millis(1));
+    assert!(ran.load(Ordering::SeqCst), "a zero-delay timer never fired");
+}
