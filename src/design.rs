@@ -309,12 +309,15 @@
 //! flag had pushed before shutdown emptied the queues, and every timer lands in exactly one
 //! place: fired, cancelled, handed back by `shutdown`, or refused with its callback.
 //!
-//! A shutdown started from inside one of the engine's own callbacks (typically: the last
-//! `Arc<TimerEngine>` dropped there) cannot wait for itself: waiting for the callbacks in flight
-//! would wait for this very call. It stops the shards at once, returns an empty list, and
-//! finishes on a thread of its own, where the timers still pending are dropped (and counted as
-//! handed back). If no thread can be had, those timers stay pending, and their memory is freed
-//! as their handles go.
+//! Callers of `shutdown` (and `drop`) meet in one phase (src/engine/shutdown.rs): running,
+//! stopping, finishing on a thread of its own, stopped. The first caller does the work; every
+//! other caller from outside the engine's callbacks waits on a condition variable until it is
+//! done, so none returns while a callback runs. A shutdown started from inside one of the
+//! engine's own callbacks cannot wait for itself: waiting for the callbacks in flight would
+//! wait for this very call. It stops the shards at once, returns an empty list, and finishes on
+//! a thread of its own; the next caller from outside joins that thread and receives the timers
+//! it handed back. If no thread can be had, those timers stay pending, and their memory is
+//! freed as their handles go.
 //!
 //! # Repeating timers
 //!
@@ -335,18 +338,26 @@
 //! that polled last, under any executor. The callback owns a guard that wakes on drop, so a
 //! sleep completes whether its timer runs, is handed back at shutdown, or could not be
 //! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
-//! Dropping a `Sleep` cancels its timer.
+//! Dropping a `Sleep` cancels its timer and never wakes its task: the drop takes the registered
+//! waker out before it cancels, so the guard the cancel drops finds none (a waker may itself
+//! drop sleeps, and must not be re-entered).
 //!
 //! # The cap and bad input
 //!
-//! `max_pending` sets a cap on pending timers (src/shard/cap.rs): one shared counter, taken by
-//! `fetch_add` on each schedule and given back as timers fire, are cancelled or are handed
-//! back. Engines without a cap have no counter and pay nothing for it.
+//! `max_pending` sets a cap on the timers the engine holds (src/shard/cap.rs): one shared
+//! counter, taken by `fetch_add` on each schedule and given back when the engine is done with
+//! a timer: when it fires, is handed back, or, once cancelled, when its shard lets go of its
+//! entry (a timer cancelled while queued, when the shard takes it off the queue; one cancelled
+//! while placed, when the shard takes its unlink request). So the cap bounds the engine's
+//! timer memory even while a shard is stalled: a producer that outruns it gets `Full`.
+//! Engines without a cap have no counter and pay nothing for it.
 //!
-//! A zero or past delay fires on the shard's next turn. A delay beyond the wheel's span (`max_delay()`)
-//! or past what `Instant` can hold is refused with `DelayTooLong`; over the cap, `Full`; after
-//! shutdown, `Shutdown`. Every refusal hands the callback back. A panicking callback is caught
-//! and counted. No input panics the engine.
+//! A zero or past delay is due at the current tick and fires on the shard's next turn.
+//! `max_delay()` is always accepted: the wheel's span less two ticks, and never more than
+//! about 292 years, so that a deadline in nanoseconds since the engine's start cannot overflow.
+//! A delay beyond it or past what `Instant` can hold is refused with `DelayTooLong`; over the
+//! cap, `Full`; after shutdown, `Shutdown`. Every refusal hands the callback back. A panicking
+//! callback is caught and counted. No input panics the engine.
 //!
 //! # Why no epoch-based reclamation
 //!
