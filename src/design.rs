@@ -51,13 +51,13 @@
 //! ```text
 //!  63                                 13 12      7 6   4  3   2   1 0
 //! +-------------------------------------+--------+-----+---+---+-----+
-//! |           deadline (ticks)          |  slot  |level|PER|PLC| life|
+//! |           deadline (ticks)          |  slot  |level|REP|PLC| life|
 //! +-------------------------------------+--------+-----+---+---+-----+
 //! ```
 //!
 //! - `life`: the lifecycle, `Pending`, `Cancelled`, `Expired` or `Returned`.
 //! - `PLC` (PLACED): the entry is linked into its shard's wheel. Only the shard sets it.
-//! - `PER` (PERIODIC): the timer repeats. Set at creation.
+//! - `REP`: the timer repeats. Set at creation.
 //! - `level`, `slot`: where in the wheel the entry is linked, meaningful while PLACED is set.
 //! - `deadline`: the tick at or after which the timer fires, 51 bits.
 //!
@@ -321,7 +321,7 @@
 //!
 //! # Repeating timers
 //!
-//! A repeating timer (src/timer/repeating.rs) is an entry with the PERIODIC bit. When the
+//! A repeating timer (src/timer/repeating.rs) is an entry with the REPEATING bit. When the
 //! shard fires it, the runner gets the entry with the callback. After the user's `FnMut`
 //! returns, the runner works out the next run, re-arms the entry, EXPIRED→INIT with the new
 //! deadline (the one transition back to `Pending`, putting the callback back before the swap
@@ -345,11 +345,12 @@
 //! # The cap and bad input
 //!
 //! `max_pending` sets a cap on the timers the engine holds (src/shard/cap.rs): one shared
-//! counter, taken by `fetch_add` on each schedule and given back when the engine is done with
-//! a timer: when it fires, is handed back, or, once cancelled, when its shard lets go of its
-//! entry (a timer cancelled while queued, when the shard takes it off the queue; one cancelled
-//! while placed, when the shard takes its unlink request). So the cap bounds the engine's
-//! timer memory even while a shard is stalled: a producer that outruns it gets `Full`.
+//! counter, taken by `fetch_add` on each schedule and released when the engine is done with a
+//! timer: when its callback has returned (after a batch, one release per batch), when it is
+//! handed back, or, once cancelled, when its shard lets go of its entry (a timer cancelled
+//! while queued, when the shard takes it off the queue; one cancelled while placed, when the
+//! shard takes its unlink request). So the cap bounds the engine's timer memory even while a
+//! shard or the callback pool is stalled: a producer that outruns it gets `Full`.
 //! Engines without a cap have no counter and pay nothing for it.
 //!
 //! A zero or past delay is due at the current tick and fires on the shard's next turn.

@@ -199,6 +199,55 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
 }
 
 #[test]
+fn the_cap_bounds_callbacks_waiting_for_a_busy_pool() {
+    const CAP: usize = 100;
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .callback_threads(1)
+        .pin_threads(false)
+        .max_pending(CAP)
+        .build()
+        .unwrap();
+    // A callback that holds the pool's one thread until told to go.
+    let (started, has_started) = mpsc::channel();
+    let (go, wait_for_go) = mpsc::channel::<()>();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            let _ = wait_for_go.recv();
+        })
+        .unwrap();
+    has_started.recv_timeout(PATIENCE).unwrap();
+    let mut fired_before = engine.stats().fired;
+    let mut refused = false;
+    for _ in 0..10 * CAP {
+        match engine.schedule(Duration::ZERO, || {}) {
+            // Wait until the shard has fired it: its callback now waits for the pool.
+            Ok(_) => {
+                let deadline = std::time::Instant::now() + PATIENCE;
+                while engine.stats().fired == fired_before {
+                    assert!(std::time::Instant::now() < deadline, "never fired");
+                    thread::yield_now();
+                }
+                fired_before += 1;
+            }
+            Err(ScheduleError::Full(_)) => {
+                refused = true;
+                break;
+            }
+            Err(other) => panic!("unexpected refusal: {other}"),
+        }
+    }
+    assert!(
+        refused,
+        "callbacks piled up behind a busy pool under a cap of {CAP}"
+    );
+    go.send(()).unwrap();
+    assert!(engine.shutdown().is_empty());
+    assert_eq!(engine.stats().pending, 0);
+}
+
+#[test]
 fn every_shutdown_waits_for_the_callbacks_in_flight() {
     let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
     let finished = Arc::new(AtomicBool::new(false));

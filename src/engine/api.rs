@@ -251,7 +251,7 @@ impl TimerEngine {
             Ok(tick) => tick,
             Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
         };
-        let mut entry = EntryRef::new(Entry::new_periodic(tick));
+        let mut entry = EntryRef::new(Entry::new_repeating(tick));
         let repeating = Repeating::new(callback, start, period, lane.clone());
         match EntryRef::get_mut(&mut entry) {
             Some(unshared) => unshared.install(Box::new(repeating)),

@@ -44,7 +44,7 @@ pub struct Builder {
 enum Callbacks {
     Pool(Option<usize>),
     Inline,
-    Shared(StdArc<ThreadPool>),
+    UserPool(StdArc<ThreadPool>),
 }
 
 /// The most shards an engine may have.
@@ -142,18 +142,19 @@ impl Builder {
     /// # drop(engine);
     /// ```
     pub fn callback_pool(mut self, pool: std::sync::Arc<ThreadPool>) -> Self {
-        self.callbacks = Callbacks::Shared(pool);
+        self.callbacks = Callbacks::UserPool(pool);
         self
     }
 
     /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while the
     /// engine holds this many. Default: no cap.
     ///
-    /// The cap bounds the engine's timer memory, whatever its shards are doing: a timer holds
-    /// its place from `schedule` until the engine lets go of it. That is when it fires, is
-    /// handed back, or, once cancelled, when its shard drops it (on the shard's next turn,
-    /// within about a tick); a repeating timer holds its place until it stops. A producer
-    /// that outruns a stalled shard gets `Full` rather than piling up memory.
+    /// The cap bounds the engine's timer memory, whatever its shards and callbacks are doing: a
+    /// timer holds its place from `schedule` until the engine lets go of it. That is when its
+    /// callback has returned, when it is handed back, or, once cancelled, when its shard drops
+    /// it (on the shard's next turn, within about a tick); a repeating timer holds its place
+    /// until it stops. A producer that outruns a stalled shard or a busy callback pool gets
+    /// `Full` rather than piling up memory.
     ///
     /// ```
     /// use std::time::Duration;
@@ -256,7 +257,7 @@ impl Builder {
         };
         let executor = match (&self.callbacks, &pool) {
             (Callbacks::Inline, _) => Executor::Inline,
-            (Callbacks::Shared(pool), _) => Executor::Pool(pool.clone()),
+            (Callbacks::UserPool(pool), _) => Executor::Pool(pool.clone()),
             (Callbacks::Pool(_), Some(owned)) => Executor::Pool(owned.pool()),
             (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
         };

@@ -21,13 +21,27 @@ pub(crate) trait Callback: Send {
 
 /// A callback the shard fired, with the entry when it repeats (so its runner can re-arm it).
 pub(crate) struct Fired {
-    pub(crate) callback: Box<dyn Callback>,
-    pub(crate) repeat: Option<EntryRef>,
+    callback: Box<dyn Callback>,
+    rearm: Option<EntryRef>,
 }
 
 impl Fired {
+    /// `callback`, taken from `entry` by the shard's INIT→EXPIRED; `repeating` if the entry
+    /// repeats, so the runner needs it to re-arm it.
+    pub(crate) fn new(callback: Box<dyn Callback>, entry: EntryRef, repeating: bool) -> Self {
+        Fired {
+            callback,
+            rearm: repeating.then_some(entry),
+        }
+    }
+
+    /// Whether the timer runs again after this run.
+    pub(crate) fn repeats(&self) -> bool {
+        self.rearm.is_some()
+    }
+
     pub(crate) fn run(self) {
-        match self.repeat {
+        match self.rearm {
             Some(entry) => self.callback.call_repeating(entry),
             None => self.callback.call(),
         }

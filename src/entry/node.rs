@@ -19,7 +19,7 @@
 //!    The emptied cell stays the winner's: a canceller that must tell the shard to unlink the
 //!    entry uses it as the link of its lane's unlink stack (see `queue::unlink`), and the
 //!    shard that takes the entry off that stack owns it after that.
-//!    A repeating timer (the PERIODIC bit) is the one exception to "once": its runner
+//!    A repeating timer (the REPEATING bit) is the one exception to "once": its runner
 //!    re-arms it, EXPIRED→INIT, putting the callback back before the CAS that publishes it;
 //!    a cancel while it runs is EXPIRED→CANCELLED and leaves the callback to the runner.
 //! 4. The `next` link carries the entry first through its shard's inbound queue (where
@@ -86,8 +86,8 @@ impl Entry {
 
     /// A repeating timer's entry; its callback is installed with [`Entry::install`] once the
     /// callback can name the entry.
-    pub(crate) fn new_periodic(deadline: u64) -> Self {
-        Entry::with_word(StateWord::pending(deadline).periodic(), None)
+    pub(crate) fn new_repeating(deadline: u64) -> Self {
+        Entry::with_word(StateWord::pending(deadline).repeating(), None)
     }
 
     fn with_word(word: StateWord, callback: Option<Box<dyn Callback>>) -> Self {
@@ -108,7 +108,7 @@ impl Entry {
         *self = Entry::new(deadline, callback);
     }
 
-    /// Installs the callback of an entry made by `new_periodic`. `&mut`: before the entry is
+    /// Installs the callback of an entry made by `new_repeating`. `&mut`: before the entry is
     /// shared with anyone.
     pub(crate) fn install(&mut self, callback: Box<dyn Callback>) {
         // SAFETY: `&mut self` proves no other reference to the entry exists.
@@ -193,7 +193,7 @@ impl Entry {
     /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
     pub(crate) fn cancel(&self) -> Result<(StateWord, Option<Box<dyn Callback>>), StateWord> {
         let running =
-            |word: StateWord| word.is_periodic() && word.lifecycle() == Lifecycle::Expired;
+            |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Expired;
         // A runner's re-arm fails on the word this leaves.
         let before = self.transition(|word| {
             (word.is_pending() || running(word)).then(|| word.with_lifecycle(Lifecycle::Cancelled))
@@ -211,12 +211,12 @@ impl Entry {
     }
 
     /// Ends a repeating timer whose runner gives up (the engine stopped, the next run is out of
-    /// range, or the callback panicked): EXPIRED stays, without the PERIODIC bit, so the timer
+    /// range, or the callback panicked): EXPIRED stays, without the REPEATING bit, so the timer
     /// reads as fired and done and a later `cancel` answers false. Fails if it was cancelled.
     pub(crate) fn retire(&self) {
         // Races `cancel`; whichever is first decides.
         let _ = self.transition(|word| {
-            (word.is_periodic() && word.lifecycle() == Lifecycle::Expired).then(|| word.retired())
+            (word.is_repeating() && word.lifecycle() == Lifecycle::Expired).then(|| word.retired())
         });
     }
 
@@ -425,14 +425,14 @@ mod tests {
     #[test]
     fn a_repeating_entry_rearms_unless_cancelled_while_running() {
         let hits = Arc::new(AtomicUsize::new(0));
-        let mut entry = Entry::new_periodic(5);
+        let mut entry = Entry::new_repeating(5);
         entry.install(counting(&hits));
         // Fire, run, re-arm.
         let (word, callback) = entry.expire(5).unwrap();
-        assert!(word.is_periodic());
+        assert!(word.is_repeating());
         entry.rearm(9, callback).map_err(|_| ()).unwrap();
         let now = entry.state();
-        assert!(now.is_pending() && now.is_periodic());
+        assert!(now.is_pending() && now.is_repeating());
         assert_eq!(now.deadline(), 9);
         // Fire again; cancelled while "running": the cancel hands over no callback, and the
         // re-arm fails, giving the callback back to the runner.

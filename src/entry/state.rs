@@ -6,14 +6,14 @@
 //! ```text
 //!  63                                 13 12      7 6   4  3   2   1 0
 //! +-------------------------------------+--------+-----+---+---+-----+
-//! |           deadline (ticks)          |  slot  |level|PER|PLC| life|
+//! |           deadline (ticks)          |  slot  |level|REP|PLC| life|
 //! +-------------------------------------+--------+-----+---+---+-----+
 //! ```
 //!
 //! - `life` (2 bits): [`Lifecycle`]. An entry starts `Pending`; exactly one party moves it out
 //!   of `Pending`, and that party alone owns the callback from then on.
 //! - `PLC` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
-//! - `PER` (1 bit): the timer repeats (set at creation, never changed).
+//! - `REP` (1 bit): the timer repeats (set at creation, never changed).
 //! - `level`, `slot`: where in the wheel it is linked, meaningful only while `PLC` is set.
 //! - `deadline`: the tick at or after which the timer fires (51 bits: at a 1 ms tick, over
 //!   70,000 years; at the shortest tick, 1 µs, 71 years from the engine's start).
@@ -45,7 +45,7 @@ pub(crate) struct StateWord(u64);
 impl StateWord {
     const LIFECYCLE_MASK: u64 = 0b11;
     const PLACED: u64 = 1 << 2;
-    const PERIODIC: u64 = 1 << 3;
+    const REPEATING: u64 = 1 << 3;
     const LEVEL_SHIFT: u32 = 4;
     const LEVEL_MASK: u64 = 0b111 << Self::LEVEL_SHIFT;
     const SLOT_SHIFT: u32 = 7;
@@ -96,17 +96,17 @@ impl StateWord {
     }
 
     /// A word for a repeating timer.
-    pub(super) fn periodic(self) -> Self {
-        StateWord(self.0 | Self::PERIODIC)
+    pub(super) fn repeating(self) -> Self {
+        StateWord(self.0 | Self::REPEATING)
     }
 
-    /// The same word without the PERIODIC bit: a repeating timer that has stopped for good.
+    /// The same word without the REPEATING bit: a repeating timer that has stopped for good.
     pub(super) fn retired(self) -> Self {
-        StateWord(self.0 & !Self::PERIODIC)
+        StateWord(self.0 & !Self::REPEATING)
     }
 
-    pub(crate) fn is_periodic(self) -> bool {
-        self.0 & Self::PERIODIC != 0
+    pub(crate) fn is_repeating(self) -> bool {
+        self.0 & Self::REPEATING != 0
     }
 
     /// Where the entry is linked, if it is.
@@ -193,15 +193,15 @@ mod tests {
     fn changing_the_deadline_keeps_everything_else() {
         let at = SlotId { level: 3, slot: 17 };
         let w = StateWord::pending(10)
-            .periodic()
+            .repeating()
             .placed_at(at)
             .with_lifecycle(Lifecycle::Cancelled);
         let moved = w.with_deadline(StateWord::MAX_DEADLINE);
         assert_eq!(moved.deadline(), StateWord::MAX_DEADLINE);
         assert_eq!(moved.lifecycle(), Lifecycle::Cancelled);
         assert_eq!(moved.placement(), Some(at));
-        assert!(moved.is_periodic());
-        assert!(!StateWord::pending(10).is_periodic());
+        assert!(moved.is_repeating());
+        assert!(!StateWord::pending(10).is_repeating());
     }
 
     #[test]

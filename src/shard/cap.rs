@@ -28,7 +28,7 @@ impl Cap {
         true
     }
 
-    /// Gives back `n` places (timers that fired, were cancelled or were handed back).
+    /// Releases `n` places (timers the engine is done with).
     pub(crate) fn release(&self, n: usize) {
         if n > 0 {
             // Relaxed: as above.

@@ -145,7 +145,7 @@ impl ShardCore {
         self.cap.is_some()
     }
 
-    /// Gives back `n` places under the cap (timers the engine is done with).
+    /// Releases `n` places under the cap (timers the engine is done with).
     pub(crate) fn release_cap(&self, n: usize) {
         if let Some(cap) = &self.cap {
             cap.release(n);

@@ -5,6 +5,7 @@
 //! the thread it runs on, never the tick thread. Every callback runs under `catch_unwind`; a
 //! panic is counted and the others run on.
 
+use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -58,13 +59,22 @@ impl Inflight {
 }
 
 impl Executor {
-    /// Runs `batch`, counting panics against `shard`.
+    /// Runs `batch`, counting panics against `shard`. The one-shot timers of the batch keep
+    /// their places under the engine's cap until their callbacks have returned, so the cap
+    /// also bounds what waits for a pool thread (a repeating timer keeps its place until it
+    /// stops, see `timer::repeating`).
     pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCore>, inflight: &Arc<Inflight>) {
+        let ended = if shard.has_cap() {
+            batch.iter().filter(|fired| !fired.repeats()).count()
+        } else {
+            0
+        };
         match self {
             Executor::Inline => {
                 for callback in batch {
                     run_one(callback, shard);
                 }
+                shard.release_cap(ended);
             }
             Executor::Pool(pool) => {
                 inflight.begin();
@@ -80,6 +90,7 @@ impl Executor {
                             .into_par_iter()
                             .for_each(|callback| run_one(callback, &shard));
                     }
+                    shard.release_cap(ended);
                     inflight.end();
                 });
             }
@@ -103,9 +114,23 @@ fn run_one(fired: Fired, shard: &ShardCore) {
     RUNNING_FOR.with(|running| running.set(outer));
     if let Err(payload) = outcome {
         shard.counts().add_panicked();
-        // A payload whose own drop panics must not unwind into the tick thread or the pool.
-        if let Err(second) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-            std::mem::forget(second);
+        drop_payload(payload);
+    }
+}
+
+/// How many nested panic payloads `drop_payload` drops before it gives up.
+const PAYLOAD_DROPS: usize = 8;
+
+/// Drops a callback's panic payload without letting a panic in its `Drop` unwind into the tick
+/// thread or the pool. Such a panic has a payload of its own, which is dropped the same way; a
+/// chain of payloads that each panic on drop is cut after `PAYLOAD_DROPS` links, and the last
+/// one leaked rather than dropped (the only way to stop a chain that need not end).
+fn drop_payload(mut payload: Box<dyn Any + Send>) {
+    for _ in 0..PAYLOAD_DROPS {
+        match catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
         }
     }
+    std::mem::forget(payload);
 }

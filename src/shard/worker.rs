@@ -78,7 +78,7 @@ struct Outcomes {
     /// Whether the engine has a cap, whose places cancelled timers hold until the shard lets
     /// go of them (see `count_let_go`).
     capped: bool,
-    /// Cancelled timers let go of in this turn, whose cap places the turn gives back.
+    /// Cancelled timers let go of in this turn, whose cap places the turn releases.
     let_go: usize,
 }
 
@@ -282,14 +282,6 @@ impl Shard {
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             counts.add_fired(fired as u64);
-            // A repeating timer keeps its cap place until it ends (see `timer::repeating`).
-            let ended = self
-                .outcomes
-                .fired
-                .iter()
-                .filter(|f| f.repeat.is_none())
-                .count();
-            self.core.release_cap(ended);
             let batch = std::mem::take(&mut self.outcomes.fired);
             self.executor.run(batch, &self.core, &self.inflight);
         }

@@ -94,7 +94,7 @@ impl TimerHandle {
             // runner finds the timer cancelled when it tries to re-arm it.
             return true;
         };
-        // The timer's place under the cap is given back when the shard lets go of its entry
+        // The timer's place under the cap is released when the shard lets go of its entry
         // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
         self.lane.counts().add_cancelled();
         if before.placement().is_some() {

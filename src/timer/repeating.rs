@@ -1,6 +1,6 @@
 //! Repeating timers: a callback that re-arms its own entry after each run, at a fixed rate.
 //!
-//! The entry carries the PERIODIC bit. When the shard fires it, it hands the runner the entry
+//! The entry carries the REPEATING bit. When the shard fires it, it hands the runner the entry
 //! along with the callback; after the user's `FnMut` returns, the runner works out the next
 //! run, re-arms the entry (EXPIRED→INIT with the new deadline, see `Entry::rearm`) and queues
 //! it to its shard again, like a new timer. Run `n` is due at `start + n·period`; runs whose
@@ -55,7 +55,7 @@ impl<F> Repeating<F> {
 }
 
 /// Ends a repeating timer that will not run again: retires its entry (unless it was
-/// cancelled) and gives back the cap place it held for its whole life.
+/// cancelled) and releases the cap place it held for its whole life.
 struct Ending<'a> {
     entry: &'a EntryRef,
     lane: &'a Lane,

@@ -116,8 +116,8 @@ impl Wheel {
             let word = match entry.expire(self.elapsed) {
                 Ok((word, callback)) => {
                     // A repeating timer's runner needs the entry to re-arm it.
-                    let repeat = word.is_periodic().then_some(entry);
-                    return Settled::Fired(Fired { callback, repeat });
+                    let repeating = word.is_repeating();
+                    return Settled::Fired(Fired::new(callback, entry, repeating));
                 }
                 Err(word) => word,
             };
