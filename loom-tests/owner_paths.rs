@@ -21,8 +21,10 @@ fn entry(deadline: u64) -> EntryRef {
 ///
 /// Catches: a full check that lets the owner write one slot too many (`>` for `>=`), which
 /// overwrites a timer the shard has not taken. (A Relaxed store of `tail` is not caught: loom
-/// never let the shard read the slot's older value in that case, so that ordering rests on
-/// the argument in `ring`.)
+/// never lets the shard read the slot's older value here, nor flags the entry's cells read
+/// without a happens-before edge from their writer. That ordering is checked by
+/// ThreadSanitizer instead: with the store Relaxed, the engine's integration tests report a
+/// data race on the entry the shard takes from the ring, see `queue::ring`.)
 #[test]
 fn ring_hands_over_each_timer_once() {
     loom::model(|| {

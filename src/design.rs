@@ -66,10 +66,10 @@
 //! raced shutdown). The winner alone owns the callback from then on: the canceller drops it,
 //! the shard runs it, shutdown hands it back. The winner also owns the emptied callback cell,
 //! which a cancel uses as a stack link (below). Every atomic operation on an entry lives in
-//! src/entry/node.rs, and every transition of the state word but one goes through a single
+//! src/entry/node.rs, and every transition of the state word goes through a single
 //! compare-and-swap helper there, with AcqRel on success, so whoever reads a resolved word
 //! also sees what its winner did before resolving it; the exception is the shard clearing
-//! PLACED, one `fetch_and` (below). This is the single-word state machine of Netty's
+//! PLACED, one `fetch_and` (below), or a plain store once the lifecycle is final. This is the single-word state machine of Netty's
 //! `HashedWheelTimeout` and of tokio's `TimerShared`, with the deadline and the wheel position
 //! packed into the same word.
 //!
@@ -232,8 +232,8 @@
 //!
 //! 1. take every lane's unlink stack and unlink those entries, and move the entries on the
 //!    `changes` queues;
-//! 2. take new timers from every lane's ring and `inserts` queue, a bounded number per lane
-//!    per turn so a flood of inserts cannot hold back firing, and place them (an entry
+//! 2. take new timers from every lane's ring (whole) and `inserts` queue (a bounded number per
+//!    lane per turn, so a flood of inserts cannot hold back firing), and place them (an entry
 //!    cancelled while queued is dropped or recycled here);
 //! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
 //! 4. hand the turn's callbacks to the executor as one batch, and the dead, unshared entries

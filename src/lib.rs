@@ -34,16 +34,21 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// The layers, lowest first; each imports only from itself and the layers above it in this
-// list.
-mod engine;
-mod entry;
-mod queue;
-mod shard;
+// The layers, lowest first; each imports only from itself and the layers before it here.
+// Synchronisation primitives (the loom shim):
 mod sync;
+// Timer entries and their state word; time as ticks:
+mod entry;
 mod time;
-mod timer;
+// The queues into a shard; the timing wheel:
+mod queue;
 mod wheel;
+// A shard, its lanes and its tick thread:
+mod shard;
+// Handles, repeating timers, sleeps:
+mod timer;
+// The public engine:
+mod engine;
 
 pub mod design;
 

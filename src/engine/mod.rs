@@ -20,6 +20,8 @@ mod pool;
 mod routing;
 mod shutdown;
 mod stats;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 pub use self::api::TimerEngine;
 pub use self::builder::Builder;

@@ -64,6 +64,16 @@ impl Shutdown {
     }
 }
 
+/// Completes the shutdown when dropped, also if finishing it unwinds (a bug in the engine):
+/// the callers waiting for it must not wait forever.
+struct CompleteOnDrop<'a>(&'a Shutdown);
+
+impl Drop for CompleteOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.complete();
+    }
+}
+
 /// The threads an engine started, joined at shutdown.
 pub(super) struct Runners {
     pub(super) shard_threads: Vec<JoinHandle<Stopped>>,
@@ -105,7 +115,7 @@ impl Unfired {
         &self.timer
     }
 
-    /// The instant the timer was due (rounded up to the engine's tick).
+    /// The instant the timer was due, as [`TimerHandle::deadline`] gives it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -184,17 +194,15 @@ impl TimerEngine {
                         return Vec::new();
                     }
                     drop(phase);
-                    let unfired = self.core().finish(runners);
-                    shutdown.complete();
-                    return unfired;
+                    let _complete = CompleteOnDrop(shutdown);
+                    return self.core().finish(runners);
                 }
                 Phase::Finishing(finisher) if !inside => {
                     drop(phase);
+                    let _complete = CompleteOnDrop(shutdown);
                     // The finishing thread never panics short of a bug in the engine; its
                     // timers are then lost with it.
-                    let unfired = finisher.join().unwrap_or_default();
-                    shutdown.complete();
-                    return unfired;
+                    return finisher.join().unwrap_or_default();
                 }
                 Phase::Stopping if !inside => {
                     phase = shutdown.done.wait(phase);

@@ -18,7 +18,8 @@ pub struct Stats {
     pub cancelled: u64,
     /// Timers handed back by `shutdown`.
     pub returned: u64,
-    /// `schedule` calls refused (`Full`, `DelayTooLong`, `Shutdown`).
+    /// Timers refused: `schedule` calls (and sleeps) refused with `Full`, `DelayTooLong` or
+    /// `Shutdown`, and repeating timers whose re-arm met shutdown.
     pub rejected: u64,
     /// Callbacks that panicked (caught; the engine went on).
     pub panicked: u64,

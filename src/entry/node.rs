@@ -8,8 +8,10 @@
 //!    one else holds any more may be reused for a new timer (see `queue::recycle`).
 //! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
 //!    written by whoever schedules, cancels, resets, fires or hands back the timer; every
-//!    change to it but one goes through a single compare-and-swap loop (`Entry::transition`,
-//!    in this file), and leaving `Pending` is one successful transition (`cancel`, `expire`,
+//!    change to it goes through a single compare-and-swap loop (`Entry::transition`, in this
+//!    file) except the shard's clearing of PLACED (`mark_unplaced`, one `fetch_and`, or a
+//!    plain store once the lifecycle is final), and leaving `Pending` is one successful
+//!    transition (`cancel`, `expire`,
 //!    `give_back`) that exactly one party wins. The `next` link is written by producers while
 //!    the entry waits in an inbound queue (the producer that appends after it links it), by
 //!    the shard while it is in a wheel or being given back for reuse; it is atomic, and each
@@ -124,7 +126,8 @@ impl Entry {
     }
 
     /// The one compare-and-swap loop through which every transition of the state word goes
-    /// (all but the shard's unmarking, a single `fetch_and`, see `mark_unplaced`). Reads the
+    /// (all but the shard's unmarking: `mark_unplaced`, a `fetch_and`, and
+    /// `mark_unplaced_resolved`, a store once no one else writes the word). Reads the
     /// word, asks `step` for its successor (`None`: refused, the word stays) and swaps it in;
     /// on a lost race, asks again with the competitor's word. Returns the word replaced, or
     /// the word `step` refused.

@@ -85,8 +85,11 @@ impl Ring {
         let node = EntryRef::into_raw(entry).cast_mut();
         // Relaxed: published by the Release store of `tail` below.
         self.slots[tail % RING_SLOTS].store(node, Ordering::Relaxed);
-        // Release: the consumer's Acquire load of `tail` sees the slot and the entry as
-        // written before the push.
+        // Release: the one edge that publishes the entry. The consumer's Acquire load of
+        // `tail` sees the slot and the entry as written before the push; nothing else orders
+        // them (the slot store is Relaxed, and the entry was written by plain stores). loom's
+        // model does not catch this store made Relaxed; ThreadSanitizer does (CI's sanitizer
+        // step reports a data race on the taken entry).
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         Ok(())
     }

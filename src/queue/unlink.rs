@@ -22,7 +22,7 @@
 //! Requests left on the stack when the lane goes away are released with it: by then the wheel
 //! has been drained, which unmarked every entry it held.
 //!
-//! A queue with slots of its own (crossbeam's `SegQueue`, used before) costs the canceller two
+//! A queue with slots of its own (crossbeam's `SegQueue`, say) would cost the canceller two
 //! read-modify-writes and the shard two more per cancel on cache lines that both sides write,
 //! and a count taken and released besides; this stack costs one CAS in all.
 
@@ -81,19 +81,20 @@ impl Unlinks {
         out.len() - before
     }
 
-    /// Takes every request and releases the counts they own.
+    /// Takes every request and releases the counts they own; returns how many.
     ///
     /// # Safety
     /// No wheel holds any entry on the stack linked: each was unlinked, and unmarked, when its
     /// shard met it or when its wheel was drained.
-    pub(crate) unsafe fn release_all(&self) {
+    pub(crate) unsafe fn release_all(&self) -> usize {
         let mut left = Vec::new();
-        self.take_all(&mut left);
+        let released = self.take_all(&mut left);
         for entry in left {
             // SAFETY: each request owns one count of its entry (see the module docs), which no
             // wheel holds any more (by this function's contract); it is released once, here.
             drop(unsafe { EntryRef::from_raw(entry.as_ptr()) });
         }
+        released
     }
 
     /// Whether nothing is waiting to be unlinked.

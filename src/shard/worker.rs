@@ -1,4 +1,4 @@
-//! A shard: one wheel, the thread that alone touches it, and the state others share with it.
+//! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
 //! The tick loop, one [`Shard::turn`] at a time:
 //! 1. take the timers cancelled after placement off every lane's unlink stack and unlink them
@@ -21,12 +21,13 @@ use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
 
-/// At most this many new timers are taken from one lane per turn, so a flood of inserts cannot
-/// hold back firing for long.
+/// At most this many new timers are taken from one lane's inbound queue per turn, so a flood
+/// of inserts cannot hold back firing for long. (The owner's ring is taken whole: it holds at
+/// most `queue::RING_SLOTS`.)
 const INSERT_BUDGET: usize = 16_384;
 
-/// Changed timers are taken this many at a time, and loaded before any is unlinked (see
-/// `Wheel::warm`).
+/// Unlink requests are handled this many at a time, their neighbours loaded before any is
+/// unlinked (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
 
 /// The shard thread's own state: its wheel, its lanes, and the callbacks of the current turn.
@@ -39,7 +40,7 @@ pub(crate) struct Shard {
     executor: Executor,
     inflight: Arc<Inflight>,
     outcomes: Outcomes,
-    /// Reused buffer for the entries taken from a ring or a `changes` queue.
+    /// Reused buffer for the entries taken from a ring.
     fresh: Vec<EntryRef>,
     /// Reused buffer for the entries taken from an unlink stack.
     unlinked: Requests,
@@ -52,6 +53,7 @@ pub(crate) struct Shard {
 /// not go first.
 pub(crate) struct Stopped {
     wheel: Wheel,
+    core: Arc<ShardCore>,
     lanes: Box<[Arc<Lane>]>,
 }
 
@@ -61,11 +63,14 @@ impl Stopped {
     /// spare entries.
     pub(crate) fn empty_into(mut self, out: &mut Vec<EntryRef>) {
         self.wheel.drain(out);
+        let mut released = 0;
         for lane in self.lanes.iter() {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
             // and the wheel has just been drained, which unlinked and unmarked every entry.
-            unsafe { lane.empty_after_stop(out) };
+            released += unsafe { lane.empty_after_stop(out) };
         }
+        // The timers cancelled while placed whose requests were still waiting: let go of now.
+        self.core.release_cap(released);
     }
 }
 
@@ -97,14 +102,19 @@ impl Outcomes {
     /// queued is let go of (one cancelled while placed is let go of when its unlink request is
     /// taken). Every arming of a timer passes through a queue once, so each is counted once.
     fn file_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
-        if self.capped {
-            if let Settled::Dropped(dead) = &settled {
-                if dead.state().lifecycle() == Lifecycle::Cancelled {
-                    self.let_go += 1;
-                }
+        if let Settled::Dropped(dead) = &settled {
+            if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
+                self.let_go();
             }
         }
         self.file(settled, index, lane);
+    }
+
+    /// Counts a cancelled timer the shard lets go of, whose cap place the turn releases.
+    fn let_go(&mut self) {
+        if self.capped {
+            self.let_go += 1;
+        }
     }
 }
 
@@ -227,7 +237,7 @@ impl Shard {
                     // SAFETY: as above.
                     let dead = unsafe { self.wheel.unlink_cancelled(entry) };
                     // The engine lets go of a timer cancelled while placed (see `file_taken`).
-                    self.outcomes.let_go += 1;
+                    self.outcomes.let_go();
                     self.outcomes.file(Settled::Dropped(dead), index, lane);
                 }
             }
@@ -353,6 +363,7 @@ impl Shard {
     pub(crate) fn stop(self) -> Stopped {
         Stopped {
             wheel: self.wheel,
+            core: self.core,
             lanes: self.lanes,
         }
     }

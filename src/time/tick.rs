@@ -158,27 +158,31 @@ impl TickClock {
         }
         let now = self.nanos_since_origin(self.now());
         if delay.is_zero() {
-            return Some(self.tick_nanos.floor(now)).filter(|&tick| tick <= self.last_tick);
+            return self.holdable(self.tick_nanos.floor(now));
         }
         // `max_delay` and the time since the origin are each at most `MAX_DELAY_NANOS`, so
         // the sum does not overflow while the monotonic clock stays within 292 years of the
         // engine's start (a manual clock stops there).
         let deadline = now.checked_add(nanos_of(delay))?;
-        Some(self.tick_nanos.ceil(deadline)).filter(|&tick| tick <= self.last_tick)
+        self.holdable(self.tick_nanos.ceil(deadline))
     }
 
     /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
     /// range. A deadline already past is due at the current tick, as a zero delay is.
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
         let now = self.now();
-        let tick = if deadline <= now {
-            self.tick_nanos.floor(self.nanos_since_origin(now))
+        if deadline <= now {
+            self.holdable(self.tick_nanos.floor(self.nanos_since_origin(now)))
         } else if deadline - now > self.max_delay {
-            return None;
+            None
         } else {
-            self.ceil_tick(deadline)
-        };
-        Some(tick).filter(|&tick| tick <= self.last_tick)
+            self.holdable(self.ceil_tick(deadline))
+        }
+    }
+
+    /// `tick`, if a timer entry can hold it as a deadline.
+    fn holdable(&self, tick: u64) -> Option<u64> {
+        (tick <= self.last_tick).then_some(tick)
     }
 
     /// The instant tick `tick` begins.

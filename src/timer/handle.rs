@@ -202,7 +202,7 @@ impl TimerHandle {
     /// assert!(timer.is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {
-        self.entry.state().lifecycle() == Lifecycle::Cancelled
+        self.state() == TimerState::Cancelled
     }
 
     /// Whether the timer fired: its callback has been handed to the executor (it may still be
@@ -218,7 +218,7 @@ impl TimerHandle {
     /// assert!(timer.is_expired());
     /// ```
     pub fn is_expired(&self) -> bool {
-        self.entry.state().lifecycle() == Lifecycle::Expired
+        self.state() == TimerState::Fired
     }
 
     /// Whether the timer is still waiting: not fired, not cancelled, not handed back.
@@ -232,11 +232,12 @@ impl TimerHandle {
     /// assert!(!timer.is_pending());
     /// ```
     pub fn is_pending(&self) -> bool {
-        self.entry.state().is_pending()
+        self.state() == TimerState::Pending
     }
 
-    /// When the timer is due: the requested deadline rounded up to the engine's tick, the
-    /// earliest instant it can fire.
+    /// When the timer is due: the start of the tick it fires at. That is the requested
+    /// deadline rounded up to the engine's tick, the earliest instant it can fire; for a zero
+    /// or past deadline, which is due at once, the start of the tick it was scheduled in.
     ///
     /// ```
     /// use std::time::{Duration, Instant};

@@ -125,7 +125,8 @@ impl Sleep {
         self.wake.has_fired()
     }
 
-    /// When the sleep ends (rounded up to the engine's tick), if it ever does.
+    /// When the sleep ends, if it ever does: as [`TimerHandle::deadline`] (the requested
+    /// deadline rounded up to the engine's tick).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
