@@ -303,14 +303,14 @@ impl Shard {
     /// Whether the wheel has a slot due by tick `now + 1`.
     fn due_by_next_tick(&self, now: u64) -> bool {
         self.wheel
-            .next_expiration()
-            .is_some_and(|next| next.deadline <= now.saturating_add(1))
+            .next_deadline()
+            .is_some_and(|next| next <= now.saturating_add(1))
     }
 
     /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
     /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
     pub(crate) fn prepare_sleep(&self) -> Result<Option<u64>, ()> {
-        let until = self.wheel.next_expiration().map(|e| e.deadline);
+        let until = self.wheel.next_deadline();
         self.core.signal().announce_sleep(until);
         if self.core.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
             self.core.signal().awake();

@@ -30,19 +30,19 @@ pub(super) fn slot_of(when: u64, level: usize) -> usize {
 
 /// The next slot that needs processing, and the tick at which it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Expiration {
-    pub(crate) at: SlotId,
-    pub(crate) deadline: u64,
+pub(super) struct Expiration {
+    pub(super) at: SlotId,
+    pub(super) deadline: u64,
 }
 
-pub(crate) struct Level {
+pub(super) struct Level {
     level: usize,
     occupied: u64,
     heads: [Option<NonNull<Entry>>; SLOTS],
 }
 
 impl Level {
-    pub(crate) fn new(level: usize) -> Self {
+    pub(super) fn new(level: usize) -> Self {
         Level {
             level,
             occupied: 0,
@@ -50,12 +50,12 @@ impl Level {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.occupied == 0
     }
 
     /// The first occupied slot at or after `now`, with the tick at which it comes due.
-    pub(crate) fn next_expiration(&self, now: u64) -> Option<Expiration> {
+    pub(super) fn next_expiration(&self, now: u64) -> Option<Expiration> {
         if self.occupied == 0 {
             return None;
         }
@@ -70,7 +70,7 @@ impl Level {
         let mut deadline = level_start + slot as u64 * slot_span(self.level);
         if deadline <= now {
             // The slot lies in the next turn of the level: only the top level wraps like this.
-            debug_assert_eq!(self.level, super::LEVELS - 1);
+            debug_assert_eq!(self.level, super::hierarchy::LEVELS - 1);
             deadline += level_span(self.level);
         }
         Some(Expiration {
@@ -138,7 +138,7 @@ impl Level {
     }
 
     /// Detaches the whole list of `slot`, returning its head.
-    pub(crate) fn take(&mut self, slot: usize) -> Option<NonNull<Entry>> {
+    pub(super) fn take(&mut self, slot: usize) -> Option<NonNull<Entry>> {
         self.occupied &= !(1 << slot);
         self.heads[slot].take()
     }

@@ -1,0 +1,312 @@
+//! The wheel itself: levels of slots, placing, unlinking, advancing, draining.
+
+use std::ptr::NonNull;
+
+use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
+use crate::sync::prefetch;
+
+use super::level::Expiration;
+use super::level::{slot_of, Level, SLOTS};
+
+/// Levels in the wheel.
+pub(super) const LEVELS: usize = 6;
+
+/// Ticks the wheel spans: deadlines further than this from `elapsed` are clamped into the top
+/// level and placed again when they come round.
+pub(crate) const SPAN: u64 = 1 << 36;
+
+/// What became of an entry handed to [`Wheel::settle`].
+pub(crate) enum Settled {
+    /// Linked into a slot.
+    Placed,
+    /// Due already: the shard won INIT→EXPIRED and owns the callback.
+    Fired(Fired),
+    /// Resolved by someone else (cancelled, or handed back); the wheel let go of it and hands
+    /// back the reference it held, for the shard to drop or recycle.
+    Dropped(EntryRef),
+    /// Cancelled while linked: the wheel unmarked it and left its count to the canceller's
+    /// unlink request (see `queue::unlink`), which the shard has taken or will take.
+    LeftToUnlink,
+}
+
+pub(crate) struct Wheel {
+    /// The tick up to which every due entry has been handled.
+    elapsed: u64,
+    levels: Box<[Level]>,
+    /// Entries linked into slots (including cancelled ones not yet unlinked).
+    len: usize,
+    /// Reused buffer for the entries of a slot being processed.
+    scratch: Vec<EntryRef>,
+}
+
+// SAFETY: the raw pointers in the slot lists each stand for a strong count of an
+// `EntryRef`, and `EntryRef` is `Send`. Moving the wheel moves those counts and the sole
+// right to touch the entries' links to the receiving thread (the shard thread, then shutdown).
+unsafe impl Send for Wheel {}
+
+/// The level an entry due at `when` belongs to, seen from `elapsed`.
+pub(super) fn level_for(elapsed: u64, when: u64) -> usize {
+    const SLOT_MASK: u64 = SLOTS as u64 - 1;
+    let masked = ((elapsed ^ when) | SLOT_MASK).min(SPAN - 1);
+    let significant = 63 - masked.leading_zeros() as usize;
+    significant / 6
+}
+
+impl Wheel {
+    pub(crate) fn new() -> Self {
+        Wheel {
+            elapsed: 0,
+            levels: (0..LEVELS).map(Level::new).collect(),
+            len: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// Entries linked into the wheel.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where an entry due at `when` goes; `None` if it is due already.
+    fn slot_for(&self, when: u64) -> Option<SlotId> {
+        if when <= self.elapsed {
+            return None;
+        }
+        let level = level_for(self.elapsed, when);
+        Some(SlotId {
+            level,
+            slot: slot_of(when, level),
+        })
+    }
+
+    /// The tick the next occupied slot comes due, if any slot is occupied.
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        self.next_expiration().map(|expiration| expiration.deadline)
+    }
+
+    /// The next slot to process and the tick it comes due, if any slot is occupied.
+    fn next_expiration(&self) -> Option<Expiration> {
+        // A finer level's next slot always comes before a coarser level's: a coarser level
+        // never holds an entry in the slot containing `elapsed`.
+        self.levels
+            .iter()
+            .find_map(|level| level.next_expiration(self.elapsed))
+    }
+
+    /// Fires `entry` if it is due, links it into its slot if not, or lets it go if it was
+    /// resolved elsewhere. The entry must not be linked into the wheel.
+    pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
+        loop {
+            let word = match entry.expire(self.elapsed) {
+                Ok((word, callback)) => {
+                    // A repeating timer's runner needs the entry to re-arm it.
+                    let repeating = word.is_repeating();
+                    return Settled::Fired(Fired::new(callback, entry, repeating));
+                }
+                Err(word) => word,
+            };
+            if word.lifecycle() != Lifecycle::Pending {
+                if word.placement().is_none() {
+                    return Settled::Dropped(entry);
+                }
+                if entry.mark_unplaced().lifecycle() == Lifecycle::Cancelled {
+                    // The cancel found it PLACED (nothing marks a resolved entry), so its
+                    // canceller pushes an unlink request that owns this count.
+                    let _ = EntryRef::into_raw(entry);
+                    return Settled::LeftToUnlink;
+                }
+                return Settled::Dropped(entry);
+            }
+            let Some(at) = self.slot_for(word.deadline()) else {
+                // Became due between the two reads (a concurrent reset); try again.
+                continue;
+            };
+            if entry.place(word, at).is_ok() {
+                self.link(at, entry);
+                return Settled::Placed;
+            }
+        }
+    }
+
+    /// Handles an entry sent down a `changes` queue, reset to an earlier deadline: unlinks it
+    /// and settles it again, which may fire it (or leave it to its unlink request, if it was
+    /// cancelled since). An entry that is not linked (resolved or re-placed since) needs
+    /// nothing.
+    pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
+        let word = entry.state();
+        let Some(at) = word.placement() else {
+            return Settled::Dropped(entry);
+        };
+        // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
+        // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
+        // else clears or sets it. The one time an entry is out of its list with PLACED
+        // still set is while `advance` holds its slot's entries, and `reconsider` never runs
+        // then. So a placed entry is linked at `at`.
+        let held = unsafe { self.unlink(at, &entry) };
+        drop(entry);
+        // Pending: place it again by its current deadline (or fire it). Resolved: `settle`
+        // clears the placement and lets it go.
+        self.settle(held)
+    }
+
+    /// Takes a cancelled entry out of the wheel for its unlink request and returns the count
+    /// the request owned, for the shard to drop or recycle. The entry is still linked unless
+    /// the wheel met it first (and then left the count to this request).
+    ///
+    /// # Safety
+    /// `entry` came off an unlink stack of this wheel's shard, so its request owns a count.
+    pub(crate) unsafe fn unlink_cancelled(&mut self, entry: NonNull<Entry>) -> EntryRef {
+        // SAFETY: the request's count keeps the entry live.
+        let word = unsafe { entry.as_ref() }.state();
+        match word.placement() {
+            Some(at) => {
+                // SAFETY: PLACED is set only while the entry is linked here (see
+                // `reconsider`); the list's pointer carries the one count, the request's.
+                let held = unsafe { self.unlink(at, entry.as_ref()) };
+                held.mark_unplaced_resolved(word);
+                held
+            }
+            // SAFETY: `settle` or `drain` unlinked it and left the count, by `into_raw`, to
+            // this request.
+            None => unsafe { EntryRef::from_raw(entry.as_ptr()) },
+        }
+    }
+
+    /// Starts loading the slot-list neighbours of the entries about to be handed to
+    /// [`unlink_cancelled`](Self::unlink_cancelled) that are still linked. Unlinking writes
+    /// both neighbours, which lie anywhere in memory; prefetching them all first lets their
+    /// cache misses overlap, where unlinking one entry after another would wait for each in
+    /// turn. (The entries themselves are in cache: taking them off the stack read them.)
+    ///
+    /// # Safety
+    /// As `unlink_cancelled`, for each entry.
+    pub(crate) unsafe fn warm(&self, entries: &[NonNull<Entry>]) {
+        for entry in entries {
+            // SAFETY: by this function's contract the entries are live.
+            let entry = unsafe { entry.as_ref() };
+            if entry.state().placement().is_none() {
+                continue;
+            }
+            // SAFETY: the shard thread owns the links of the entries in its wheel, and this
+            // one is linked (PLACED is set and only this thread clears it).
+            let links = unsafe { entry.links() };
+            for neighbour in [links.next, links.prev].into_iter().flatten() {
+                prefetch(neighbour.as_ptr());
+            }
+        }
+    }
+
+    /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
+    /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due.
+    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, Fired)) {
+        let mut due = std::mem::take(&mut self.scratch);
+        while let Some(expiration) = self.next_expiration() {
+            if expiration.deadline > now {
+                break;
+            }
+            self.take_slot(expiration, &mut due);
+            for entry in due.drain(..) {
+                if let Settled::Fired(fired) = self.settle(entry) {
+                    on_fire(self.elapsed, fired);
+                }
+            }
+        }
+        self.scratch = due;
+        if now > self.elapsed {
+            self.elapsed = now;
+        }
+    }
+
+    /// Detaches the slot of `expiration` into `out` and moves `elapsed` to its deadline. The
+    /// entries keep their PLACED bit until the caller settles them.
+    fn take_slot(&mut self, expiration: Expiration, out: &mut Vec<EntryRef>) {
+        debug_assert!(expiration.deadline >= self.elapsed);
+        self.elapsed = expiration.deadline;
+        let head = self.levels[expiration.at.level].take(expiration.at.slot);
+        self.detach_list(head, out);
+    }
+
+    /// Takes every entry out of the wheel (at shutdown), unmarked. The cancelled ones are left
+    /// to their unlink requests (see `settle`); the rest go to `out`.
+    pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
+        let start = out.len();
+        for level in 0..LEVELS {
+            for slot in 0..SLOTS {
+                let head = self.levels[level].take(slot);
+                self.detach_list(head, out);
+            }
+            debug_assert!(self.levels[level].is_empty());
+        }
+        let mut kept = start;
+        for i in start..out.len() {
+            // The unmarking decides, against a cancel racing shutdown: a cancel before it saw
+            // PLACED and pushed a request; a cancel after it sees the entry unplaced.
+            if out[i].mark_unplaced().lifecycle() != Lifecycle::Cancelled {
+                out.swap(kept, i);
+                kept += 1;
+            }
+        }
+        for cancelled in out.drain(kept..) {
+            // As in `settle`: the canceller's unlink request owns this count.
+            let _ = EntryRef::into_raw(cancelled);
+        }
+    }
+
+    fn detach_list(&mut self, mut next: Option<NonNull<Entry>>, out: &mut Vec<EntryRef>) {
+        while let Some(ptr) = next {
+            // SAFETY: every pointer in a slot list came from `Arc::into_raw` in `link` and stands
+            // for the one strong count the wheel holds; the list is detached, and this thread
+            // owns the links of its entries.
+            let entry = unsafe { EntryRef::from_raw(ptr.as_ptr()) };
+            // SAFETY: as above: the shard thread owns the links.
+            next = unsafe {
+                entry.with_links(|links| {
+                    links.prev = None;
+                    links.next.take()
+                })
+            };
+            self.len -= 1;
+            out.push(entry);
+        }
+    }
+
+    fn link(&mut self, at: SlotId, entry: EntryRef) {
+        let Some(ptr) = NonNull::new(EntryRef::into_raw(entry).cast_mut()) else {
+            unreachable!("Arc::into_raw is never null")
+        };
+        // SAFETY: `ptr` holds a strong count (from `into_raw`) so it stays live while linked;
+        // it is in no list (callers pass entries fresh from a queue or from a detached slot),
+        // and the shard thread that owns this wheel owns its links.
+        unsafe { self.levels[at.level].push(at.slot, ptr) };
+        self.len += 1;
+    }
+
+    /// # Safety
+    /// `entry` is linked in this wheel at `at`.
+    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> EntryRef {
+        // SAFETY: by this function's contract.
+        let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
+        self.len -= 1;
+        // SAFETY: the list's pointer came from `Arc::into_raw` in `link` and carried the wheel's
+        // strong count, which is handed back here exactly once.
+        unsafe { EntryRef::from_raw(ptr.as_ptr()) }
+    }
+}
+
+impl Drop for Wheel {
+    fn drop(&mut self) {
+        // Release the wheel's counts iteratively (a recursive drop of a long list could overflow
+        // the stack).
+        let mut all = Vec::new();
+        self.drain(&mut all);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+#[path = "tests.rs"]
+mod tests;
