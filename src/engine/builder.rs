@@ -208,12 +208,15 @@ impl Builder {
         };
         let engine = TimerEngine::new(core, Runners::threads(pool));
         for (index, shard) in shards.into_iter().enumerate() {
-            let core = cores.as_ref().map(|ids| ids[index % ids.len()]);
+            let pin_to = cores
+                .as_ref()
+                .map(|ids| (ids[index % ids.len()], ids.clone()));
             let handle = std::thread::Builder::new()
                 .name(format!("shardwheel-shard-{index}"))
                 .spawn(move || {
-                    if let Some(core) = core {
-                        shard.pin(core);
+                    let mut shard = shard;
+                    if let Some((core, all)) = pin_to {
+                        shard.pin(core, all);
                     }
                     shard.run()
                 })

@@ -43,9 +43,14 @@ pub struct ShardStats {
     /// Entries linked into this shard's wheel, as of its last turn: pending timers it has
     /// placed, plus cancelled ones it has not unlinked yet.
     pub in_wheel: u64,
-    /// The core the shard's tick thread is pinned to; `None` if pinning was off or refused
+    /// The core the shard's tick thread is pinned to; `None` if pinning was off or refused, or
+    /// if the thread let go of its core because that core was too busy to keep it on time
     /// (then the thread runs unpinned).
     pub pinned_core: Option<usize>,
+    /// Turns of the tick thread that began more than 10 ms (and two ticks) after it meant to
+    /// wake: a sign of a starved thread. Three in a row make a pinned thread let go of its
+    /// core.
+    pub late_turns: u64,
 }
 
 impl EngineCore {
@@ -85,6 +90,7 @@ impl EngineCore {
                 pending,
                 in_wheel: counts.in_wheel(),
                 pinned_core: shard.pinned_core(),
+                late_turns: counts.late_turns(),
             });
         }
         stats

@@ -29,6 +29,7 @@ pub(crate) struct ShardCounts {
     returned: AtomicU64,
     panicked: AtomicU64,
     in_wheel: AtomicU64,
+    late_turns: AtomicU64,
     processed: AtomicU64,
     turns: AtomicU64,
 }
@@ -51,6 +52,13 @@ impl ShardCounts {
     }
     pub(crate) fn panicked(&self) -> u64 {
         self.panicked.load(Ordering::Relaxed)
+    }
+    pub(super) fn add_late_turn(&self) {
+        self.late_turns.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Turns that began late (see `shard::pinning`).
+    pub(crate) fn late_turns(&self) -> u64 {
+        self.late_turns.load(Ordering::Relaxed)
     }
     pub(super) fn set_in_wheel(&self, n: u64) {
         self.in_wheel.store(n, Ordering::Relaxed);
@@ -110,6 +118,12 @@ impl ShardCore {
     pub(super) fn set_pinned(&self, core: usize) {
         // Relaxed: a statistic, written once.
         self.pinned.store(core + 1, Ordering::Relaxed);
+    }
+
+    /// Records that the shard thread let go of its core (see `shard::pinning`).
+    pub(super) fn set_unpinned(&self) {
+        // Relaxed: a statistic.
+        self.pinned.store(0, Ordering::Relaxed);
     }
 
     /// Tells the shard to stop: its thread leaves its loop, and producers that see the flag

@@ -7,12 +7,14 @@
 //!   admission and queueing of a timer (the producer's half of the shutdown hand-off).
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `executor`: where expired callbacks run (a rayon pool, or the tick thread).
+//! - `pinning`: letting go of a pinned core too busy to keep the shard on time.
 //! - `cap`: the optional limit on pending timers.
 
 mod cap;
 mod core;
 mod executor;
 mod lane;
+mod pinning;
 mod signal;
 mod worker;
 

@@ -16,6 +16,7 @@
 use super::core::ShardCore;
 use super::executor::{Executor, Inflight};
 use super::lane::Lane;
+use super::pinning::LagWatch;
 use crate::entry::{EntryRef, Fired, Lifecycle};
 use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
@@ -44,6 +45,8 @@ pub(crate) struct Shard {
     fresh: Vec<EntryRef>,
     /// Reused buffer for the entries taken from an unlink stack.
     unlinked: Requests,
+    /// How late turns begin, to let go of a pinned core that cannot keep up.
+    lag: LagWatch,
 }
 
 /// A stopped shard: its wheel and its lanes, for shutdown to empty. Only a shard's `stop`
@@ -203,6 +206,7 @@ impl Shard {
         inflight: Arc<Inflight>,
     ) -> Self {
         let capped = core.has_cap();
+        let lag = LagWatch::new(core.clock().tick_nanos());
         Shard {
             core,
             outcomes: Outcomes {
@@ -213,6 +217,7 @@ impl Shard {
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
+            lag,
             lanes,
             wheel: Wheel::new(),
             executor,
@@ -325,33 +330,48 @@ impl Shard {
         let _abort = AbortOnUnwind;
         self.core.signal().set_thread(thread::current());
         let clock = self.core.clock().clone();
+        // The tick the next turn means to begin at, if any (see `shard::pinning`).
+        let mut meant = None;
         while !self.core.is_stopped() {
             let now = clock.now_tick();
-            match self.turn(now) {
-                Turn::Backlog => thread::yield_now(),
-                Turn::Busy => clock.sleep_one_tick(now),
+            self.lag.observe(meant, now, &self.core);
+            meant = match self.turn(now) {
+                Turn::Backlog => {
+                    thread::yield_now();
+                    Some(now)
+                }
+                Turn::Busy => {
+                    clock.sleep_one_tick(now);
+                    Some(now.saturating_add(1))
+                }
                 // Due again by the next tick: poll, as when busy. Nothing queued now can come due
                 // sooner, so there is no need to announce the sleep (and pay for the heavy
                 // barrier of `signal`) for so short a nap.
-                Turn::Idle if self.due_by_next_tick(now) => clock.sleep_one_tick(now),
-                Turn::Idle => {
-                    if let Ok(until) = self.prepare_sleep() {
+                Turn::Idle if self.due_by_next_tick(now) => {
+                    clock.sleep_one_tick(now);
+                    Some(now.saturating_add(1))
+                }
+                Turn::Idle => match self.prepare_sleep() {
+                    Ok(until) => {
                         clock.sleep_until(until);
                         self.core.signal().awake();
+                        until
                     }
-                }
-            }
+                    Err(()) => Some(now),
+                },
+            };
         }
         self.stop()
     }
 
-    /// Pins the calling thread to `core`, recording the outcome for the stats.
-    pub(crate) fn pin(&self, core: core_affinity::CoreId) -> bool {
-        let pinned = core_affinity::set_for_current(core);
-        if pinned {
+    /// Pins the calling thread to `core`, recording the outcome for the stats. `all` are the
+    /// cores the thread may move to if `core` is too busy to keep it on time (see
+    /// `shard::pinning`).
+    pub(crate) fn pin(&mut self, core: core_affinity::CoreId, all: Vec<core_affinity::CoreId>) {
+        if core_affinity::set_for_current(core) {
             self.core.set_pinned(core.id);
+            self.lag.pinned(all);
         }
-        pinned
     }
 
     /// What the shard shares with the rest of the engine (for the models).

@@ -115,6 +115,11 @@ impl TickClock {
         self.tick
     }
 
+    /// The tick's length in nanoseconds.
+    pub(crate) fn tick_nanos(&self) -> u64 {
+        self.tick_nanos.divisor
+    }
+
     /// The longest delay whose deadline tick is always less than the span from the current
     /// tick: `ceil((now + d) / tick) - floor(now / tick) <= ceil(d / tick) + 1`.
     pub(crate) fn max_delay(&self) -> Duration {

@@ -162,6 +162,10 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) callback_threads: Option<usize>,
 
+    /// run the engine's tick threads unpinned (by default each is pinned to a core)
+    #[arg(long)]
+    pub(crate) no_pin: bool,
+
     /// after the table, print each workload's figures as one JSON object
     /// on its own line, in run order (with one workload, the last line of
     /// stdout)
@@ -190,6 +194,9 @@ impl Options {
             if let Some(value) = value {
                 args.push(format!("--{name}={value}"));
             }
+        }
+        if self.no_pin {
+            args.push("--no-pin".to_owned());
         }
         args.push("--json".to_owned());
         args
@@ -320,6 +327,7 @@ mod tests {
             slow: Some(0),
             shards: Some(2),
             callback_threads: Some(1024),
+            no_pin: true,
             json: false,
         };
         for given in [full, Options::default()] {

@@ -88,7 +88,9 @@ pub(crate) struct Context {
 impl Context {
     /// A fresh engine as the options ask for (engine defaults where they say nothing).
     pub(crate) fn engine(&self) -> Result<TimerEngine, Failure> {
-        let mut builder = TimerEngine::builder().tick(TICK);
+        let mut builder = TimerEngine::builder()
+            .tick(TICK)
+            .pin_threads(!self.options.no_pin);
         if let Some(shards) = self.options.shards {
             builder = builder.shards(shards);
         }
