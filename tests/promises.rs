@@ -25,6 +25,21 @@ fn manual_engine(clock: &ManualClock) -> TimerEngine {
         .unwrap()
 }
 
+/// Schedules a callback that holds the thread it runs on until the sender returned is used (or
+/// dropped), and waits until it runs.
+fn hold_a_callback_thread(engine: &TimerEngine) -> mpsc::Sender<()> {
+    let (started, has_started) = mpsc::channel();
+    let (go, wait_for_go) = mpsc::channel::<()>();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            let _ = wait_for_go.recv();
+        })
+        .unwrap();
+    has_started.recv_timeout(PATIENCE).unwrap();
+    go
+}
+
 /// A waker that counts its wakes.
 struct Counting(AtomicUsize);
 
@@ -152,15 +167,7 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
         .build()
         .unwrap();
     // An inline callback that holds the shard until told to go.
-    let (started, has_started) = mpsc::channel();
-    let (go, wait_for_go) = mpsc::channel::<()>();
-    engine
-        .schedule(Duration::ZERO, move || {
-            started.send(()).unwrap();
-            let _ = wait_for_go.recv();
-        })
-        .unwrap();
-    has_started.recv_timeout(PATIENCE).unwrap();
+    let go = hold_a_callback_thread(&engine);
     let mut accepted = 0;
     let mut refused = false;
     for _ in 0..100 * CAP {
@@ -209,15 +216,7 @@ fn the_cap_bounds_callbacks_waiting_for_a_busy_pool() {
         .build()
         .unwrap();
     // A callback that holds the pool's one thread until told to go.
-    let (started, has_started) = mpsc::channel();
-    let (go, wait_for_go) = mpsc::channel::<()>();
-    engine
-        .schedule(Duration::ZERO, move || {
-            started.send(()).unwrap();
-            let _ = wait_for_go.recv();
-        })
-        .unwrap();
-    has_started.recv_timeout(PATIENCE).unwrap();
+    let go = hold_a_callback_thread(&engine);
     let mut fired_before = engine.stats().fired;
     let mut refused = false;
     for _ in 0..10 * CAP {

@@ -227,15 +227,20 @@ impl TickClock {
 mod tests {
     use super::*;
 
-    #[test]
-    fn deadlines_round_up_and_now_rounds_down() {
-        let clock = ManualClock::new();
-        let ticks = TickClock::new(
+    /// A 1 ms tick clock on `clock`.
+    fn millisecond_ticks(clock: &ManualClock) -> TickClock {
+        TickClock::new(
             Duration::from_millis(1),
             1 << 36,
             u64::MAX,
             Some(clock.clone()),
-        );
+        )
+    }
+
+    #[test]
+    fn deadlines_round_up_and_now_rounds_down() {
+        let clock = ManualClock::new();
+        let ticks = millisecond_ticks(&clock);
         let origin = clock.now();
         assert_eq!(ticks.ceil_tick(origin), 0);
         assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1)), 1);
@@ -289,12 +294,7 @@ mod tests {
     #[test]
     fn a_deadline_before_the_origin_is_tick_zero() {
         let clock = ManualClock::new();
-        let ticks = TickClock::new(
-            Duration::from_millis(1),
-            1 << 36,
-            u64::MAX,
-            Some(clock.clone()),
-        );
+        let ticks = millisecond_ticks(&clock);
         clock.advance(Duration::from_secs(1));
         assert_eq!(ticks.ceil_tick(ticks.origin - Duration::from_millis(5)), 0);
     }
