@@ -46,7 +46,7 @@ default sizes unless a flag below overrides them):
                        rss_after_cancel_mb threads
   accuracy       K timers due in 0-1000 ms (1 us steps) scheduled from one thread as fast as it
                  can; each callback records how late it ran (the instant it starts minus the
-                 instant it was due). Engine tick 1 ms.
+                 instant it was due). Engine tick 1 ms unless --tick-us sets it.
                  Flags: --timers (100000).
                  Keys: workload timers p50_ms p99_ms p999_ms max_ms early
   slow-callback  As accuracy, after S timers due in 0-1000 ms whose callbacks sleep 100 ms
@@ -55,9 +55,10 @@ default sizes unless a flag below overrides them):
                  Keys: as accuracy, plus slow
   idle-hold      M no-op timers due in 10-20 min inserted from T threads, timed; wait until all
                  are placed, measure the resident set; then the CPU time (user + sys) the whole
-                 process spends over a 5 s idle window.
+                 process spends over a 5 s idle window, and the tick threads' context switches.
                  Flags: --timers (10000000) --threads (2).
-                 Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct threads";
+                 Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct
+                       shard_wakeups_per_sec threads";
 
 /// The notes at the end of `--help`.
 const NOTES: &str = "\
@@ -80,7 +81,8 @@ bytes; RSS is VmRSS of /proc/self/status (peak_rss_mb: VmHWM, reset at the start
 rpc-churn where the system allows). bytes_per_timer = (RSS once all timers are placed - RSS
 before inserting) / timers, with the handles' array allocated before the first reading.
 idle_cpu_pct = CPU seconds (user + sys, getrusage, in microseconds) in the idle window / its
-length x 100.
+length x 100. shard_wakeups_per_sec = context switches, voluntary and not, of the engine's tick
+threads over the idle window (/proc/self/task/*/status), per second and per tick thread.
 Each workload has a process of its own because memory an earlier workload freed but the
 allocator kept would be reused without growing the resident set, and so go uncounted.
 early counts callbacks that ran before they were due (any value but 0 is a bug).
@@ -162,6 +164,10 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) callback_threads: Option<usize>,
 
+    /// the engine's tick in microseconds, 1-3600000000 (default 1000)
+    #[arg(long, value_name = "N", value_parser = number::<u64, 1, 3_600_000_000>)]
+    pub(crate) tick_us: Option<u64>,
+
     /// run the engine's tick threads unpinned (by default each is pinned to a core)
     #[arg(long)]
     pub(crate) no_pin: bool,
@@ -184,6 +190,7 @@ impl Options {
             ("timers", self.timers.map(|n| n.to_string())),
             ("slow", self.slow.map(|n| n.to_string())),
             ("shards", self.shards.map(|n| n.to_string())),
+            ("tick-us", self.tick_us.map(|n| n.to_string())),
             (
                 "callback-threads",
                 self.callback_threads.map(|n| n.to_string()),
@@ -327,6 +334,7 @@ mod tests {
             slow: Some(0),
             shards: Some(2),
             callback_threads: Some(1024),
+            tick_us: Some(100),
             no_pin: true,
             json: false,
         };
@@ -365,7 +373,8 @@ mod tests {
             ABOUT,
             "Usage: shardwheel [WORKLOAD] [FLAGS]",
             "Workloads (with no WORKLOAD",
-            "Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct threads",
+            "Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct",
+            "shard_wakeups_per_sec threads",
             "--callback-threads <N>",
             "-h, --help",
             "Exit status: 0 on success",

@@ -1,5 +1,6 @@
 //! idle-hold: ten million pending timers, nothing due. Inserts them, then measures the CPU
-//! time the whole process spends over five idle seconds.
+//! time the whole process spends over five idle seconds, and how often the engine's tick
+//! threads were switched in and out meanwhile.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,7 +34,10 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
         insert_mops,
         bytes_per_timer,
     } = fill(ctx, &engine, timers, threads, DELAYS, STREAM)?;
-    let idle_cpu_pct = idle_cpu_percent(ctx)?;
+    let Idle {
+        cpu_pct: idle_cpu_pct,
+        wakeups_per_sec,
+    } = idle(ctx)?;
     ctx.progress
         .show(format_args!("idle-hold: releasing {timers} timers"));
     drop(handles);
@@ -43,22 +47,37 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
         .fixed("insert_mops", insert_mops, 3)
         .fixed("bytes_per_timer", bytes_per_timer, 1)
         .fixed("idle_cpu_pct", idle_cpu_pct, 2)
+        .fixed("shard_wakeups_per_sec", wakeups_per_sec, 2)
         .count("threads", count(threads)))
 }
 
-/// The process's CPU time (user + sys) over the idle window, as a percentage of the window's
-/// wall-clock length.
-fn idle_cpu_percent(ctx: &Context) -> Result<f64, Failure> {
+/// What the idle window cost.
+struct Idle {
+    /// The process's CPU time (user + sys) over the window, as a percentage of the window's
+    /// wall-clock length.
+    cpu_pct: f64,
+    /// Context switches of the tick threads (voluntary and not) over the window, per second
+    /// and per tick thread: how often a shard woke while nothing was due.
+    wakeups_per_sec: f64,
+}
+
+fn idle(ctx: &Context) -> Result<Idle, Failure> {
     ctx.progress.show(format_args!(
         "idle-hold: measuring CPU time over {} s idle",
         IDLE.as_secs()
     ));
     let start = Instant::now();
-    let before = proc::cpu_time()?;
+    let cpu_before = proc::cpu_time()?;
+    let (switches_before, _) = proc::tick_thread_switches()?;
     thread::sleep(IDLE);
-    let after = proc::cpu_time()?;
-    let window = start.elapsed();
+    let (switches_after, shards) = proc::tick_thread_switches()?;
+    let cpu_after = proc::cpu_time()?;
+    let window = start.elapsed().as_secs_f64();
     ctx.progress.clear();
-    let cpu_secs = after.saturating_sub(before).as_secs_f64();
-    Ok(cpu_secs / window.as_secs_f64() * 100.0)
+    let cpu_secs = cpu_after.saturating_sub(cpu_before).as_secs_f64();
+    let switches = switches_after.saturating_sub(switches_before) as f64;
+    Ok(Idle {
+        cpu_pct: cpu_secs / window * 100.0,
+        wakeups_per_sec: switches / window / shards.max(1) as f64,
+    })
 }

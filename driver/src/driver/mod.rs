@@ -32,8 +32,8 @@ use report::{Report, Table};
 /// The exit status for a bad command line (clap's for a usage error).
 const USAGE_EXIT: u8 = 2;
 
-/// The engine's tick for every workload (the engine's default, set explicitly because the
-/// accuracy workloads are defined at it).
+/// The engine's tick for every workload unless `--tick-us` says otherwise (the engine's
+/// default, set explicitly because the accuracy workloads are defined at it).
 const TICK: Duration = Duration::from_millis(1);
 
 /// The five workloads, in the order a full run takes them. On the command line each is
@@ -89,7 +89,7 @@ impl Context {
     /// A fresh engine as the options ask for (engine defaults where they say nothing).
     pub(crate) fn engine(&self) -> Result<TimerEngine, Failure> {
         let mut builder = TimerEngine::builder()
-            .tick(TICK)
+            .tick(self.options.tick_us.map_or(TICK, Duration::from_micros))
             .pin_threads(!self.options.no_pin);
         if let Some(shards) = self.options.shards {
             builder = builder.shards(shards);

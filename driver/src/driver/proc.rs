@@ -1,5 +1,6 @@
-//! What the process costs: resident memory, read from Linux's `/proc/self/status`, and CPU
-//! time, from `getrusage`.
+//! What the process costs: resident memory, read from Linux's `/proc/self/status`; CPU time,
+//! from `getrusage`; and the context switches of the engine's tick threads, from
+//! `/proc/self/task/*/status`.
 
 use std::fs;
 use std::time::Duration;
@@ -55,6 +56,43 @@ fn duration(time: libc::timeval) -> Duration {
     Duration::from_secs(secs).saturating_add(Duration::from_micros(micros))
 }
 
+/// The name prefix of the engine's tick threads as `/proc` shows it (thread names are cut to
+/// 15 bytes there: `shardwheel-shard-0` reads `shardwheel-shar`).
+const TICK_THREAD: &str = "shardwheel-shar";
+
+/// The context switches, voluntary and not, of every tick thread of the process so far, and
+/// how many tick threads there are.
+pub(crate) fn tick_thread_switches() -> Result<(u64, usize), Failure> {
+    let tasks = fs::read_dir("/proc/self/task")
+        .map_err(|error| Failure::new(format!("cannot read /proc/self/task: {error}")))?;
+    let (mut switches, mut threads) = (0, 0);
+    for task in tasks.flatten() {
+        let dir = task.path();
+        // A thread that exited meanwhile has no files left: skip it.
+        let Ok(name) = fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        if !name.starts_with(TICK_THREAD) {
+            continue;
+        }
+        let Ok(status) = fs::read_to_string(dir.join("status")) else {
+            continue;
+        };
+        threads += 1;
+        switches += parse_status_count(&status, "voluntary_ctxt_switches").unwrap_or(0)
+            + parse_status_count(&status, "nonvoluntary_ctxt_switches").unwrap_or(0);
+    }
+    Ok((switches, threads))
+}
+
+/// The value of a `field:\t1234` line of a status file.
+fn parse_status_count(status: &str, field: &str) -> Option<u64> {
+    let value = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    value.trim().parse().ok()
+}
+
 fn read(path: &str) -> Result<String, Failure> {
     fs::read_to_string(path).map_err(|error| Failure::new(format!("cannot read {path}: {error}")))
 }
@@ -76,6 +114,20 @@ fn parse_status_kb(status: &str, field: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_switch_counts_are_read_from_a_status_file() {
+        let status = "Name:\tshardwheel-shar\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(
+            parse_status_count(status, "voluntary_ctxt_switches"),
+            Some(12)
+        );
+        assert_eq!(
+            parse_status_count(status, "nonvoluntary_ctxt_switches"),
+            Some(3)
+        );
+        assert_eq!(parse_status_count(status, "Threads"), None);
+    }
 
     #[test]
     fn status_lines_are_parsed_in_kb() {
