@@ -1,9 +1,11 @@
 //! Where expired callbacks run: a rayon pool (the default) or inline on the shard thread.
 //!
 //! A shard hands over the callbacks it fired in one tick as one batch: one pool job per batch,
-//! split across the pool's threads by rayon's work stealing, so a slow callback holds up only
-//! the thread it runs on, never the tick thread. Every callback runs under `catch_unwind`; a
-//! panic is counted and the others run on.
+//! split down to single callbacks (`with_max_len(1)`) that idle pool threads steal, so a slow
+//! callback holds up only itself, never the tick thread and never a callback that shared its
+//! batch while another pool thread is free. (Left to split adaptively, rayon handed whole runs
+//! of a batch to one thread, and a timer that shared a run with a 100 ms callback waited the
+//! 100 ms.) Every callback runs under `catch_unwind`; a panic is counted and the others run on.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -88,6 +90,7 @@ impl Executor {
                     } else {
                         batch
                             .into_par_iter()
+                            .with_max_len(1)
                             .for_each(|callback| run_one(callback, &shard));
                     }
                     shard.release_cap(ended);
