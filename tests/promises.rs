@@ -247,6 +247,49 @@ fn the_cap_bounds_callbacks_waiting_for_a_busy_pool() {
 }
 
 #[test]
+fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() {
+    const FAST: usize = 1_000;
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .callback_threads(2)
+        .pin_threads(false)
+        .build()
+        .unwrap();
+    // All due at one instant, so the shard fires them in one batch, the slow one among them.
+    let due = std::time::Instant::now() + Duration::from_millis(50);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (go, wait_for_go) = mpsc::channel::<()>();
+    let mut wait_for_go = Some(wait_for_go);
+    for i in 0..=FAST {
+        if i == FAST / 2 {
+            let wait = wait_for_go.take().unwrap();
+            engine
+                .schedule_at(due, move || {
+                    let _ = wait.recv();
+                })
+                .unwrap();
+        } else {
+            let ran = ran.clone();
+            engine
+                .schedule_at(due, move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+        }
+    }
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while ran.load(Ordering::SeqCst) < FAST && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(1));
+    }
+    let done = ran.load(Ordering::SeqCst);
+    go.send(()).unwrap();
+    assert_eq!(
+        done, FAST,
+        "timers waited behind the slow callback of their batch"
+    );
+}
+
+#[test]
 fn every_shutdown_waits_for_the_callbacks_in_flight() {
     let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
     let finished = Arc::new(AtomicBool::new(false));
