@@ -18,6 +18,7 @@ mod owner_paths;
 mod poll_vs_fire;
 mod reset_vs_fire;
 mod schedule_vs_shutdown;
+mod shutdown_callers;
 mod sleep_vs_insert;
 
 use std::time::Duration;

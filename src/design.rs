@@ -69,9 +69,9 @@
 //! src/entry/node.rs, and every transition of the state word goes through a single
 //! compare-and-swap helper there, with AcqRel on success, so whoever reads a resolved word
 //! also sees what its winner did before resolving it; the exception is the shard clearing
-//! PLACED, one `fetch_and` (below), or a plain store once the lifecycle is final. This is the single-word state machine of Netty's
-//! `HashedWheelTimeout` and of tokio's `TimerShared`, with the deadline and the wheel position
-//! packed into the same word.
+//! PLACED, one `fetch_and` (below), or a plain store once the lifecycle is final. This is the
+//! single-word state machine of Netty's `HashedWheelTimeout` and of tokio's `TimerShared`, with
+//! the deadline and the wheel position packed into the same word.
 //!
 //! Everything else in the engine is arranged so that the entry needs nothing more:
 //!
@@ -425,10 +425,17 @@
 //!   spare entries back while the owner takes them (each once, unshared, its links visible);
 //!   and an owner letting its lane go while another thread claims it (the new owner's plain
 //!   counting goes on from the old owner's count; a Relaxed claim loses an update). Under loom
-//!   no thread owns a lane, so the ring and the spare stack are run directly. loom did not
-//!   catch a Relaxed store of the ring's tail (it never let the reader see the slot's older
-//!   value), so that ordering rests on the argument in src/queue/ring.rs.
+//!   no thread owns a lane, so the ring and the spare stack are run directly. loom does not
+//!   catch a Relaxed store of the ring's tail (it never lets the reader see the slot's older
+//!   value, nor flags the entry read without a happens-before edge); ThreadSanitizer does, in
+//!   CI's sanitizer step (checked by weakening the store: the engine tests report a race).
 //! - `cancel_vs_shutdown`: a cancel of a placed timer racing shutdown's drain of the wheel:
 //!   exactly one side wins the timer, and the entry's count, which the cancel's unlink request
 //!   owns, is released exactly once (a drain that read the lifecycle apart from its unmarking
 //!   double-frees, which loom reports).
+//! - `every_caller_waits_for_the_finish` and
+//!   `the_next_caller_joins_a_shutdown_begun_inside_a_callback`: callers of `shutdown` meeting
+//!   in the closing protocol (src/engine/closing.rs): no caller from outside returns before
+//!   the shutdown is finished, and one that comes after a shutdown begun inside a callback
+//!   joins its finishing thread and receives its timers (a caller that returns instead of
+//!   waiting, or a `finishing` that wakes no waiter, fails).

@@ -9,10 +9,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::builder::Builder;
+use super::closing::Phase;
 use super::core::{ClockWatch, EngineCore};
 use super::error::ScheduleError;
 use super::routing::task_hash;
-use super::shutdown::{Phase, Runners, Shutdown};
+use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
 use crate::entry::{unbox, Callback, Entry, EntryRef};
 use crate::shard::{Lane, Stopped};

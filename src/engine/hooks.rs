@@ -5,7 +5,9 @@ use super::api::TimerEngine;
 #[cfg(loom)]
 use super::builder::{Assembled, Builder};
 #[cfg(loom)]
-use super::shutdown::{Phase, Runners, Unfired};
+use super::closing::Phase;
+#[cfg(loom)]
+use super::shutdown::{Runners, Unfired};
 #[cfg(not(loom))]
 use crate::shard::Lane;
 #[cfg(loom)]

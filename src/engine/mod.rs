@@ -6,12 +6,14 @@
 //! - `core`: what the engine's parts share, and the catch-up a manual clock asks for.
 //! - `routing`: which shard a timer goes to.
 //! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
+//! - `closing`: the protocol by which callers of `shutdown` and `drop` meet.
 //! - `pool`: the rayon pool the engine starts for callbacks.
 //! - `stats`: [`Stats`] and [`ShardStats`].
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 
 mod api;
 mod builder;
+mod closing;
 mod core;
 mod error;
 #[cfg(test)]
@@ -28,3 +30,6 @@ pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError};
 pub use self::shutdown::Unfired;
 pub use self::stats::{ShardStats, Stats};
+
+#[cfg(all(test, loom))]
+pub(crate) use self::closing::{Closing, Duty};

@@ -18,61 +18,16 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::api::TimerEngine;
+use super::closing::{Closing, CompleteOnDrop, Duty};
 use super::core::EngineCore;
 use super::pool::OwnedPool;
 use crate::entry::{Callback, Lifecycle};
 use crate::shard::{in_callback_of, Stopped};
-use crate::sync::{barrier, Condvar, Mutex, MutexGuard};
+use crate::sync::{barrier, thread};
 use crate::timer::TimerHandle;
 
-/// Where an engine is in its shutdown.
-pub(super) enum Phase {
-    /// Running, with the threads to join at shutdown.
-    Running(Runners),
-    /// A caller is finishing the shutdown, or joining the thread that does.
-    Stopping,
-    /// A shutdown begun inside one of the engine's callbacks is finishing on this thread; the
-    /// next caller from outside joins it and takes what it handed back.
-    Finishing(JoinHandle<Vec<Unfired>>),
-    /// Done: every thread the engine started has been joined (or, after a shutdown from
-    /// inside a callback that no outside caller followed, left to finish on its own).
-    Stopped,
-}
-
-/// The shutdown phase, and the condition its waiters wait on.
-pub(super) struct Shutdown {
-    phase: Mutex<Phase>,
-    done: Condvar,
-}
-
-impl Shutdown {
-    pub(super) fn new(runners: Runners) -> Self {
-        Shutdown {
-            phase: Mutex::new(Phase::Running(runners)),
-            done: Condvar::new(),
-        }
-    }
-
-    pub(super) fn lock(&self) -> MutexGuard<'_, Phase> {
-        self.phase.lock()
-    }
-
-    /// Records that the shutdown is complete and wakes the callers waiting for it.
-    fn complete(&self) {
-        *self.phase.lock() = Phase::Stopped;
-        self.done.notify_all();
-    }
-}
-
-/// Completes the shutdown when dropped, also if finishing it unwinds (a bug in the engine):
-/// the callers waiting for it must not wait forever.
-struct CompleteOnDrop<'a>(&'a Shutdown);
-
-impl Drop for CompleteOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.complete();
-    }
-}
+/// The shutdown protocol as the engine uses it (see `closing`).
+pub(super) type Shutdown = Closing<Runners, Vec<Unfired>>;
 
 /// The threads an engine started, joined at shutdown.
 pub(super) struct Runners {
@@ -175,45 +130,36 @@ impl TimerEngine {
     pub fn shutdown(&self) -> Vec<Unfired> {
         let inside = in_callback_of(self.core().id);
         let shutdown = self.shutdown_state();
-        let mut phase = shutdown.lock();
-        loop {
-            match std::mem::replace(&mut *phase, Phase::Stopping) {
-                Phase::Running(runners) if runners.driven => {
-                    // The shards belong to the caller (a driven engine): theirs to stop.
-                    *phase = Phase::Running(runners);
-                    return Vec::new();
-                }
-                Phase::Running(runners) => {
-                    // Stop the shards before letting go of the lock, so a concurrent caller
-                    // that finds the engine stopping also finds `schedule` refusing.
-                    self.stop_shards();
-                    if inside {
-                        // Waiting for callbacks in flight, or joining this thread, would wait
-                        // for this very call: finish on a thread of its own.
-                        *phase = self.finish_elsewhere(runners);
-                        return Vec::new();
-                    }
-                    drop(phase);
-                    let _complete = CompleteOnDrop(shutdown);
-                    return self.core().finish(runners);
-                }
-                Phase::Finishing(finisher) if !inside => {
-                    drop(phase);
-                    let _complete = CompleteOnDrop(shutdown);
-                    // The finishing thread never panics short of a bug in the engine; its
-                    // timers are then lost with it.
-                    return finisher.join().unwrap_or_default();
-                }
-                Phase::Stopping if !inside => {
-                    phase = shutdown.done.wait(phase);
-                }
-                // Done already; or called from a callback of this engine while another call
-                // finishes the shutdown, which waits for that callback: it cannot wait too.
-                other => {
-                    *phase = other;
-                    return Vec::new();
-                }
+        let duty = shutdown.begin(inside, |runners| {
+            if runners.driven {
+                // The shards belong to the caller (a driven engine): theirs to stop.
+                return false;
             }
+            self.stop_shards();
+            true
+        });
+        match duty {
+            Duty::Finish(runners) => {
+                let _complete = CompleteOnDrop(shutdown);
+                self.core().finish(runners)
+            }
+            Duty::FinishElsewhere(runners) => {
+                // If no thread can be had, the runners go with the closure, the shard threads
+                // exit on their own (their stop flags are set), and the timers still pending
+                // stay where they are, their memory freed as the handles go.
+                let core = self.core().clone();
+                let finisher =
+                    thread::spawn_named("shardwheel-shutdown", move || core.finish(runners));
+                shutdown.finishing(finisher.ok());
+                Vec::new()
+            }
+            Duty::Join(finisher) => {
+                let _complete = CompleteOnDrop(shutdown);
+                // The finishing thread never panics short of a bug in the engine; its timers
+                // are then lost with it.
+                finisher.join().unwrap_or_default()
+            }
+            Duty::Nothing => Vec::new(),
         }
     }
 
@@ -228,21 +174,6 @@ impl TimerEngine {
     /// ```
     pub fn is_shutdown(&self) -> bool {
         self.core().shards.iter().all(|shard| shard.is_stopped())
-    }
-
-    /// Starts a thread that finishes the shutdown; the phase to record.
-    fn finish_elsewhere(&self, runners: Runners) -> Phase {
-        let core = self.core().clone();
-        let spawned = std::thread::Builder::new()
-            .name("shardwheel-shutdown".into())
-            .spawn(move || core.finish(runners));
-        match spawned {
-            Ok(finisher) => Phase::Finishing(finisher),
-            // No thread could be had: the runners went with the closure, the shard threads
-            // exit on their own (their stop flags are set), and the timers still pending stay
-            // where they are, their memory freed as the handles go.
-            Err(_) => Phase::Stopped,
-        }
     }
 
     /// Sets every shard's `stop` flag and wakes it; stops catching up with a manual clock.

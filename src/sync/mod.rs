@@ -56,9 +56,31 @@ pub(crate) mod thread {
     #[cfg(not(loom))]
     pub(crate) use std::thread::{current, park, park_timeout, yield_now, Thread};
 
+    #[cfg(loom)]
+    pub(crate) use loom::thread::JoinHandle;
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::JoinHandle;
+
     /// loom has no timed park; a model treats a timed sleep as "until woken".
     #[cfg(loom)]
     pub(crate) fn park_timeout(_: std::time::Duration) {
         park();
+    }
+
+    /// Starts a thread named `name` (loom's threads have no names).
+    pub(crate) fn spawn_named<T, F>(name: &str, f: F) -> std::io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        #[cfg(loom)]
+        {
+            let _ = name;
+            Ok(loom::thread::spawn(f))
+        }
+        #[cfg(not(loom))]
+        {
+            std::thread::Builder::new().name(name.to_owned()).spawn(f)
+        }
     }
 }
