@@ -13,6 +13,9 @@
 //!   thread's finish; throughput counts the ops of all threads.
 //! - `fire`: schedule [`FIRE_BATCH`] timers due 1–3 ms ahead whose callbacks bump a counter;
 //!   timed from the first schedule until every callback has run.
+//! - `fire_burst`: schedule [`BURST`] timers all due at one instant [`BURST_LEAD`] ahead (the
+//!   scheduling must be over by then, or the benchmark fails); timed from that instant until
+//!   the last callback has run: how fast a peer fires a burst, not how long it takes to start.
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an
@@ -60,7 +63,8 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{
-    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode,
+    Throughput,
 };
 use crossbeam_queue::SegQueue;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -77,6 +81,10 @@ const BATCH: usize = 10_000;
 const RING: usize = 1_000;
 /// Timers per batch in `fire`.
 const FIRE_BATCH: usize = 50_000;
+/// Timers in a `fire_burst`.
+const BURST: usize = 200_000;
+/// How far ahead a `fire_burst`'s timers are due: time enough to schedule them all.
+const BURST_LEAD: Duration = Duration::from_millis(400);
 /// Delays a churn thread cycles through (a power of two).
 const CHURN_DELAYS: usize = 4_096;
 
@@ -149,6 +157,10 @@ trait Peer: Sync {
     /// Schedules one timer per delay, each with a callback that bumps [`FIRED`], and returns
     /// once all have run.
     fn fire(&self, delays: &[Duration]);
+
+    /// Schedules `n` timers due at `due`, each with a callback that bumps [`FIRED`]; returns
+    /// when the scheduling was over, once all have run.
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant;
 
     /// Stops the peer and joins its threads.
     fn shutdown(self);
@@ -236,6 +248,18 @@ impl Peer for Shardwheel {
         wait_fired(delays.len());
     }
 
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant {
+        for _ in 0..n {
+            let handle = self.engine.schedule_at(due, || {
+                FIRED.fetch_add(1, Ordering::Release);
+            });
+            drop(handle.expect("schedule"));
+        }
+        let scheduled = Instant::now();
+        wait_fired(n);
+        scheduled
+    }
+
     fn shutdown(self) {
         drop(self.engine.shutdown());
     }
@@ -295,6 +319,19 @@ impl Peer for Tokio {
             });
         }
         wait_fired(delays.len());
+    }
+
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant {
+        let due = tokio::time::Instant::from_std(due);
+        for _ in 0..n {
+            self.runtime.spawn(async move {
+                tokio::time::sleep_until(due).await;
+                FIRED.fetch_add(1, Ordering::Release);
+            });
+        }
+        let scheduled = Instant::now();
+        wait_fired(n);
+        scheduled
     }
 
     fn shutdown(self) {
@@ -381,6 +418,20 @@ impl Peer for HashWheel {
         wait_fired(delays.len());
     }
 
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant {
+        let mut timer = self.timer.timer_ref();
+        let first = self.id_range();
+        for id in first..first + n as u64 {
+            let delay = due.saturating_duration_since(Instant::now());
+            timer.schedule_action_once(id, delay, |_| {
+                FIRED.fetch_add(1, Ordering::Release);
+            });
+        }
+        let scheduled = Instant::now();
+        wait_fired(n);
+        scheduled
+    }
+
     fn shutdown(self) {
         self.timer.shutdown().expect("stop the timer thread");
     }
@@ -433,6 +484,19 @@ impl Peer for FuturesTimer {
             }
         });
         wait_fired(delays.len());
+    }
+
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant {
+        futures::executor::block_on(async {
+            let mut pending: FuturesUnordered<_> = (0..n)
+                .map(|_| futures_timer::Delay::new(due.saturating_duration_since(Instant::now())))
+                .collect();
+            let scheduled = Instant::now();
+            while pending.next().await.is_some() {
+                FIRED.fetch_add(1, Ordering::Release);
+            }
+            scheduled
+        })
     }
 
     fn shutdown(self) {}
@@ -572,6 +636,19 @@ impl Peer for MutexHeapTimer {
             self.shared.schedule(delay, callback);
         }
         wait_fired(delays.len());
+    }
+
+    fn fire_burst(&self, due: Instant, n: usize) -> Instant {
+        for _ in 0..n {
+            let callback = Box::new(|| {
+                FIRED.fetch_add(1, Ordering::Release);
+            });
+            self.shared
+                .schedule(due.saturating_duration_since(Instant::now()), callback);
+        }
+        let scheduled = Instant::now();
+        wait_fired(n);
+        scheduled
     }
 
     fn shutdown(self) {
@@ -716,6 +793,26 @@ fn bench_fire<P: Peer>(group: &mut Group<'_>, name: &str, peer: P, delays: &[Dur
     peer.shutdown();
 }
 
+fn bench_fire_burst<P: Peer>(group: &mut Group<'_>, name: &str, peer: P) {
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                FIRED.store(0, Ordering::Release);
+                let due = Instant::now() + BURST_LEAD;
+                let scheduled = peer.fire_burst(due, BURST);
+                assert!(
+                    scheduled < due,
+                    "{name}: scheduling {BURST} timers took longer than {BURST_LEAD:?}"
+                );
+                total += due.elapsed();
+            }
+            total
+        })
+    });
+    peer.shutdown();
+}
+
 // ---------------------------------------------------------------------------------------------
 // The groups
 
@@ -794,6 +891,24 @@ fn fire(c: &mut Criterion) {
     );
     bench_fire(&mut group, "futures_timer", FuturesTimer, &delays);
     bench_fire(&mut group, "mutex_heap", MutexHeapTimer::start(), &delays);
+    group.finish();
+}
+
+/// A burst: every timer due at one instant, timed from it to the last callback.
+fn fire_burst(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fire_burst");
+    group.throughput(Throughput::Elements(BURST as u64));
+    group.sampling_mode(SamplingMode::Flat);
+    bench_fire_burst(&mut group, "shardwheel", Shardwheel::start(false));
+    bench_fire_burst(&mut group, "shardwheel_inline", Shardwheel::start(true));
+    bench_fire_burst(&mut group, "tokio", Tokio::start());
+    bench_fire_burst(
+        &mut group,
+        "hierarchical_hash_wheel_timer",
+        HashWheel::start(),
+    );
+    bench_fire_burst(&mut group, "futures_timer", FuturesTimer);
+    bench_fire_burst(&mut group, "mutex_heap", MutexHeapTimer::start());
     group.finish();
 }
 
@@ -942,6 +1057,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, cancel, schedule_cancel, fire, reset, floor
+    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, floor
 }
 criterion_main!(benches);
