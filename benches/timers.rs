@@ -16,6 +16,9 @@
 //! - `fire_burst`: schedule [`BURST`] timers all due at one instant [`BURST_LEAD`] ahead (the
 //!   scheduling must be over by then, or the benchmark fails); timed from that instant until
 //!   the last callback has run: how fast a peer fires a burst, not how long it takes to start.
+//!   (hierarchical_hash_wheel_timer counts a delay from when its thread takes the message in,
+//!   so its timers come due spread over the time its thread takes to drain them, and its
+//!   figure includes that.)
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an

@@ -277,6 +277,10 @@ fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() 
                 .unwrap();
         }
     }
+    assert!(
+        std::time::Instant::now() < due,
+        "scheduling ran past the due instant: the batch may have been split"
+    );
     let deadline = std::time::Instant::now() + PATIENCE;
     while ran.load(Ordering::SeqCst) < FAST && std::time::Instant::now() < deadline {
         thread::sleep(Duration::from_millis(1));

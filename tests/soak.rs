@@ -1,8 +1,9 @@
 //! A bounded soak (ignored by default): one engine under mixed load for `SOAK_SECS` seconds
 //! (default 10) while the live heap (counted by this test's global allocator) and the resident
 //! set are sampled every second. It fails if the live heap keeps growing once warmed up, if a
-//! callback runs early, twice or after a successful cancel, or if the accounting identity
-//! breaks. The resident set is reported, not judged: the system allocator keeps freed pages as
+//! callback runs early or after a successful cancel, or if the accounting identity breaks.
+//! (A callback is an `FnOnce`, so it cannot run twice; a timer fired twice would break the
+//! identity.) The resident set is reported, not judged: the system allocator keeps freed pages as
 //! it sees fit.
 //!
 //! The load: producer threads in the RPC pattern (schedule, cancel nine in ten) at a steady
@@ -68,7 +69,6 @@ impl SplitMix {
 #[derive(Default)]
 struct Faults {
     early: AtomicU64,
-    twice: AtomicU64,
     after_cancel: AtomicU64,
 }
 
@@ -77,17 +77,15 @@ const WAITING: u8 = 0;
 const RAN: u8 = 1;
 const CANCELLED: u8 = 2;
 
-/// A callback that checks it is on time, runs once, and not after a successful cancel.
+/// A callback that checks it is on time and not run after a successful cancel.
 fn checked(due: Instant, fate: Arc<AtomicU8>, faults: Arc<Faults>) -> impl FnOnce() + Send {
     move || {
         if Instant::now() < due {
             faults.early.fetch_add(1, Ordering::SeqCst);
         }
-        match fate.swap(RAN, Ordering::SeqCst) {
-            RAN => faults.twice.fetch_add(1, Ordering::SeqCst),
-            CANCELLED => faults.after_cancel.fetch_add(1, Ordering::SeqCst),
-            _ => 0,
-        };
+        if fate.swap(RAN, Ordering::SeqCst) == CANCELLED {
+            faults.after_cancel.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -235,11 +233,6 @@ fn memory_stays_flat_under_mixed_load() {
         faults.early.load(Ordering::SeqCst),
         0,
         "a timer fired early"
-    );
-    assert_eq!(
-        faults.twice.load(Ordering::SeqCst),
-        0,
-        "a callback ran twice"
     );
     assert_eq!(
         faults.after_cancel.load(Ordering::SeqCst),

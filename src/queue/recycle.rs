@@ -178,7 +178,10 @@ mod tests {
         let mut out = Vec::new();
         // SAFETY: the test thread is the only owner.
         while let Some(entry) = unsafe { recycler.take() } {
-            assert!(EntryRef::count(&entry) == 1, "a spare entry is unshared");
+            assert!(
+                EntryRef::strong_count(&entry) == 1,
+                "a spare entry is unshared"
+            );
             out.push(entry.state().deadline());
         }
         out
@@ -209,9 +212,9 @@ mod tests {
         let recycler = Recycler::new();
         let mut spares = vec![kept.clone()];
         recycler.give(&mut spares);
-        assert_eq!(EntryRef::count(&kept), 2);
+        assert_eq!(EntryRef::strong_count(&kept), 2);
         recycler.free_returned();
-        assert_eq!(EntryRef::count(&kept), 1);
+        assert_eq!(EntryRef::strong_count(&kept), 1);
 
         // Through the stash, and through `drop`.
         recycler.give(&mut vec![kept.clone(), spare(1)]);
@@ -220,6 +223,6 @@ mod tests {
         drop(first);
         recycler.give(&mut vec![spare(2)]);
         drop(recycler);
-        assert_eq!(EntryRef::count(&kept), 1);
+        assert_eq!(EntryRef::strong_count(&kept), 1);
     }
 }

@@ -158,7 +158,7 @@ mod tests {
             }
             // SAFETY: as above.
             let refused = unsafe { ring.push(entry(1)) }.unwrap_err();
-            assert_eq!(EntryRef::count(&refused), 1, "handed back whole");
+            assert_eq!(EntryRef::strong_count(&refused), 1, "handed back whole");
             let mut out = Vec::new();
             // SAFETY: the test thread is the one consumer.
             assert_eq!(unsafe { ring.take(10, &mut out) }, 10);
@@ -176,9 +176,9 @@ mod tests {
         let kept = entry(3);
         // SAFETY: the test thread is the one producer.
         unsafe { ring.push(kept.clone()) }.unwrap();
-        assert_eq!(EntryRef::count(&kept), 2);
+        assert_eq!(EntryRef::strong_count(&kept), 2);
         drop(ring);
-        assert_eq!(EntryRef::count(&kept), 1);
+        assert_eq!(EntryRef::strong_count(&kept), 1);
     }
 
     #[test]

@@ -168,7 +168,7 @@ mod tests {
         unsafe { stack.release_all() };
         for entry in &entries {
             assert_eq!(
-                EntryRef::count(entry),
+                EntryRef::strong_count(entry),
                 1,
                 "the request's count was released"
             );
@@ -183,9 +183,9 @@ mod tests {
         // SAFETY: just cancelled while placed, pushed once.
         unsafe { stack.push(&entry) };
         unlinked_by_the_wheel(&entry);
-        assert_eq!(EntryRef::count(&entry), 2);
+        assert_eq!(EntryRef::strong_count(&entry), 2);
         drop(stack);
-        assert_eq!(EntryRef::count(&entry), 1);
+        assert_eq!(EntryRef::strong_count(&entry), 1);
     }
 
     #[test]

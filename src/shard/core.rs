@@ -116,7 +116,7 @@ impl ShardCore {
 
     /// Records that the shard thread is pinned to core `core`.
     pub(super) fn set_pinned(&self, core: usize) {
-        // Relaxed: a statistic, written once.
+        // Relaxed: a statistic, written by the shard thread alone.
         self.pinned.store(core + 1, Ordering::Relaxed);
     }
 
@@ -145,7 +145,7 @@ impl ShardCore {
 
     /// The core the shard thread is pinned to, if it is.
     pub(crate) fn pinned_core(&self) -> Option<usize> {
-        // Relaxed: a statistic written once at thread start.
+        // Relaxed: a statistic, written by the shard thread alone.
         self.pinned.load(Ordering::Relaxed).checked_sub(1)
     }
 

@@ -61,22 +61,16 @@ impl Inflight {
 }
 
 impl Executor {
-    /// Runs `batch`, counting panics against `shard`. The one-shot timers of the batch keep
-    /// their places under the engine's cap until their callbacks have returned, so the cap
-    /// also bounds what waits for a pool thread (a repeating timer keeps its place until it
-    /// stops, see `timer::repeating`).
+    /// Runs `batch`, counting panics against `shard`. A one-shot timer keeps its place under
+    /// the engine's cap until its callback has returned, so the cap also bounds what waits for
+    /// a pool thread (a repeating timer keeps its place until it stops, see
+    /// `timer::repeating`).
     pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCore>, inflight: &Arc<Inflight>) {
-        let ended = if shard.has_cap() {
-            batch.iter().filter(|fired| !fired.repeats()).count()
-        } else {
-            0
-        };
         match self {
             Executor::Inline => {
                 for callback in batch {
                     run_one(callback, shard);
                 }
-                shard.release_cap(ended);
             }
             Executor::Pool(pool) => {
                 inflight.begin();
@@ -93,7 +87,6 @@ impl Executor {
                             .with_max_len(1)
                             .for_each(|callback| run_one(callback, &shard));
                     }
-                    shard.release_cap(ended);
                     inflight.end();
                 });
             }
@@ -112,9 +105,14 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 }
 
 fn run_one(fired: Fired, shard: &ShardCore) {
+    let ends = !fired.repeats();
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
     RUNNING_FOR.with(|running| running.set(outer));
+    if ends {
+        // Its place under the cap, held until now (see `Executor::run`); nothing without one.
+        shard.release_cap(1);
+    }
     if let Err(payload) = outcome {
         shard.counts().add_panicked();
         drop_payload(payload);

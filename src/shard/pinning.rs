@@ -3,10 +3,14 @@
 //!
 //! A pinned tick thread cannot move away from a core that another busy process shares: the
 //! scheduler gives it its share of that core and no more, and its turns begin late while the
-//! other cores may be idle. So the thread watches how late its turns begin. When `STRIKES`
-//! turns in a row begin more than `LATE` (and at least two ticks) after the tick it meant to
-//! wake at, it widens its affinity to every core the engine was built to use, and the
+//! other cores may be idle. So the thread watches how late its turns begin against the tick
+//! it meant to wake at (a manual clock's jumps are not watched; a turn woken early by new work
+//! counts neither way). When `STRIKES` turns in a row begin more than `LATE` (and at least two
+//! ticks) late, it widens its affinity to every core the engine was built to use, and the
 //! scheduler moves it where there is room. It stays unpinned from then on; the stats say so.
+//! The time a turn itself takes counts (a thread preempted mid-turn is starved too), so turns
+//! long on their own (slow inline callbacks) can also let go of an idle core: harmless beyond
+//! the pinning lost.
 
 use core_affinity::CoreId;
 
@@ -46,17 +50,21 @@ impl LagWatch {
 
     /// A turn begins at tick `now`, having meant to begin at tick `meant` (`None`: it slept
     /// until woken, so it meant nothing). Counts a late turn, and lets go of the core after
-    /// too many in a row.
+    /// too many in a row. A turn that begins before it meant to (woken early by new work)
+    /// says nothing either way.
     pub(super) fn observe(&mut self, meant: Option<u64>, now: u64, core: &ShardCore) {
         let Some(meant) = meant else {
             return;
         };
+        if now < meant {
+            return;
+        }
         if now <= meant.saturating_add(self.limit) {
             self.strikes = 0;
             return;
         }
         core.counts().add_late_turn();
-        self.strikes += 1;
+        self.strikes = self.strikes.saturating_add(1);
         if self.strikes >= STRIKES {
             if let Some(all) = self.unpin_to.take() {
                 if widen_affinity(&all) {
@@ -126,10 +134,12 @@ mod tests {
         assert_eq!(core.pinned_core(), Some(0));
         // Pinned; an on-time turn breaks a run of late ones.
         let all = core_affinity::get_core_ids().unwrap_or_default();
-        if all.is_empty() {
-            return; // no affinity on this system: nothing to widen to
+        if all.is_empty() || !widen_affinity(&all) {
+            return; // no affinity on this system, or widening refused: nothing to test
         }
         watch.pinned(all);
+        // Woken early: neither late nor on time.
+        watch.observe(Some(100), 50, &core);
         watch.observe(Some(0), 0, &core);
         watch.observe(Some(0), 50, &core);
         watch.observe(Some(0), 50, &core);

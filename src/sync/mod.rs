@@ -40,9 +40,15 @@ pub(crate) use std::sync::{
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc as EntryArc;
+/// Under the sanitizers (`--cfg shardwheel_sanitize`, see `.ci/sanitizers`), std's `Arc`:
+/// triomphe's drop orders the free with a standalone `fence(Acquire)`, which ThreadSanitizer
+/// does not model (it would report every entry's free as a race), while std's `Arc` uses an
+/// Acquire load instead when built for ThreadSanitizer.
+#[cfg(all(not(loom), shardwheel_sanitize))]
+pub(crate) use std::sync::Arc as EntryArc;
 /// The reference-counted pointer a timer entry lives in: `triomphe::Arc` (std's `Arc` without
 /// the weak count, 8 bytes less per timer), or loom's `Arc` under loom.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shardwheel_sanitize)))]
 pub(crate) use triomphe::Arc as EntryArc;
 
 /// std's `Arc`, for what never takes part in a modelled protocol: a user's rayon pool, and

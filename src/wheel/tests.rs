@@ -72,7 +72,7 @@ impl Harness {
             let ptr = NonNull::new(EntryRef::as_ptr(&handle).cast_mut()).unwrap();
             let held = unsafe { self.wheel.unlink_cancelled(ptr) };
             assert_eq!(
-                EntryRef::count(&held),
+                EntryRef::strong_count(&held),
                 2,
                 "the request's count and the handle's"
             );
@@ -289,12 +289,12 @@ fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
     let handle = h.requests.pop().unwrap();
     assert_eq!(handle.state().placement(), None, "unmarked by the drain");
     assert_eq!(
-        EntryRef::count(&handle),
+        EntryRef::strong_count(&handle),
         2,
         "the request still owns the wheel's count"
     );
     // SAFETY: the request owns that count; no wheel holds the entry.
     drop(unsafe { EntryRef::from_raw(EntryRef::as_ptr(&handle)) });
-    assert_eq!(EntryRef::count(&handle), 1);
+    assert_eq!(EntryRef::strong_count(&handle), 1);
     assert!(h.live.contains_key(&kept));
 }
