@@ -1,6 +1,8 @@
 //! Behaviour of the engine through its public API: accounting, ordering, bad input, faults.
 //! Time bounds are generous; where time can be avoided, a manual clock is used.
 
+mod common;
+use common::SplitMix;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -22,21 +24,6 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < give_up, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// A tiny deterministic generator for delays.
-struct SplitMix(u64);
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 

@@ -6,23 +6,14 @@
 //! STRESS_SECS=60 cargo test --release --test stress -- --ignored --nocapture
 //! ```
 
+mod common;
+use common::SplitMix;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use shardwheel::{ScheduleError, TimerEngine, TimerHandle};
-
-struct SplitMix(u64);
-impl SplitMix {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
 
 const THREADS: usize = 4;
 const PER_THREAD: usize = 20_000;
