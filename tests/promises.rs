@@ -40,6 +40,24 @@ fn hold_a_callback_thread(engine: &TimerEngine) -> mpsc::Sender<()> {
     go
 }
 
+/// Schedules no-op timers `delay` ahead, at most `tries` of them, handing each to `accepted`,
+/// until the engine answers `Full`; returns how many it accepted and whether it refused.
+fn schedule_until_full(
+    engine: &TimerEngine,
+    delay: Duration,
+    tries: usize,
+    mut accepted: impl FnMut(shardwheel::TimerHandle),
+) -> (usize, bool) {
+    for n in 0..tries {
+        match engine.schedule(delay, || {}) {
+            Ok(timer) => accepted(timer),
+            Err(ScheduleError::Full(_)) => return (n, true),
+            Err(other) => panic!("unexpected refusal: {other}"),
+        }
+    }
+    (tries, false)
+}
+
 /// A waker that counts its wakes.
 struct Counting(AtomicUsize);
 
@@ -168,21 +186,10 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
         .unwrap();
     // An inline callback that holds the shard until told to go.
     let go = hold_a_callback_thread(&engine);
-    let mut accepted = 0;
-    let mut refused = false;
-    for _ in 0..100 * CAP {
-        match engine.schedule(Duration::from_secs(60), || {}) {
-            Ok(timer) => {
-                accepted += 1;
-                assert!(timer.cancel());
-            }
-            Err(ScheduleError::Full(_)) => {
-                refused = true;
-                break;
-            }
-            Err(other) => panic!("unexpected refusal: {other}"),
-        }
-    }
+    let (accepted, refused) =
+        schedule_until_full(&engine, Duration::from_secs(60), 100 * CAP, |timer| {
+            assert!(timer.cancel());
+        });
     assert!(
         refused,
         "{accepted} timers queued behind a stalled shard under a cap of {CAP}"
@@ -218,25 +225,15 @@ fn the_cap_bounds_callbacks_waiting_for_a_busy_pool() {
     // A callback that holds the pool's one thread until told to go.
     let go = hold_a_callback_thread(&engine);
     let mut fired_before = engine.stats().fired;
-    let mut refused = false;
-    for _ in 0..10 * CAP {
-        match engine.schedule(Duration::ZERO, || {}) {
-            // Wait until the shard has fired it: its callback now waits for the pool.
-            Ok(_) => {
-                let deadline = std::time::Instant::now() + PATIENCE;
-                while engine.stats().fired == fired_before {
-                    assert!(std::time::Instant::now() < deadline, "never fired");
-                    thread::yield_now();
-                }
-                fired_before += 1;
-            }
-            Err(ScheduleError::Full(_)) => {
-                refused = true;
-                break;
-            }
-            Err(other) => panic!("unexpected refusal: {other}"),
+    let (_, refused) = schedule_until_full(&engine, Duration::ZERO, 10 * CAP, |_| {
+        // Wait until the shard has fired it: its callback now waits for the pool.
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while engine.stats().fired == fired_before {
+            assert!(std::time::Instant::now() < deadline, "never fired");
+            thread::yield_now();
         }
-    }
+        fired_before += 1;
+    });
     assert!(
         refused,
         "callbacks piled up behind a busy pool under a cap of {CAP}"
