@@ -35,6 +35,8 @@
 #![warn(missing_docs)]
 
 // The layers, lowest first; each imports only from itself and the layers before it here.
+// Events for the rare things (the `tracing` feature):
+mod trace;
 // Synchronisation primitives (the loom shim):
 mod sync;
 // Timer entries and their state word; time as ticks:
@@ -61,6 +63,9 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
-pub use engine::{BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired};
+pub use engine::{
+    BuildError, Builder, Lateness, ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
+};
+pub use shard::Task;
 pub use time::ManualClock;
 pub use timer::{Elapsed, Sleep, Timeout, TimerHandle, TimerState};

@@ -538,7 +538,7 @@ fn callbacks_run_on_a_user_pool_and_inline() {
             .unwrap(),
     );
     for builder in [
-        TimerEngine::builder().callback_pool(pool.clone()),
+        TimerEngine::builder().spawn_callbacks(move |task| pool.spawn(move || task.run())),
         TimerEngine::builder().inline_callbacks(),
     ] {
         let engine = builder.build().unwrap();

@@ -1,8 +1,7 @@
 //! Configuring and starting an engine.
 
+use std::fmt;
 use std::time::Duration;
-
-use rayon::ThreadPool;
 
 use super::api::TimerEngine;
 use super::core::EngineCore;
@@ -10,7 +9,7 @@ use super::error::BuildError;
 use super::pool::OwnedPool;
 use super::shutdown::Runners;
 use crate::entry::StateWord;
-use crate::shard::{Cap, Executor, Inflight, Lane, Shard, ShardCore};
+use crate::shard::{Cap, Executor, Inflight, Lane, Shard, ShardCore, Spawner, Task};
 use crate::sync::{barrier, next_engine_id, Arc, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
@@ -40,11 +39,21 @@ pub struct Builder {
     pub(super) lanes_per_shard: Option<usize>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Callbacks {
     Pool(Option<usize>),
     Inline,
-    UserPool(StdArc<ThreadPool>),
+    Spawner(Spawner),
+}
+
+impl fmt::Debug for Callbacks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Callbacks::Pool(threads) => f.debug_tuple("Pool").field(threads).finish(),
+            Callbacks::Inline => f.write_str("Inline"),
+            Callbacks::Spawner(_) => f.write_str("Spawner"),
+        }
+    }
 }
 
 /// The most shards an engine may have.
@@ -133,17 +142,63 @@ impl Builder {
         self
     }
 
-    /// Runs callbacks on a rayon pool the caller owns (and may share with other work).
+    /// Hands each expired callback to `spawn` as a [`Task`], to run wherever `spawn` puts it:
+    /// an executor of your own, a thread pool you share with other work. `spawn` is called on
+    /// the shard's tick thread, so it must be quick and must not block; a panic in it is caught
+    /// and counted in [`Stats::panicked`](crate::Stats::panicked) (the task it was given runs
+    /// as it is dropped). Each task is independent: one slow callback holds up only itself.
+    ///
+    /// Unlike the engine's own pool, tasks handed to a spawner are not waited for: `shutdown`
+    /// and `ManualClock::advance` return without waiting for callbacks your executor has not
+    /// run yet (it may need the very thread that waits).
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// // A rayon pool shared with other work.
     /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-    /// let engine = shardwheel::TimerEngine::builder().callback_pool(pool).build().unwrap();
-    /// # drop(engine);
+    /// let engine = shardwheel::TimerEngine::builder()
+    ///     .spawn_callbacks(move |task| pool.spawn(move || task.run()))
+    ///     .build()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// engine.schedule(Duration::from_millis(1), move || tx.send(()).unwrap())?;
+    /// rx.recv_timeout(Duration::from_secs(10))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn callback_pool(mut self, pool: std::sync::Arc<ThreadPool>) -> Self {
-        self.callbacks = Callbacks::UserPool(pool);
+    pub fn spawn_callbacks<S>(mut self, spawn: S) -> Self
+    where
+        S: Fn(Task) + Send + Sync + 'static,
+    {
+        self.callbacks = Callbacks::Spawner(StdArc::new(spawn));
         self
+    }
+
+    /// Runs each expired callback as a task on the tokio runtime behind `handle`
+    /// ([`Handle::spawn`](tokio::runtime::Handle::spawn)); see
+    /// [`spawn_callbacks`](Self::spawn_callbacks), which this is built on. The callbacks run on
+    /// the runtime's worker threads, so they must not block; for callbacks that do, pass
+    /// `spawn_callbacks` a closure that calls `spawn_blocking`. A callback whose task the
+    /// runtime drops (it shut down) runs as the task is dropped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let runtime = tokio::runtime::Runtime::new()?;
+    /// let engine = shardwheel::TimerEngine::builder()
+    ///     .tokio_callbacks(runtime.handle().clone())
+    ///     .build()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// engine.schedule(Duration::from_millis(1), move || {
+    ///     let on_runtime = tokio::runtime::Handle::try_current().is_ok();
+    ///     tx.send(on_runtime).unwrap();
+    /// })?;
+    /// assert!(rx.recv_timeout(Duration::from_secs(10))?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn tokio_callbacks(self, handle: tokio::runtime::Handle) -> Self {
+        self.spawn_callbacks(move |task| {
+            handle.spawn(async move { task.run() });
+        })
     }
 
     /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while the
@@ -260,7 +315,7 @@ impl Builder {
         };
         let executor = match (&self.callbacks, &pool) {
             (Callbacks::Inline, _) => Executor::Inline,
-            (Callbacks::UserPool(pool), _) => Executor::Pool(pool.clone()),
+            (Callbacks::Spawner(spawn), _) => Executor::Spawner(spawn.clone()),
             (Callbacks::Pool(_), Some(owned)) => Executor::Pool(owned.pool()),
             (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
         };

@@ -23,10 +23,9 @@ pub enum BuildError {
     ZeroCallbackThreads,
     /// `max_pending(0)`: such an engine could never hold a timer.
     ZeroMaxPending,
-    /// The operating system refused to start a shard thread.
+    /// The operating system refused to start a thread: a shard's tick thread, or one of the
+    /// engine's callback threads.
     Spawn(std::io::Error),
-    /// The rayon callback pool could not be built.
-    Pool(rayon::ThreadPoolBuildError),
 }
 
 impl fmt::Display for BuildError {
@@ -43,8 +42,7 @@ impl fmt::Display for BuildError {
                 f.write_str("the callback pool must have at least 1 thread")
             }
             BuildError::ZeroMaxPending => f.write_str("the pending-timer cap must be at least 1"),
-            BuildError::Spawn(e) => write!(f, "could not start a shard thread: {e}"),
-            BuildError::Pool(e) => write!(f, "could not build the callback pool: {e}"),
+            BuildError::Spawn(e) => write!(f, "could not start a thread: {e}"),
         }
     }
 }
@@ -53,7 +51,6 @@ impl Error for BuildError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             BuildError::Spawn(e) => Some(e),
-            BuildError::Pool(e) => Some(e),
             _ => None,
         }
     }
@@ -74,6 +71,7 @@ impl Error for BuildError {
 /// assert_eq!(rx.recv().unwrap(), "ran");
 /// ```
 #[derive(PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ScheduleError<F> {
     /// The engine has been shut down.
     Shutdown(F),

@@ -8,7 +8,7 @@
 //! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
 //! - `closing`: the protocol by which callers of `shutdown` and `drop` meet.
 //! - `pool`: the rayon pool the engine starts for callbacks.
-//! - `stats`: [`Stats`] and [`ShardStats`].
+//! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 
 mod api;
@@ -29,7 +29,7 @@ pub use self::api::TimerEngine;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError};
 pub use self::shutdown::Unfired;
-pub use self::stats::{ShardStats, Stats};
+pub use self::stats::{Lateness, ShardStats, Stats};
 
 #[cfg(all(test, loom))]
 pub(crate) use self::closing::{Closing, Duty};

@@ -17,6 +17,9 @@ pub(super) struct OwnedPool {
 impl OwnedPool {
     pub(super) fn start(threads: usize) -> Result<Self, BuildError> {
         let mut handles = Vec::with_capacity(threads);
+        // The system's own error, when it refuses a thread; rayon's error type stays out of
+        // shardwheel's API.
+        let mut refused = None;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("shardwheel-callback-{i}"))
@@ -28,11 +31,22 @@ impl OwnedPool {
                 if let Some(size) = thread.stack_size() {
                     builder = builder.stack_size(size);
                 }
-                handles.push(builder.spawn(|| thread.run())?);
-                Ok(())
+                match builder.spawn(|| thread.run()) {
+                    Ok(handle) => {
+                        handles.push(handle);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        let for_rayon = std::io::Error::new(e.kind(), e.to_string());
+                        refused = Some(e);
+                        Err(for_rayon)
+                    }
+                }
             })
             .build()
-            .map_err(BuildError::Pool)?;
+            .map_err(|e| {
+                BuildError::Spawn(refused.take().unwrap_or_else(|| std::io::Error::other(e)))
+            })?;
         Ok(OwnedPool {
             pool: StdArc::new(pool),
             threads: handles,

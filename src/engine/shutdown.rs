@@ -135,6 +135,7 @@ impl TimerEngine {
                 // The shards belong to the caller (a driven engine): theirs to stop.
                 return false;
             }
+            crate::trace::shutdown_began(self.core().id);
             self.stop_shards();
             true
         });
@@ -210,7 +211,9 @@ impl EngineCore {
         if let Some(pool) = pool {
             pool.join();
         }
-        self.collect(stopped)
+        let unfired = self.collect(stopped);
+        crate::trace::shutdown_ended(self.id, unfired.len());
+        unfired
     }
 
     /// Hands back every timer still pending in the stopped shards (one per shard, in order;

@@ -1,6 +1,9 @@
 //! A snapshot of the engine's counters.
 
+use std::time::Duration;
+
 use super::core::EngineCore;
+use crate::shard::LATENESS_BUCKETS;
 use crate::sync::barrier;
 
 /// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
@@ -25,6 +28,13 @@ pub struct Stats {
     pub panicked: u64,
     /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - returned`.
     pub pending: u64,
+    /// Callbacks fired and handed to the executor that have not begun to run (waiting for a
+    /// pool thread, or in a spawner's queue).
+    pub callbacks_queued: u64,
+    /// Callbacks running now.
+    pub callbacks_running: u64,
+    /// How late the shards fired their timers, all shards together.
+    pub lateness: Lateness,
     /// Whether producers wake a sleeping shard without a fence of their own: true where the
     /// system offers `membarrier(2)` (Linux 4.14 and later, unless a sandbox forbids it), so
     /// the shard pays for the barrier when it goes to sleep instead. False means every
@@ -51,6 +61,127 @@ pub struct ShardStats {
     /// wake: a sign of a starved thread. Three in a row make a pinned thread let go of its
     /// core.
     pub late_turns: u64,
+    /// Callbacks this shard fired that have not begun to run.
+    pub callbacks_queued: u64,
+    /// Callbacks this shard fired that are running now.
+    pub callbacks_running: u64,
+    /// How late this shard fired its timers.
+    pub lateness: Lateness,
+}
+
+/// How late timers fired: a histogram with one bucket per power of two of nanoseconds, recorded
+/// by the tick threads as they hand each turn's fired timers to the executor.
+///
+/// A timer's lateness is counted from the start of the tick before its deadline's tick (a
+/// deadline is rounded up to a tick, so the requested deadline lies in that tick): it is never
+/// below how late the timer fired against the deadline it was given, and at most one tick
+/// above it (two for a timer due at once). The wait for a pool thread is not included.
+///
+/// ```
+/// use std::time::Duration;
+/// let clock = shardwheel::ManualClock::new();
+/// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build()?;
+/// engine.schedule(Duration::from_millis(3), || {})?;
+/// clock.advance(Duration::from_millis(10)); // the shard fires it 7 ms after its deadline
+/// let lateness = engine.stats().lateness;
+/// assert_eq!(lateness.count(), 1);
+/// assert_eq!(lateness.max(), Duration::from_millis(8)); // from the start of the tick before
+/// assert!(lateness.p99().unwrap() >= Duration::from_millis(8));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lateness {
+    /// Bucket 0: no lateness; bucket `i`: `[2^(i-1), 2^i)` nanoseconds.
+    buckets: [u64; LATENESS_BUCKETS],
+    max_nanos: u64,
+}
+
+impl Lateness {
+    fn new(buckets: [u64; LATENESS_BUCKETS], max_nanos: u64) -> Self {
+        Lateness { buckets, max_nanos }
+    }
+
+    fn merge(&mut self, other: &Lateness) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets.iter()) {
+            *mine += theirs;
+        }
+        self.max_nanos = self.max_nanos.max(other.max_nanos);
+    }
+
+    /// How many timers fired.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The largest lateness recorded (zero if none was).
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.max_nanos)
+    }
+
+    /// An upper bound on the `q`-quantile (`q` from 0 to 1): the top of the bucket that holds
+    /// it, or the largest lateness if that is lower. `None` if nothing fired or `q` is outside
+    /// `0..=1`.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert_eq!(engine.stats().lateness.quantile(0.5), None); // nothing fired yet
+    /// assert_eq!(engine.stats().lateness.quantile(2.0), None);
+    /// ```
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
+        let count = self.count();
+        if count == 0 || !(0.0..=1.0).contains(&q) {
+            return None;
+        }
+        // The rank of the quantile among `count` values, 1-based; at least the first.
+        let rank = ((q * count as f64).ceil() as u64).clamp(1, count);
+        let mut seen = 0;
+        for (bucket, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(Duration::from_nanos(bucket_top(bucket).min(self.max_nanos)));
+            }
+        }
+        None
+    }
+
+    /// The median: [`quantile(0.5)`](Self::quantile).
+    pub fn p50(&self) -> Option<Duration> {
+        self.quantile(0.5)
+    }
+
+    /// [`quantile(0.99)`](Self::quantile).
+    pub fn p99(&self) -> Option<Duration> {
+        self.quantile(0.99)
+    }
+
+    /// [`quantile(0.999)`](Self::quantile).
+    pub fn p999(&self) -> Option<Duration> {
+        self.quantile(0.999)
+    }
+
+    /// The non-empty buckets, lowest first: the top of each (its largest lateness) and how many
+    /// timers fell in it.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert_eq!(engine.stats().lateness.buckets().count(), 0);
+    /// ```
+    pub fn buckets(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(bucket, n)| (Duration::from_nanos(bucket_top(bucket)), *n))
+    }
+}
+
+/// The largest lateness bucket `bucket` holds, in nanoseconds.
+fn bucket_top(bucket: usize) -> u64 {
+    match bucket {
+        0 => 0,
+        64 => u64::MAX,
+        b => (1u64 << b) - 1,
+    }
 }
 
 impl EngineCore {
@@ -64,6 +195,9 @@ impl EngineCore {
             rejected: 0,
             panicked: 0,
             pending: 0,
+            callbacks_queued: 0,
+            callbacks_running: 0,
+            lateness: Lateness::new([0; LATENESS_BUCKETS], 0),
             asymmetric_barrier: barrier::is_asymmetric(),
             shards: Vec::with_capacity(self.shards.len()),
         };
@@ -86,11 +220,20 @@ impl EngineCore {
                 .sum::<u64>();
             stats.panicked += counts.panicked();
             stats.pending += pending;
+            let (queued, running) = shard.callbacks_queued_and_running();
+            stats.callbacks_queued += queued;
+            stats.callbacks_running += running;
+            let (buckets, max) = shard.lateness().snapshot();
+            let lateness = Lateness::new(buckets, max);
+            stats.lateness.merge(&lateness);
             stats.shards.push(ShardStats {
                 pending,
                 in_wheel: counts.in_wheel(),
                 pinned_core: shard.pinned_core(),
                 late_turns: counts.late_turns(),
+                callbacks_queued: queued,
+                callbacks_running: running,
+                lateness,
             });
         }
         stats

@@ -4,8 +4,9 @@
 use crossbeam_utils::CachePadded;
 
 use super::cap::Cap;
+use super::lateness::Lateness;
 use super::signal::Signal;
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Counter, Ordering};
 use crate::time::TickClock;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
@@ -15,6 +16,10 @@ pub(crate) struct ShardCore {
     signal: Signal,
     stop: AtomicBool,
     counts: CachePadded<ShardCounts>,
+    /// Callbacks begun and ended by the executor, apart from the shard thread's own counts:
+    /// callback threads write them.
+    runs: CachePadded<Runs>,
+    lateness: Lateness,
     clock: TickClock,
     cap: Option<Arc<Cap>>,
     /// 0 if the thread is not pinned, else the core id plus one.
@@ -32,6 +37,22 @@ pub(crate) struct ShardCounts {
     late_turns: AtomicU64,
     processed: AtomicU64,
     turns: AtomicU64,
+}
+
+/// Callbacks of a shard begun and ended (statistics).
+#[derive(Default)]
+pub(crate) struct Runs {
+    begun: Counter,
+    ended: Counter,
+}
+
+impl Runs {
+    pub(super) fn begin(&self) {
+        self.begun.add(1);
+    }
+    pub(super) fn end(&self) {
+        self.ended.add(1);
+    }
 }
 
 impl ShardCounts {
@@ -91,6 +112,8 @@ impl ShardCore {
             signal: Signal::new(),
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
+            runs: CachePadded::new(Runs::default()),
+            lateness: Lateness::new(),
             clock,
             cap,
             pinned: AtomicUsize::new(0),
@@ -108,6 +131,26 @@ impl ShardCore {
 
     pub(crate) fn counts(&self) -> &ShardCounts {
         &self.counts
+    }
+
+    pub(super) fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    /// Callbacks handed to the executor that have not begun, and those running: `(queued,
+    /// running)`.
+    pub(crate) fn callbacks_queued_and_running(&self) -> (u64, u64) {
+        // Read in the order opposite to the one they move in (fired, then begun, then ended),
+        // so each figure is mostly read after the one subtracted from it; Relaxed reads of
+        // different counters may still disagree by a callback or two, which saturates to 0.
+        let ended = self.runs.ended.get();
+        let begun = self.runs.begun.get();
+        let fired = self.counts.fired();
+        (fired.saturating_sub(begun), begun.saturating_sub(ended))
+    }
+
+    pub(crate) fn lateness(&self) -> &Lateness {
+        &self.lateness
     }
 
     pub(crate) fn clock(&self) -> &TickClock {

@@ -1,14 +1,17 @@
-//! Where expired callbacks run: a rayon pool (the default) or inline on the shard thread.
+//! Where expired callbacks run: a rayon pool (the default), inline on the shard thread, or a
+//! spawner of the user's own, handed one [`Task`] per callback.
 //!
-//! A shard hands over the callbacks it fired in one tick as one batch: one pool job per batch,
-//! split down to single callbacks (`with_max_len(1)`) that idle pool threads steal, so a slow
-//! callback holds up only itself, never the tick thread and never a callback that shared its
-//! batch while another pool thread is free. (Left to split adaptively, rayon handed whole runs
-//! of a batch to one thread, and a timer that shared a run with a 100 ms callback waited the
-//! 100 ms.) Every callback runs under `catch_unwind`; a panic is counted and the others run on.
+//! A shard hands over the callbacks it fired in one tick as one batch. On the pool that is one
+//! job per batch, split down to single callbacks (`with_max_len(1)`) that idle pool threads
+//! steal, so a slow callback holds up only itself, never the tick thread and never a callback
+//! that shared its batch while another pool thread is free. (Left to split adaptively, rayon
+//! handed whole runs of a batch to one thread, and a timer that shared a run with a 100 ms
+//! callback waited the 100 ms.) A spawner gets each callback as a `Task` of its own. Every
+//! callback runs under `catch_unwind`; a panic is counted and the others run on.
 
 use std::any::Any;
 use std::cell::Cell;
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
@@ -18,14 +21,69 @@ use super::core::ShardCore;
 use crate::entry::Fired;
 use crate::sync::{Arc, Condvar, Mutex, StdArc};
 
+/// A user's spawner: runs each task it is given, somewhere, some time.
+pub(crate) type Spawner = StdArc<dyn Fn(Task) + Send + Sync>;
+
 #[derive(Clone)]
 pub(crate) enum Executor {
     Pool(StdArc<ThreadPool>),
     Inline,
+    Spawner(Spawner),
+}
+
+/// One expired callback, handed to a spawner given to
+/// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks): call [`run`](Task::run) on
+/// whatever thread or executor should run it.
+///
+/// A task is `Send` and runs its callback once. A task dropped without being run runs its
+/// callback in its drop, so a spawner that loses a task (an executor shutting down drops the
+/// work it holds) loses no timer. A panic in the callback is caught and counted in
+/// [`Stats::panicked`](crate::Stats::panicked).
+///
+/// ```
+/// use std::time::Duration;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let engine = shardwheel::TimerEngine::builder()
+///     .spawn_callbacks(|task| {
+///         std::thread::spawn(move || task.run());
+///     })
+///     .build()?;
+/// engine.schedule(Duration::from_millis(1), move || tx.send("ran").unwrap())?;
+/// assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "ran");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Task {
+    fired: Option<Fired>,
+    shard: Arc<ShardCore>,
+}
+
+impl Task {
+    /// Runs the callback on the calling thread.
+    pub fn run(mut self) {
+        if let Some(fired) = self.fired.take() {
+            run_one(fired, &self.shard);
+        }
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        // Not run: run it here, rather than lose a timer that has fired (see `Task`).
+        if let Some(fired) = self.fired.take() {
+            run_one(fired, &self.shard);
+        }
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task").finish_non_exhaustive()
+    }
 }
 
 /// Counts batches handed to the pool and not yet finished, so shutdown and a manual clock can
-/// wait for callbacks in flight.
+/// wait for callbacks in flight. (Tasks handed to a spawner are not counted: they run when the
+/// user's executor runs them, which may need the very thread that would wait.)
 pub(crate) struct Inflight {
     batches: Mutex<usize>,
     idle: Condvar,
@@ -90,6 +148,21 @@ impl Executor {
                     inflight.end();
                 });
             }
+            Executor::Spawner(spawn) => {
+                for fired in batch {
+                    let task = Task {
+                        fired: Some(fired),
+                        shard: shard.clone(),
+                    };
+                    // The spawner is the user's code, on the tick thread: a panic must not
+                    // unwind into the shard. The task, if the unwinding dropped it, has run.
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| spawn(task))) {
+                        shard.counts().add_panicked();
+                        crate::trace::spawner_panicked();
+                        drop_payload(payload);
+                    }
+                }
+            }
         }
     }
 }
@@ -107,7 +180,9 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 fn run_one(fired: Fired, shard: &ShardCore) {
     let ends = !fired.repeats();
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
+    shard.runs().begin();
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
+    shard.runs().end();
     RUNNING_FOR.with(|running| running.set(outer));
     if ends {
         // Its place under the cap, held until now (see `Executor::run`); nothing without one.
@@ -115,6 +190,7 @@ fn run_one(fired: Fired, shard: &ShardCore) {
     }
     if let Err(payload) = outcome {
         shard.counts().add_panicked();
+        crate::trace::callback_panicked(&*payload);
         drop_payload(payload);
     }
 }

@@ -6,7 +6,9 @@
 //! - `lane`: [`Lane`], the queues into the shard from a group of producer threads, with the
 //!   admission and queueing of a timer (the producer's half of the shutdown hand-off).
 //! - `signal`: the sleep word and its wake-up protocol.
-//! - `executor`: where expired callbacks run (a rayon pool, or the tick thread).
+//! - `executor`: where expired callbacks run (a rayon pool, the tick thread, or a user's
+//!   spawner, as [`Task`]s).
+//! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `pinning`: letting go of a pinned core too busy to keep the shard on time.
 //! - `cap`: the optional limit on pending timers.
 
@@ -14,14 +16,17 @@ mod cap;
 mod core;
 mod executor;
 mod lane;
+mod lateness;
 mod pinning;
 mod signal;
 mod worker;
 
 pub(crate) use self::cap::Cap;
 pub(crate) use self::core::ShardCore;
-pub(crate) use executor::{in_callback_of, Executor, Inflight};
+pub use executor::Task;
+pub(crate) use executor::{in_callback_of, Executor, Inflight, Spawner};
 #[cfg(all(test, loom))]
 pub(crate) use lane::LaneCounts;
 pub(crate) use lane::{Lane, Ownership, Refusal};
+pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 pub(crate) use worker::{Shard, Stopped};

@@ -68,6 +68,9 @@ impl LagWatch {
         if self.strikes >= STRIKES {
             if let Some(all) = self.unpin_to.take() {
                 if widen_affinity(&all) {
+                    if let Some(id) = core.pinned_core() {
+                        crate::trace::unpinned(id, true);
+                    }
                     core.set_unpinned();
                 }
             }

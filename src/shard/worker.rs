@@ -81,6 +81,9 @@ impl Stopped {
 struct Outcomes {
     /// The callbacks fired, for the executor.
     fired: Vec<Fired>,
+    /// How many of them were due at each deadline tick, runs of equal deadlines counted
+    /// together (for the lateness histogram, see `shard::lateness`).
+    due: Vec<(u64, u64)>,
     /// The dead entries, for their lanes to reuse.
     spares: Spares,
     /// Whether the engine has a cap, whose places cancelled timers hold until the shard lets
@@ -93,7 +96,7 @@ struct Outcomes {
 impl Outcomes {
     fn file(&mut self, settled: Settled, index: usize, lane: &Lane) {
         match settled {
-            Settled::Fired(fired) => self.fired.push(fired),
+            Settled::Fired(fired, deadline) => self.fire(fired, deadline),
             Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
             Settled::Placed | Settled::LeftToUnlink => {}
         }
@@ -111,6 +114,15 @@ impl Outcomes {
             }
         }
         self.file(settled, index, lane);
+    }
+
+    /// Keeps a callback fired for its deadline tick `deadline`, for the executor.
+    fn fire(&mut self, fired: Fired, deadline: u64) {
+        self.fired.push(fired);
+        match self.due.last_mut() {
+            Some((tick, count)) if *tick == deadline => *count += 1,
+            _ => self.due.push((deadline, 1)),
+        }
     }
 
     /// Counts a cancelled timer the shard lets go of, whose cap place the turn releases.
@@ -211,6 +223,7 @@ impl Shard {
             core,
             outcomes: Outcomes {
                 fired: Vec::new(),
+                due: Vec::new(),
                 spares: Spares::new(lanes.len()),
                 capped,
                 let_go: 0,
@@ -280,8 +293,9 @@ impl Shard {
             }
         }
         self.fresh = fresh;
-        let batch = &mut self.outcomes.fired;
-        self.wheel.advance(now, |_, fired| batch.push(fired));
+        let outcomes = &mut self.outcomes;
+        self.wheel
+            .advance(now, |_, deadline, fired| outcomes.fire(fired, deadline));
         self.outcomes.spares.flush(&self.lanes);
         self.publish(now, turn != Turn::Backlog);
         turn
@@ -297,6 +311,15 @@ impl Shard {
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             counts.add_fired(fired as u64);
+            let clock = self.core.clock();
+            let handed_over = clock.now_nanos();
+            for (deadline, count) in self.outcomes.due.drain(..) {
+                // From the start of the tick before the deadline tick (see `shard::lateness`).
+                let due = clock.nanos_of_tick(deadline.saturating_sub(1));
+                self.core
+                    .lateness()
+                    .record(handed_over.saturating_sub(due), count);
+            }
             let batch = std::mem::take(&mut self.outcomes.fired);
             self.executor.run(batch, &self.core, &self.inflight);
         }
@@ -377,6 +400,8 @@ impl Shard {
         if core_affinity::set_for_current(core) {
             self.core.set_pinned(core.id);
             self.lag.pinned(all);
+        } else {
+            crate::trace::unpinned(core.id, false);
         }
     }
 

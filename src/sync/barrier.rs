@@ -80,7 +80,10 @@ mod imp {
         };
         // Two builders racing here both registered (registering twice is harmless); the first
         // decision stands.
-        let _ = MODE.compare_exchange(UNDECIDED, mode, Ordering::AcqRel, Ordering::Acquire);
+        let decided = MODE.compare_exchange(UNDECIDED, mode, Ordering::AcqRel, Ordering::Acquire);
+        if decided.is_ok() && mode == SYMMETRIC {
+            crate::trace::barrier_fell_back(false);
+        }
     }
 
     /// The hot side: after a push, before reading the sleep word or the stop flag.
@@ -102,10 +105,13 @@ mod imp {
         // Relaxed: as in `light`.
         match MODE.load(Ordering::Relaxed) {
             ASYMMETRIC if super::os::barrier() => {}
-            ASYMMETRIC | REFUSED => {
+            mode @ (ASYMMETRIC | REFUSED) => {
                 // Relaxed: producers that miss this store take the light path once more, which
                 // the wait below covers.
                 MODE.store(REFUSED, Ordering::Relaxed);
+                if mode == ASYMMETRIC {
+                    crate::trace::barrier_fell_back(true);
+                }
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 fence(Ordering::SeqCst);
             }

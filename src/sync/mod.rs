@@ -8,6 +8,7 @@
 //!
 //! - [`barrier`]: the asymmetric fences of the wake-up and shutdown hand-offs.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
+//! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
 //! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
 //! - `ids`: per-thread slots and per-engine ids.
@@ -15,12 +16,14 @@
 
 pub(crate) mod barrier;
 mod cell;
+mod counter;
 mod ids;
 mod mutex;
 mod prefetch;
 mod queue;
 
 pub(crate) use cell::UnsafeCell;
+pub(crate) use counter::Counter;
 pub(crate) use ids::{next_engine_id, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;

@@ -137,6 +137,16 @@ impl TickClock {
         }
     }
 
+    /// Nanoseconds from the origin to now.
+    pub(crate) fn now_nanos(&self) -> u64 {
+        self.nanos_since_origin(self.now())
+    }
+
+    /// Nanoseconds from the origin to the start of tick `tick`.
+    pub(crate) fn nanos_of_tick(&self, tick: u64) -> u64 {
+        self.tick_nanos.divisor.saturating_mul(tick)
+    }
+
     /// The last tick that has fully begun: `floor((now - origin) / tick)`.
     pub(crate) fn now_tick(&self) -> u64 {
         self.tick_nanos.floor(self.nanos_since_origin(self.now()))
@@ -192,7 +202,7 @@ impl TickClock {
 
     /// The instant tick `tick` begins.
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        let nanos = self.tick_nanos.divisor.saturating_mul(tick);
+        let nanos = self.nanos_of_tick(tick);
         self.origin
             .checked_add(Duration::from_nanos(nanos))
             .unwrap_or(self.origin)

@@ -19,8 +19,9 @@ pub(crate) const SPAN: u64 = 1 << 36;
 pub(crate) enum Settled {
     /// Linked into a slot.
     Placed,
-    /// Due already: the shard won INIT→EXPIRED and owns the callback.
-    Fired(Fired),
+    /// Due already: the shard won INIT→EXPIRED and owns the callback; with the timer's
+    /// deadline tick.
+    Fired(Fired, u64),
     /// Resolved by someone else (cancelled, or handed back); the wheel let go of it and hands
     /// back the reference it held, for the shard to drop or recycle.
     Dropped(EntryRef),
@@ -106,7 +107,7 @@ impl Wheel {
                 Ok((word, callback)) => {
                     // A repeating timer's runner needs the entry to re-arm it.
                     let repeating = word.is_repeating();
-                    return Settled::Fired(Fired::new(callback, entry, repeating));
+                    return Settled::Fired(Fired::new(callback, entry, repeating), word.deadline());
                 }
                 Err(word) => word,
             };
@@ -202,8 +203,9 @@ impl Wheel {
     }
 
     /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
-    /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due.
-    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, Fired)) {
+    /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due and
+    /// the timer's deadline tick.
+    pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, u64, Fired)) {
         let mut due = std::mem::take(&mut self.scratch);
         while let Some(expiration) = self.next_expiration() {
             if expiration.deadline > now {
@@ -211,8 +213,8 @@ impl Wheel {
             }
             self.take_slot(expiration, &mut due);
             for entry in due.drain(..) {
-                if let Settled::Fired(fired) = self.settle(entry) {
-                    on_fire(self.elapsed, fired);
+                if let Settled::Fired(fired, deadline) = self.settle(entry) {
+                    on_fire(self.elapsed, deadline, fired);
                 }
             }
         }

@@ -46,7 +46,7 @@ impl Harness {
             Box::new(move || ran.lock().unwrap().push(id)),
         ));
         self.live.insert(id, entry.clone());
-        if let Settled::Fired(fired) = self.wheel.settle(entry) {
+        if let Settled::Fired(fired, _) = self.wheel.settle(entry) {
             let tick = self.wheel.elapsed();
             self.record(tick, fired);
         }
@@ -93,7 +93,7 @@ impl Harness {
     fn advance_to(&mut self, now: u64) {
         let mut fired = Vec::new();
         self.wheel
-            .advance(now, |tick, callback| fired.push((tick, callback)));
+            .advance(now, |tick, _, callback| fired.push((tick, callback)));
         for (tick, callback) in fired {
             self.record(tick, callback);
         }

@@ -48,11 +48,12 @@ default sizes unless a flag below overrides them):
                  can; each callback records how late it ran (the instant it starts minus the
                  instant it was due). Engine tick 1 ms unless --tick-us sets it.
                  Flags: --timers (100000).
-                 Keys: workload timers p50_ms p99_ms p999_ms max_ms early
+                 Keys: workload timers p50_ms p99_ms p999_ms max_ms early engine_p99_ms
+                       (the engine's own p99, from Stats::lateness)
   slow-callback  As accuracy, after S timers due in 0-1000 ms whose callbacks sleep 100 ms
                  (scheduled first); lateness is recorded for the K normal timers only.
                  Flags: --timers (100000) --slow (20).
-                 Keys: as accuracy, plus slow
+                 Keys: as accuracy (without engine_p99_ms), plus slow
   idle-hold      M no-op timers due in 10-20 min inserted from T threads, timed; wait until all
                  are placed, measure the resident set; then the CPU time (user + sys) the whole
                  process spends over a 5 s idle window, and the tick threads' context switches.

@@ -1,0 +1,84 @@
+//! How late a shard fires its timers: a histogram with one bucket per power of two of
+//! nanoseconds, written by the tick thread alone and read by `stats`.
+//!
+//! A timer's lateness is counted from the start of the tick *before* its deadline tick to the
+//! moment its shard fires it. A deadline is rounded up to a tick, so the requested deadline lies
+//! within that tick before (for a timer due at once, within the deadline tick itself): the
+//! figure is never below how late the shard was against the requested deadline, and at most one
+//! tick above it (two for a timer due at once). That makes it comparable with lateness a caller
+//! measures against its own deadlines. It does not include the wait for a pool thread.
+//!
+//! The tick thread counts the timers a turn fires by deadline tick (a turn fires few distinct
+//! ones), and records them when it hands the turn's batch to the executor, with one clock read:
+//! the lateness is measured at that hand-over.
+
+use crate::sync::Counter;
+
+/// Bucket 0 holds a lateness of 0; bucket `i` holds `[2^(i-1), 2^i)` nanoseconds.
+pub(crate) const BUCKETS: usize = 65;
+
+/// The bucket of a lateness of `nanos` nanoseconds.
+fn bucket_of(nanos: u64) -> usize {
+    (u64::BITS - nanos.leading_zeros()) as usize
+}
+
+/// A shard's lateness histogram (see the module docs).
+pub(crate) struct Lateness {
+    buckets: [Counter; BUCKETS],
+    max: Counter,
+}
+
+impl Lateness {
+    pub(super) fn new() -> Self {
+        Lateness {
+            buckets: std::array::from_fn(|_| Counter::default()),
+            max: Counter::default(),
+        }
+    }
+
+    /// Records `count` timers fired `nanos` late. The shard thread alone calls it.
+    pub(super) fn record(&self, nanos: u64, count: u64) {
+        self.buckets[bucket_of(nanos)].add_single_writer(count);
+        self.max.raise_single_writer(nanos);
+    }
+
+    /// The counts per bucket and the largest lateness, in nanoseconds.
+    pub(crate) fn snapshot(&self) -> ([u64; BUCKETS], u64) {
+        (
+            std::array::from_fn(|i| self.buckets[i].get()),
+            self.max.get(),
+        )
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_powers_of_two() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(1), 1);
+        assert_eq!(bucket_of(2), 2);
+        assert_eq!(bucket_of(3), 2);
+        assert_eq!(bucket_of(4), 3);
+        assert_eq!(bucket_of(1 << 20), 21);
+        assert_eq!(bucket_of((1 << 21) - 1), 21);
+        assert_eq!(bucket_of(u64::MAX), 64);
+    }
+
+    #[test]
+    fn records_counts_and_the_max() {
+        let lateness = Lateness::new();
+        for nanos in [0, 5, 1_000_000] {
+            lateness.record(nanos, 1);
+        }
+        lateness.record(6, 1);
+        let (buckets, max) = lateness.snapshot();
+        assert_eq!(buckets[0], 1);
+        assert_eq!(buckets[3], 2);
+        assert_eq!(buckets[20], 1);
+        assert_eq!(buckets.iter().sum::<u64>(), 4);
+        assert_eq!(max, 1_000_000);
+    }
+}

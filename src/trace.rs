@@ -1,0 +1,84 @@
+//! Events for the rare things, through `tracing` when the `tracing` feature is on; without it,
+//! each function here compiles to nothing.
+//!
+//! Every event has the target `shardwheel`. Nothing on a hot path emits one: each marks a
+//! failure (a callback or spawner panicked, the kernel refused a barrier or a pin) or a moment
+//! in an engine's life (shutdown began, shutdown ended).
+
+use std::any::Any;
+
+/// The text of a panic payload, if it has one.
+#[cfg(feature = "tracing")]
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&'static str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "(not a string)"
+    }
+}
+
+/// A timer callback panicked (the engine caught it and went on).
+pub(crate) fn callback_panicked(payload: &(dyn Any + Send)) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "shardwheel",
+        panic = panic_message(payload),
+        "a timer callback panicked"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = payload;
+}
+
+/// A user's spawner panicked while taking a task.
+pub(crate) fn spawner_panicked() {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "shardwheel", "the callback spawner panicked");
+}
+
+/// The process wakes sleeping shards with full fences: `membarrier(2)` is missing or refused.
+/// `refused_later`: it worked at first and was refused afterwards.
+pub(crate) fn barrier_fell_back(refused_later: bool) {
+    #[cfg(feature = "tracing")]
+    tracing::info!(
+        target: "shardwheel",
+        refused_later,
+        "membarrier unavailable: producers pay a full fence per schedule and cancel"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = refused_later;
+}
+
+/// A shard's tick thread could not be pinned to `core`, or let go of it because the core was
+/// too busy (`busy`).
+pub(crate) fn unpinned(core: usize, busy: bool) {
+    #[cfg(feature = "tracing")]
+    if busy {
+        tracing::info!(
+            target: "shardwheel",
+            core,
+            "a tick thread let go of its core: its turns began late"
+        );
+    } else {
+        tracing::info!(target: "shardwheel", core, "a tick thread could not be pinned");
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (core, busy);
+}
+
+/// Engine `engine` began to shut down.
+pub(crate) fn shutdown_began(engine: u64) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(target: "shardwheel", engine, "shutdown began");
+    #[cfg(not(feature = "tracing"))]
+    let _ = engine;
+}
+
+/// Engine `engine` finished shutting down, handing back `unfired` timers.
+pub(crate) fn shutdown_ended(engine: u64, unfired: usize) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(target: "shardwheel", engine, unfired, "shutdown ended");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (engine, unfired);
+}
