@@ -45,7 +45,7 @@ mod queue;
 mod wheel;
 // A shard, its lanes and its tick thread:
 mod shard;
-// Handles, repeating timers, sleeps:
+// Handles, repeating timers, sleeps, intervals:
 mod timer;
 // The public engine:
 mod engine;
@@ -63,4 +63,4 @@ struct ReadmeExample;
 
 pub use engine::{BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired};
 pub use time::ManualClock;
-pub use timer::{Elapsed, Sleep, Timeout, TimerHandle, TimerState};
+pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout, TimerHandle, TimerState};
