@@ -29,7 +29,7 @@
 //!
 //! ```text
 //! engine   TimerEngine, its builder, routing, shutdown, statistics, errors   src/engine/
-//! timer    TimerHandle, repeating timers, Sleep and Timeout                 src/timer/
+//! timer    TimerHandle, repeating timers, Sleep, Timeout and Interval        src/timer/
 //! shard    the tick loop, lanes, the sleep signal, the executor, the cap     src/shard/
 //! wheel    the hierarchical timing wheel, single-threaded                    src/wheel/
 //! queue    inbound MPSC queue, owner's SPSC ring, unlink stack, recycler     src/queue/
@@ -359,6 +359,16 @@
 //! Dropping a `Sleep` cancels its timer and never wakes its task: the drop takes the registered
 //! waker out before it cancels, so the guard the cancel drops finds none (a waker may itself
 //! drop sleeps, and must not be re-entered).
+//!
+//! A sleep the engine refuses (shut down, or at its cap) completes at once under `sleep` and
+//! `timeout`, which cannot fail; `try_sleep` and `try_timeout` (and their `_until`/`_at`
+//! forms) return the refusal instead. Both go through one scheduling path that reports the
+//! refusal; the infallible forms end the sleep on top of it.
+//!
+//! An `Interval` (src/timer/interval.rs) is one `Sleep` and the instant its next tick is due;
+//! after each tick, the next due instant follows from its `MissedTickBehavior` and the sleep is
+//! moved there (one CAS while its timer is pending). A tick is yielded once the engine's clock
+//! has reached it, without waiting for the shard's turn, and yields the instant it was due.
 //!
 //! # The cap and bad input
 //!

@@ -47,7 +47,7 @@ mod queue;
 mod wheel;
 // A shard, its lanes and its tick thread:
 mod shard;
-// Handles, repeating timers, sleeps:
+// Handles, repeating timers, sleeps, intervals:
 mod timer;
 // The public engine:
 mod engine;
@@ -68,4 +68,4 @@ pub use engine::{
 };
 pub use shard::Task;
 pub use time::ManualClock;
-pub use timer::{Elapsed, Sleep, Timeout, TimerHandle, TimerState};
+pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout, TimerHandle, TimerState};

@@ -1,5 +1,6 @@
 //! `sleep` and `timeout` under three executors (tokio, async-executor as smol uses it, and
-//! `futures::executor`), plus wake-up behaviour under a manual clock.
+//! `futures::executor`), plus wake-up behaviour under a manual clock, absolute deadlines,
+//! access to a timeout's future, and the `try_` forms that tell a refusal from an elapse.
 
 #![cfg(not(loom))]
 
@@ -10,7 +11,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use shardwheel::{Elapsed, ManualClock, TimerEngine};
+use futures::FutureExt;
+use shardwheel::{Elapsed, ManualClock, ScheduleError, TimerEngine};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -182,4 +184,181 @@ fn a_reset_after_firing_keeps_the_registered_waker() {
         2,
         "the task is woken again"
     );
+}
+
+#[test]
+fn timeout_at_gives_up_at_its_deadline() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let deadline = engine.now() + MS * 10;
+    let mut slow = engine.timeout_at(deadline, engine.sleep(Duration::from_secs(60)));
+    assert!(poll_once(&mut slow, &waker).is_pending());
+    clock.advance(MS * 9);
+    assert!(poll_once(&mut slow, &waker).is_pending());
+    clock.advance(MS);
+    assert!(matches!(poll_once(&mut slow, &waker), Poll::Ready(Err(_))));
+    // A future that completes in time gives its output.
+    let mut quick = Box::pin(engine.timeout_at(engine.now() + MS * 10, async { 5 }));
+    assert_eq!(poll_once(&mut quick, &waker), Poll::Ready(Ok(5)));
+    // A deadline already past gives up once the shard has had its turn.
+    let past = engine.timeout_at(engine.now() - MS, engine.sleep(Duration::from_secs(60)));
+    assert!(futures::executor::block_on(past).is_err());
+}
+
+#[test]
+fn a_timeout_gives_access_to_its_future() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let start = engine.now();
+    let mut timeout = engine.timeout(MS * 100, engine.sleep(MS * 10));
+    assert_eq!(timeout.get_ref().deadline(), Some(start + MS * 10));
+    timeout.get_mut().reset(MS * 20);
+    assert_eq!(timeout.get_ref().deadline(), Some(start + MS * 20));
+    clock.advance(MS * 10);
+    assert!(
+        poll_once(&mut timeout, &waker).is_pending(),
+        "moved by get_mut"
+    );
+    clock.advance(MS * 10);
+    assert!(timeout.get_ref().is_elapsed());
+    assert_eq!(poll_once(&mut timeout, &waker), Poll::Ready(Ok(())));
+    drop(timeout);
+    assert_eq!(engine.pending(), 0);
+
+    // into_inner hands the future back and cancels the timeout's own timer.
+    let timeout = engine.timeout(MS * 100, futures::future::ready(9));
+    assert_eq!(engine.pending(), 1);
+    let inner = timeout.into_inner();
+    assert_eq!(engine.pending(), 0);
+    assert_eq!(inner.now_or_never(), Some(9));
+}
+
+#[test]
+fn sleep_reset_at_moves_the_deadline_earlier_or_later() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(counter.clone());
+    let start = engine.now();
+
+    // Earlier: from 50 ms to 10 ms.
+    let mut sleep = engine.sleep(MS * 50);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    sleep.reset_at(start + MS * 10);
+    assert_eq!(sleep.deadline(), Some(start + MS * 10));
+    clock.advance(MS * 9);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS);
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        1,
+        "woken at the new deadline"
+    );
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+
+    // Later: from 20 ms to 40 ms (it is 10 ms now).
+    let mut sleep = engine.sleep(MS * 10);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    sleep.reset_at(start + MS * 40);
+    clock.advance(MS * 10);
+    assert!(
+        poll_once(&mut sleep, &waker).is_pending(),
+        "not at the old deadline"
+    );
+    clock.advance(MS * 19);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS);
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+
+    // An elapsed sleep starts over.
+    sleep.reset_at(start + MS * 45);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS * 4);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS);
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn the_try_forms_report_shutdown() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let in_time = engine.now() + Duration::from_secs(60);
+    // Before shutdown they are ordinary sleeps and timeouts.
+    let mut sleep = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    let mut timeout = engine
+        .try_timeout_at(in_time, engine.sleep(Duration::from_secs(60)))
+        .unwrap();
+    assert!(poll_once(&mut timeout, &waker).is_pending());
+    drop(engine.shutdown());
+
+    let shutdown = Some(ScheduleError::Shutdown(()));
+    assert_eq!(engine.try_sleep(MS).err(), shutdown);
+    assert_eq!(engine.try_sleep_until(in_time).err(), shutdown);
+    assert_eq!(engine.try_timeout(MS, async {}).err(), shutdown);
+    assert_eq!(engine.try_timeout_at(in_time, async {}).err(), shutdown);
+    // The plain forms complete at once instead.
+    assert_eq!(
+        engine.sleep(Duration::from_secs(60)).now_or_never(),
+        Some(())
+    );
+    let pending = std::future::pending::<()>();
+    assert!(engine
+        .timeout(Duration::from_secs(60), pending)
+        .now_or_never()
+        .unwrap()
+        .is_err());
+}
+
+#[test]
+fn the_try_forms_report_a_full_engine() {
+    let engine = TimerEngine::builder().max_pending(2).build().unwrap();
+    let in_time = engine.now() + Duration::from_secs(60);
+    let _held = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    let _also = engine.try_sleep_until(in_time).unwrap();
+    assert_eq!(engine.pending(), 2);
+
+    let full = Some(ScheduleError::Full(()));
+    assert_eq!(engine.try_sleep(Duration::from_secs(60)).err(), full);
+    assert_eq!(engine.try_sleep_until(in_time).err(), full);
+    assert_eq!(
+        engine.try_timeout(Duration::from_secs(60), async {}).err(),
+        full
+    );
+    assert_eq!(engine.try_timeout_at(in_time, async {}).err(), full);
+    // The plain forms complete at once instead, as before.
+    assert_eq!(
+        engine.sleep(Duration::from_secs(60)).now_or_never(),
+        Some(())
+    );
+    let pending = std::future::pending::<()>();
+    assert!(engine
+        .timeout(Duration::from_secs(60), pending)
+        .now_or_never()
+        .unwrap()
+        .is_err());
+    assert_eq!(engine.pending(), 2);
+}
+
+#[test]
+fn a_try_sleep_beyond_the_range_is_no_error_and_never_ends() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let far = engine.max_delay() * 2;
+    let mut sleep = engine.try_sleep(far).unwrap();
+    let mut timeout = Box::pin(
+        engine
+            .try_timeout(far, std::future::pending::<()>())
+            .unwrap(),
+    );
+    assert_eq!(sleep.deadline(), None);
+    assert_eq!(engine.pending(), 0);
+    clock.advance(Duration::from_secs(3600));
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    assert!(poll_once(&mut timeout, &waker).is_pending());
 }

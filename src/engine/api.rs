@@ -19,7 +19,7 @@ use crate::entry::{unbox, Callback, Entry, EntryRef};
 use crate::shard::{Lane, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
-use crate::timer::{Repeating, Sleep, Timeout, TimerHandle};
+use crate::timer::{Interval, Repeating, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -265,8 +265,9 @@ impl TimerEngine {
 
     /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
     /// own and works under any executor. Dropping it cancels its timer. A sleep the engine
-    /// cannot hold (shut down, or at its cap) completes at once; one beyond
-    /// [`max_delay`](Self::max_delay) never does.
+    /// refuses (shut down, or at its cap) completes at once, so that nothing awaits a timer
+    /// that does not exist; that looks like an elapse, and [`try_sleep`](Self::try_sleep)
+    /// tells the refusal apart. One beyond [`max_delay`](Self::max_delay) never completes.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -280,7 +281,8 @@ impl TimerEngine {
         Sleep::on(lane, self.core.clock.tick_after(delay))
     }
 
-    /// As [`sleep`](Self::sleep), until `deadline`.
+    /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
+    /// tells a refusal apart.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -294,10 +296,52 @@ impl TimerEngine {
         Sleep::on(lane, self.core.clock.tick_at(deadline))
     }
 
+    /// As [`sleep`](Self::sleep), but a sleep the engine refuses is an error rather than a
+    /// sleep that has already ended. A delay beyond [`max_delay`](Self::max_delay) is not an
+    /// error here: such a sleep is returned, and never ends (as with `sleep`).
+    ///
+    /// # Errors
+    /// [`ScheduleError::Shutdown`] after shutdown (also when shutdown races the call), and
+    /// [`ScheduleError::Full`] if the engine holds as many timers as its cap allows.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardwheel::ScheduleError;
+    /// let engine = shardwheel::TimerEngine::builder().max_pending(1).build().unwrap();
+    /// let first = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Full(()))));
+    /// drop(first);
+    /// engine.shutdown();
+    /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Shutdown(()))));
+    /// ```
+    pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
+        let lane = self.core.lane_for_task();
+        Sleep::try_on(lane, self.core.clock.tick_after(delay))
+            .map_err(|refusal| ScheduleError::refused(refusal, ()))
+    }
+
+    /// As [`try_sleep`](Self::try_sleep), until `deadline`.
+    ///
+    /// # Errors
+    /// As [`try_sleep`](Self::try_sleep).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let deadline = engine.now() + Duration::from_millis(5);
+    /// futures::executor::block_on(engine.try_sleep_until(deadline).unwrap());
+    /// assert!(engine.now() >= deadline);
+    /// ```
+    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
+        let lane = self.core.lane_for_task();
+        Sleep::try_on(lane, self.core.clock.tick_at(deadline))
+            .map_err(|refusal| ScheduleError::refused(refusal, ()))
+    }
+
     /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
     /// deadline came first (the future is then dropped with the `Timeout`). Like
-    /// [`sleep`](Self::sleep), a timeout the engine cannot hold (shut down, or at its cap)
-    /// elapses at once.
+    /// [`sleep`](Self::sleep), a timeout the engine refuses (shut down, or at its cap) elapses
+    /// at once; [`try_timeout`](Self::try_timeout) tells the refusal apart.
     ///
     /// ```
     /// use std::time::Duration;
@@ -309,6 +353,110 @@ impl TimerEngine {
     /// ```
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
         Timeout::new(future.into_future(), self.sleep(delay))
+    }
+
+    /// As [`timeout`](Self::timeout), giving up at `deadline`;
+    /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let deadline = engine.now() + Duration::from_millis(5);
+    /// let slow = engine.timeout_at(deadline, engine.sleep(Duration::from_secs(60)));
+    /// assert!(futures::executor::block_on(slow).is_err());
+    /// assert!(engine.now() >= deadline);
+    /// ```
+    pub fn timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Timeout<F::IntoFuture> {
+        Timeout::new(future.into_future(), self.sleep_until(deadline))
+    }
+
+    /// As [`timeout`](Self::timeout), but a timeout the engine refuses is an error (and
+    /// `future` is dropped) rather than a timeout that has already elapsed. A delay beyond
+    /// [`max_delay`](Self::max_delay) is not an error here: the timeout then never elapses.
+    ///
+    /// # Errors
+    /// As [`try_sleep`](Self::try_sleep).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardwheel::ScheduleError;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let reply = engine.try_timeout(Duration::from_secs(5), async { "pong" }).unwrap();
+    /// assert_eq!(futures::executor::block_on(reply), Ok("pong"));
+    /// engine.shutdown();
+    /// let refused = engine.try_timeout(Duration::from_secs(5), async { "pong" });
+    /// assert!(matches!(refused, Err(ScheduleError::Shutdown(()))));
+    /// ```
+    pub fn try_timeout<F: IntoFuture>(
+        &self,
+        delay: Duration,
+        future: F,
+    ) -> Result<Timeout<F::IntoFuture>, ScheduleError<()>> {
+        let sleep = self.try_sleep(delay)?;
+        Ok(Timeout::new(future.into_future(), sleep))
+    }
+
+    /// As [`try_timeout`](Self::try_timeout), giving up at `deadline`.
+    ///
+    /// # Errors
+    /// As [`try_sleep`](Self::try_sleep).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let deadline = engine.now() + Duration::from_secs(5);
+    /// let reply = engine.try_timeout_at(deadline, async { 7 }).unwrap();
+    /// assert_eq!(futures::executor::block_on(reply), Ok(7));
+    /// ```
+    pub fn try_timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Result<Timeout<F::IntoFuture>, ScheduleError<()>> {
+        let sleep = self.try_sleep_until(deadline)?;
+        Ok(Timeout::new(future.into_future(), sleep))
+    }
+
+    /// Ticks every `period`, the first tick at once (at [`now`](Self::now)): as
+    /// [`interval_at`](Self::interval_at) from now.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::FutureExt;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let start = engine.now();
+    /// let mut interval = engine.interval(Duration::from_secs(1));
+    /// assert_eq!(interval.tick().now_or_never(), Some(start));
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(1)));
+    /// ```
+    pub fn interval(&self, period: Duration) -> Interval {
+        self.interval_at(self.now(), period)
+    }
+
+    /// Ticks every `period`, the first tick due at `start`: an [`Interval`], woken by the
+    /// engine under any executor (see its docs for missed ticks, and for an engine that
+    /// refuses its timer). A zero period is taken as one engine tick ([`tick`](Self::tick)),
+    /// which [`Interval::period`] then returns.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::FutureExt;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let start = engine.now() + Duration::from_secs(5);
+    /// let mut interval = engine.interval_at(start, Duration::from_secs(1));
+    /// assert_eq!(interval.tick().now_or_never(), None);
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(interval.tick().now_or_never(), Some(start));
+    /// ```
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        Interval::new(self.core.lane_for_task(), start, period)
     }
 
     /// Routes and queues a timer due at `tick` (`None`: refused as too far away).

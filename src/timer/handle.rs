@@ -155,7 +155,8 @@ impl TimerHandle {
         self.move_to(self.lane.shard().clock().tick_at(deadline))
     }
 
-    fn move_to(&self, tick: Option<u64>) -> bool {
+    /// Moves the timer to `tick` (`None`: beyond the engine's range, refused), as `reset`.
+    pub(super) fn move_to(&self, tick: Option<u64>) -> bool {
         let Some(tick) = tick else {
             return false;
         };

@@ -9,6 +9,19 @@
 //! registered waker out of the state it shares with the callback, so the guard that the cancel
 //! drops finds none. (A waker is called when the timer fires or is handed back, never because
 //! the sleep was dropped: a waker may itself drop sleeps, and would otherwise be re-entered.)
+//!
+//! # Refusals
+//!
+//! The engine refuses a timer when it has shut down or holds as many as its `max_pending` cap
+//! allows (a shutdown that races the queueing counts as shut down). The plain constructors
+//! (`sleep`, `sleep_until`, `timeout`, `timeout_at`) cannot fail: a sleep they could not
+//! schedule completes at once, since a sleep that never completed would hang its task. That
+//! completion looks like an elapse. The `try_` constructors tell the two apart: they return
+//! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` instead of a sleep. Both kinds
+//! share one scheduling path, `Sleep::schedule`, which reports the refusal; the plain forms
+//! turn it into a sleep that has already ended. A deadline beyond the engine's `max_delay` is
+//! not a refusal for either kind: such a sleep holds no timer and never ends (a reset can
+//! still bring it within range).
 
 use std::error::Error;
 use std::fmt;
@@ -19,8 +32,9 @@ use std::time::{Duration, Instant};
 
 use super::handle::TimerHandle;
 use crate::entry::{Entry, EntryRef};
-use crate::shard::Lane;
+use crate::shard::{Lane, Refusal};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::time::TickClock;
 
 /// What a sleep and its timer's callback share.
 struct SleepState {
@@ -62,11 +76,17 @@ impl Drop for WakeOnDrop {
     }
 }
 
-/// A future that completes at a deadline. Made by [`TimerEngine::sleep`].
+/// A future that completes at a deadline. Made by [`TimerEngine::sleep`] and
+/// [`TimerEngine::sleep_until`] (which complete at once if the engine refuses the timer), or
+/// by [`TimerEngine::try_sleep`] and [`TimerEngine::try_sleep_until`] (which return the
+/// refusal instead).
 ///
 /// Dropping it cancels its timer. If the engine shuts down first, the sleep completes then.
 ///
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
+/// [`TimerEngine::sleep_until`]: crate::TimerEngine::sleep_until
+/// [`TimerEngine::try_sleep`]: crate::TimerEngine::try_sleep
+/// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 pub struct Sleep {
     wake: Arc<SleepState>,
     /// The timer, or `None` for a sleep the engine does not hold: one that never ends (a
@@ -77,40 +97,77 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    /// A sleep on `lane`'s shard until `tick`.
+    /// A sleep on `lane`'s shard until `tick` (`None`: never). One the shard refuses has
+    /// ended already.
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep::with_wake(lane, tick, SleepState::new())
     }
 
+    /// As [`on`](Self::on), but a refusal (shut down, or full) is returned, not turned into a
+    /// sleep that has ended.
+    pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
+        Sleep::schedule(lane, tick, SleepState::new()).map_err(|(refusal, _)| refusal)
+    }
+
+    /// A sleep sharing `wake`; a refusal ends it at once rather than never.
     fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<SleepState>) -> Sleep {
-        let refused = |wake| Sleep {
-            wake,
-            timer: None,
-            lane: lane.clone(),
-        };
+        Sleep::schedule(lane, tick, wake).unwrap_or_else(|(_, wake)| {
+            // A shutdown that took the entry back fired `wake` already, by dropping the guard.
+            if !wake.has_fired() {
+                wake.fire();
+            }
+            Sleep::unheld(lane, wake)
+        })
+    }
+
+    /// Schedules a timer that fires `wake` at `tick`, or nothing for `None` (too far away: as
+    /// good as forever). The only path by which a sleep gets a timer. On a refusal, hands
+    /// `wake` back with it: unfired if `admit` refused, fired if shutdown took the entry back.
+    fn schedule(
+        lane: &Arc<Lane>,
+        tick: Option<u64>,
+        wake: Arc<SleepState>,
+    ) -> Result<Sleep, (Refusal, Arc<SleepState>)> {
         let Some(tick) = tick else {
-            // Too far away to schedule: as good as forever.
-            return refused(wake);
+            return Ok(Sleep::unheld(lane, wake));
         };
-        let Ok(tick) = lane.admit(Some(tick)) else {
-            // Shut down, or full: the sleep ends now rather than never.
-            wake.fire();
-            return refused(wake);
+        let tick = match lane.admit(Some(tick)) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err((refusal, wake)),
         };
         let guard = WakeOnDrop(wake.clone());
         let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(guard))));
         match TimerHandle::enqueue(lane, Lane::ownership(lane), entry) {
-            Ok(timer) => Sleep {
+            Ok(timer) => Ok(Sleep {
                 wake,
                 timer: Some(timer),
                 lane: lane.clone(),
-            },
-            // Shutdown took it back: dropping the callback woke the sleep.
+            }),
+            // Shutdown took it back: dropping the callback fired `wake`.
             Err(callback) => {
                 drop(callback);
-                refused(wake)
+                Err((Refusal::Shutdown, wake))
             }
         }
+    }
+
+    /// A sleep the engine does not hold.
+    fn unheld(lane: &Arc<Lane>, wake: Arc<SleepState>) -> Sleep {
+        Sleep {
+            wake,
+            timer: None,
+            lane: lane.clone(),
+        }
+    }
+
+    /// The clock of the engine the sleep belongs to.
+    pub(super) fn clock(&self) -> &TickClock {
+        self.lane.shard().clock()
+    }
+
+    /// Whether the engine the sleep belongs to has shut down.
+    pub(super) fn engine_stopped(&self) -> bool {
+        self.lane.shard().is_stopped()
     }
 
     /// Whether the deadline has passed (the timer fired), or the engine let the sleep go.
@@ -139,7 +196,9 @@ impl Sleep {
     }
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
-    /// sleep that has elapsed starts over). Pushing a deadline later is one CAS.
+    /// sleep that has elapsed starts over). Pushing a deadline later is one CAS. As with
+    /// [`TimerEngine::sleep`], a new timer the engine refuses (shut down, or at its cap) ends
+    /// the sleep at once, and one beyond [`max_delay`] never ends it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -148,9 +207,38 @@ impl Sleep {
     /// sleep.reset(Duration::from_secs(60));
     /// assert!(!sleep.is_elapsed());
     /// ```
+    ///
+    /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
+    /// [`max_delay`]: crate::TimerEngine::max_delay
     pub fn reset(&mut self, delay: Duration) {
+        let tick = self.clock().tick_after(delay);
+        self.reset_to(tick);
+    }
+
+    /// As [`reset`](Self::reset), to an absolute deadline, earlier or later than the one
+    /// before. A deadline already past ends the sleep on the shard's next turn.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::FutureExt;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let mut sleep = engine.sleep(Duration::from_secs(60));
+    /// sleep.reset_at(engine.now() + Duration::from_secs(5));
+    /// clock.advance(Duration::from_secs(4));
+    /// assert!((&mut sleep).now_or_never().is_none());
+    /// clock.advance(Duration::from_secs(1));
+    /// assert!(sleep.now_or_never().is_some());
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        let tick = self.clock().tick_at(deadline);
+        self.reset_to(tick);
+    }
+
+    /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe.
+    pub(super) fn reset_to(&mut self, tick: Option<u64>) {
         if let Some(timer) = &self.timer {
-            if !self.wake.has_fired() && timer.reset(delay) {
+            if !self.wake.has_fired() && timer.move_to(tick) {
                 return;
             }
         }
@@ -161,7 +249,6 @@ impl Sleep {
         let registered = self.wake.waker.lock().take();
         *wake.waker.lock() = registered;
         let lane = self.lane.clone();
-        let tick = lane.shard().clock().tick_after(delay);
         *self = Sleep::with_wake(&lane, tick, wake);
     }
 }
@@ -211,9 +298,15 @@ impl fmt::Debug for Sleep {
 }
 
 pin_project_lite::pin_project! {
-    /// A future that gives up at a deadline. Made by [`TimerEngine::timeout`].
+    /// A future that gives up at a deadline. Made by [`TimerEngine::timeout`] and
+    /// [`TimerEngine::timeout_at`] (which elapse at once if the engine refuses the timer), or
+    /// by [`TimerEngine::try_timeout`] and [`TimerEngine::try_timeout_at`] (which return the
+    /// refusal instead).
     ///
     /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
+    /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
+    /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
+    /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
     pub struct Timeout<F> {
         #[pin]
         future: F,
@@ -224,6 +317,51 @@ pin_project_lite::pin_project! {
 impl<F> Timeout<F> {
     pub(crate) fn new(future: F, sleep: Sleep) -> Self {
         Timeout { future, sleep }
+    }
+
+    /// The future the timeout runs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let inner = engine.sleep(Duration::from_secs(60));
+    /// let timeout = engine.timeout(Duration::from_secs(1), inner);
+    /// assert!(!timeout.get_ref().is_elapsed());
+    /// ```
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// The future the timeout runs, to change it. (A timeout that has been pinned gives this
+    /// access only if it is `Unpin`.)
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let inner = engine.sleep(Duration::from_secs(60));
+    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
+    /// timeout.get_mut().reset(Duration::from_secs(120));
+    /// let moved = timeout.get_ref().deadline().unwrap();
+    /// assert!(moved > engine.now() + Duration::from_secs(60));
+    /// ```
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
+    /// The future the timeout runs, without the timeout (whose timer is cancelled).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let inner = engine.sleep(Duration::from_secs(60));
+    /// let timeout = engine.timeout(Duration::from_secs(1), inner);
+    /// assert_eq!(engine.pending(), 2);
+    /// let inner = timeout.into_inner();
+    /// assert_eq!(engine.pending(), 1);
+    /// # drop(inner);
+    /// ```
+    pub fn into_inner(self) -> F {
+        self.future
     }
 }
 
