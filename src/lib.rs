@@ -31,6 +31,7 @@
 //! after a `cancel` that returned `true`. Every timer scheduled is fired, cancelled, or handed
 //! back by [`TimerEngine::shutdown`].
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -51,6 +52,10 @@ mod shard;
 mod timer;
 // The public engine:
 mod engine;
+// Tower middleware on the engine's public API (the `tower` feature):
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 
 pub mod design;
 

@@ -1,0 +1,659 @@
+//! An HTTP/1 server (hyper 1 on tokio) whose every request runs under a deadline, and whose idle
+//! keep-alive connections are closed by shardwheel timers; a client in the same process loads
+//! it over loopback.
+//!
+//! ```text
+//! cargo run --release --features tower --example http_server -- --help
+//! # The CI size (a few seconds), with shardwheel's timeouts, then with tower's to compare:
+//! cargo run --release --features tower --example http_server -- --secs 2 --connections 8
+//! cargo run --release --features tower --example http_server -- --secs 2 --connections 8 --timeouts tower
+//! ```
+//!
+//! The server binds 127.0.0.1:0. Its handler simulates work: a sleep of a random length up to
+//! `--work-ms`, except for a fraction of requests (`--slow-percent`) that sleep four times the
+//! deadline. Every request runs under a deadline of `--timeout-ms`: shardwheel's
+//! `tower::TimeoutLayer` (the default), or tower's own `tower::timeout::TimeoutLayer`, on
+//! tokio's timer (`--timeouts tower`); a request whose deadline passes is answered 504. The
+//! two differ only in the timeout layer: the handler's work sleeps on tokio's timer either way.
+//!
+//! Each connection keeps one shardwheel `Sleep` as its idle timer, reset whenever a request
+//! starts or ends; when it elapses with no request under way, the server calls hyper's
+//! `graceful_shutdown` on the connection, which closes it (in both modes).
+//!
+//! The client opens `--connections` keep-alive connections and sends requests on each, one at a
+//! time, for `--secs` seconds, recording each one's latency. Then every connection stays idle,
+//! and the server must close each one; and one more connection is opened, sends one request and
+//! stays idle, and the server must close it too. Last comes one summary line: requests per
+//! second, p50 and p99 latency of the requests answered in time, the timeouts (504s) and how
+//! long after its start each was answered (the deadline's precision, for either layer's timer),
+//! and the idle connections closed.
+//!
+//! Checks (exit status 1 if one fails; 2 for a bad command line): every response is a 200 or a
+//! 504; no slow handler ran to its end (its deadline cut it off); there are at least as many
+//! 504s as slow requests (more only if an ordinary request was held up past its deadline on a
+//! busy machine: the summary shows both); every connection was closed by the server once idle.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{header, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use shardwheel::tower::BoxError;
+use shardwheel::TimerEngine;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+
+/// The command line.
+#[derive(Parser)]
+#[command(
+    name = "http_server",
+    about = "http_server: request deadlines and idle-connection timeouts in an HTTP server, \
+             loaded by a client on loopback",
+    args_override_self = true
+)]
+struct Args {
+    /// whose timeout layer puts the deadline on each request
+    #[arg(long, value_enum, default_value_t = Timeouts::Shardwheel)]
+    timeouts: Timeouts,
+    /// client keep-alive connections, each sending one request at a time
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    connections: u32,
+    /// how long the client sends requests
+    #[arg(long, value_name = "S", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    secs: u64,
+    /// each request's deadline
+    #[arg(long, value_name = "MS", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(4..=60_000))]
+    timeout_ms: u64,
+    /// the longest simulated work of an ordinary request (a random sleep from 0 up to this;
+    /// at most a quarter of the deadline)
+    #[arg(long, value_name = "MS", default_value_t = 2,
+          value_parser = clap::value_parser!(u64).range(0..=15_000))]
+    work_ms: u64,
+    /// percentage of requests whose work takes four times the deadline
+    #[arg(long, value_name = "P", default_value_t = 1.0)]
+    slow_percent: f64,
+    /// how long a connection may stay idle before the server closes it
+    #[arg(long, value_name = "MS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    idle_ms: u64,
+    /// seed of the handler's random work
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+/// The timeout layer under test.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Timeouts {
+    /// `shardwheel::tower::TimeoutLayer`, on a shardwheel engine
+    Shardwheel,
+    /// `tower::timeout::TimeoutLayer`, on tokio's timer
+    Tower,
+}
+
+impl Timeouts {
+    fn name(self) -> &'static str {
+        match self {
+            Timeouts::Shardwheel => "shardwheel",
+            Timeouts::Tower => "tower",
+        }
+    }
+}
+
+/// The command line, checked.
+#[derive(Clone, Copy)]
+struct Config {
+    timeouts: Timeouts,
+    connections: u32,
+    load: Duration,
+    timeout: Duration,
+    work: Duration,
+    /// Requests whose hash falls below this are slow.
+    slow_threshold: u64,
+    slow_percent: f64,
+    idle: Duration,
+    seed: u64,
+}
+
+impl Config {
+    fn new(args: Args) -> Result<Config, String> {
+        if !(0.0..=100.0).contains(&args.slow_percent) {
+            return Err("--slow-percent must be between 0 and 100".into());
+        }
+        if args.work_ms * 4 > args.timeout_ms {
+            return Err("--work-ms must be at most a quarter of --timeout-ms".into());
+        }
+        let slow_threshold = if args.slow_percent >= 100.0 {
+            u64::MAX
+        } else {
+            (args.slow_percent / 100.0 * 2f64.powi(64)) as u64
+        };
+        Ok(Config {
+            timeouts: args.timeouts,
+            connections: args.connections,
+            load: Duration::from_secs(args.secs),
+            timeout: Duration::from_millis(args.timeout_ms),
+            work: Duration::from_millis(args.work_ms),
+            slow_threshold,
+            slow_percent: args.slow_percent,
+            idle: Duration::from_millis(args.idle_ms),
+            seed: args.seed,
+        })
+    }
+
+    /// How long a slow request's work takes: well past its deadline.
+    fn slow_work(&self) -> Duration {
+        self.timeout * 4
+    }
+}
+
+/// SplitMix64's output function: a well-mixed hash of `x`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+// The server.
+
+type Body = Full<Bytes>;
+
+/// What the server counts, for the checks at the end.
+#[derive(Default)]
+struct ServerCounters {
+    /// Requests handled so far: the next request's number, from which its work is drawn.
+    requests: AtomicU64,
+    /// Slow requests started, and those whose work ran to its end (none should).
+    slow_started: AtomicU64,
+    slow_finished: AtomicU64,
+    /// Connections the server closed because their idle timer elapsed.
+    idle_closed: AtomicU64,
+}
+
+// Relaxed throughout: each counter is only a count (or, for `requests`, a source of distinct
+// numbers), and publishes nothing else. They are read once the clients are done, after the
+// work they count has been seen through the sockets.
+
+/// The handler: simulated work, then a 200.
+async fn handle(
+    config: Config,
+    counters: Arc<ServerCounters>,
+) -> Result<Response<Body>, Infallible> {
+    let n = counters.requests.fetch_add(1, Ordering::Relaxed);
+    let draw = mix(n ^ mix(config.seed));
+    if config.slow_threshold > 0 && draw < config.slow_threshold {
+        counters.slow_started.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(config.slow_work()).await;
+        counters.slow_finished.fetch_add(1, Ordering::Relaxed);
+    } else {
+        let work_us = config.work.as_micros() as u64;
+        let work = Duration::from_micros(mix(draw) % (work_us + 1));
+        if !work.is_zero() {
+            tokio::time::sleep(work).await;
+        }
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"done\n"))))
+}
+
+/// A bare response with `status`.
+fn status(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = status;
+    response
+}
+
+/// Turns the timeout layer's result into a response: 504 for a deadline that passed (either
+/// layer's `Elapsed`), 500 for any other error. (Its own error type stays tower's `BoxError`,
+/// which readiness errors, of which there are none, would be converted into.)
+fn respond(result: Result<Response<Body>, BoxError>) -> Result<Response<Body>, BoxError> {
+    Ok(match result {
+        Ok(response) => response,
+        Err(e) if e.is::<shardwheel::Elapsed>() || e.is::<tower::timeout::error::Elapsed>() => {
+            status(StatusCode::GATEWAY_TIMEOUT)
+        }
+        Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR),
+    })
+}
+
+/// Whether a connection has a request under way, and a signal whenever that changes.
+#[derive(Default)]
+struct Activity {
+    in_flight: AtomicUsize,
+    changed: Notify,
+}
+
+/// Marks a request under way on its connection for as long as it lives.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: &Arc<Activity>) -> Busy {
+        // Read by the connection's task when its idle timer elapses.
+        activity.in_flight.fetch_add(1, Ordering::SeqCst);
+        activity.changed.notify_one();
+        Busy(activity.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.changed.notify_one();
+    }
+}
+
+/// The tower service stack of one connection, as hyper calls it (by shared reference, so each
+/// request runs on a clone), with the connection's activity tracked.
+struct Tracked<S> {
+    service: S,
+    activity: Arc<Activity>,
+}
+
+type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
+
+impl<S> hyper::service::Service<Request<Incoming>> for Tracked<S>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    type Response = Response<Body>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn call(&self, request: Request<Incoming>) -> ResponseFuture {
+        let busy = Busy::start(&self.activity);
+        let response = self.service.clone().oneshot(request);
+        Box::pin(async move {
+            let response = response.await;
+            drop(busy);
+            response
+        })
+    }
+}
+
+/// Accepts connections, serving each with `service` and closing it once idle, until accepting
+/// fails (out of file descriptors, say): returns why.
+async fn serve<S>(
+    listener: TcpListener,
+    service: S,
+    engine: Arc<TimerEngine>,
+    config: Config,
+    counters: Arc<ServerCounters>,
+) -> String
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let service = service.clone();
+                let (engine, counters) = (engine.clone(), counters.clone());
+                tokio::spawn(async move {
+                    if let Err(e) =
+                        serve_connection(stream, service, &engine, config.idle, &counters).await
+                    {
+                        eprintln!("http_server: server connection failed: {e}");
+                    }
+                });
+            }
+            Err(e) => return format!("the server cannot accept a connection: {e}"),
+        }
+    }
+}
+
+/// Serves one connection until it closes. Its idle timer is a shardwheel `Sleep`, reset each
+/// time a request starts or ends; if it elapses with no request under way, the connection is
+/// shut down gracefully (hyper closes an idle connection at once).
+async fn serve_connection<S>(
+    stream: TcpStream,
+    service: S,
+    engine: &TimerEngine,
+    idle: Duration,
+    counters: &ServerCounters,
+) -> Result<(), hyper::Error>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity::default());
+    let tracked = Tracked {
+        service,
+        activity: activity.clone(),
+    };
+    let connection = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), tracked);
+    let mut connection = std::pin::pin!(connection);
+    let mut idle_timer = engine.sleep(idle);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => return result,
+            () = activity.changed.notified() => idle_timer.reset(idle),
+            () = &mut idle_timer, if !closing => {
+                if activity.in_flight.load(Ordering::SeqCst) == 0 {
+                    connection.as_mut().graceful_shutdown();
+                    closing = true;
+                    counters.idle_closed.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    idle_timer.reset(idle);
+                }
+            }
+        }
+    }
+}
+
+// The client.
+
+/// What one client connection saw.
+#[derive(Default)]
+struct ClientReport {
+    /// Latencies of the requests answered 200, and of those answered 504.
+    ok: Vec<Duration>,
+    timeouts: Vec<Duration>,
+    /// When its last request ended.
+    done: Option<Instant>,
+    /// How long the connection stayed open once idle, if the server closed it.
+    closed_after_idle: Option<Duration>,
+}
+
+/// Sends requests on one keep-alive connection until `until` (at least one), then stays idle
+/// until the server closes the connection, or gives up on that after `wait_for_close`.
+async fn client(
+    addr: SocketAddr,
+    until: Instant,
+    wait_for_close: Duration,
+) -> Result<ClientReport, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("cannot set TCP_NODELAY: {e}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP handshake failed: {e}"))?;
+    let mut driver = tokio::spawn(connection);
+
+    let mut report = ClientReport::default();
+    loop {
+        sender
+            .ready()
+            .await
+            .map_err(|e| format!("the connection closed under load: {e}"))?;
+        let request = Request::get("/work")
+            .header(header::HOST, addr.to_string())
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| format!("cannot build a request: {e}"))?;
+        let start = Instant::now();
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("reading a response failed: {e}"))?;
+        let latency = start.elapsed();
+        match status {
+            StatusCode::OK => report.ok.push(latency),
+            StatusCode::GATEWAY_TIMEOUT => report.timeouts.push(latency),
+            other => return Err(format!("unexpected response status {other}")),
+        }
+        if Instant::now() >= until {
+            break;
+        }
+    }
+    let idle_since = Instant::now();
+    report.done = Some(idle_since);
+
+    // Idle now, with the connection held open (`sender` lives on): the server's idle timer
+    // must close it, which ends the connection's driver.
+    match tokio::time::timeout(wait_for_close, &mut driver).await {
+        Ok(Ok(Ok(()))) => report.closed_after_idle = Some(idle_since.elapsed()),
+        Ok(Ok(Err(e))) => return Err(format!("the idle connection failed: {e}")),
+        Ok(Err(e)) => return Err(format!("the connection task failed: {e}")),
+        Err(_) => driver.abort(),
+    }
+    drop(sender);
+    Ok(report)
+}
+
+// The run and its checks.
+
+/// The nearest-rank percentile `p` (0 < p <= 1) of sorted `values`.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs `work`, unless the server stops first (it stops only if it fails): then its clients
+/// would wait for ever, so the run ends with the server's error.
+async fn unless_server_fails<T>(
+    server: &mut JoinHandle<String>,
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    tokio::select! {
+        result = work => result,
+        stopped = server => Err(stopped.unwrap_or_else(|e| format!("the server task failed: {e}"))),
+    }
+}
+
+async fn run(config: Config) -> Result<Vec<String>, String> {
+    let engine = Arc::new(
+        TimerEngine::builder()
+            .build()
+            .map_err(|e| format!("cannot start the timer engine: {e}"))?,
+    );
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let counters = Arc::new(ServerCounters::default());
+
+    // The server's stack: the handler, under a deadline, its errors made responses.
+    let handler = {
+        let counters = counters.clone();
+        service_fn(move |_: Request<Incoming>| handle(config, counters.clone()))
+    };
+    let mut server = match config.timeouts {
+        Timeouts::Shardwheel => {
+            let stack = ServiceBuilder::new()
+                .map_result(respond)
+                .layer(shardwheel::tower::TimeoutLayer::new(
+                    engine.clone(),
+                    config.timeout,
+                ))
+                .service(handler);
+            tokio::spawn(serve(
+                listener,
+                stack,
+                engine.clone(),
+                config,
+                counters.clone(),
+            ))
+        }
+        Timeouts::Tower => {
+            let stack = ServiceBuilder::new()
+                .map_result(respond)
+                .layer(tower::timeout::TimeoutLayer::new(config.timeout))
+                .service(handler);
+            tokio::spawn(serve(
+                listener,
+                stack,
+                engine.clone(),
+                config,
+                counters.clone(),
+            ))
+        }
+    };
+
+    println!(
+        "server on {addr}, {} timeouts of {} ms; {} connections for {} s; work up to {} ms, \
+         {}% of requests {} ms; idle connections closed after {} ms",
+        config.timeouts.name(),
+        config.timeout.as_millis(),
+        config.connections,
+        config.load.as_secs(),
+        config.work.as_millis(),
+        config.slow_percent,
+        config.slow_work().as_millis(),
+        config.idle.as_millis()
+    );
+
+    // A connection left idle must be closed within its idle time, plus the time to notice.
+    let wait_for_close = config.idle * 2 + Duration::from_secs(2);
+    let start = Instant::now();
+    let until = start + config.load;
+    let clients: Vec<_> = (0..config.connections)
+        .map(|_| tokio::spawn(client(addr, until, wait_for_close)))
+        .collect();
+    let gather = async {
+        let mut reports = Vec::with_capacity(clients.len() + 1);
+        for client in clients {
+            reports.push(
+                client
+                    .await
+                    .map_err(|e| format!("a client task failed: {e}"))??,
+            );
+        }
+        Ok(reports)
+    };
+    let mut reports = unless_server_fails(&mut server, gather).await?;
+    let load_time = reports
+        .iter()
+        .filter_map(|r| r.done)
+        .max()
+        .map_or(start.elapsed(), |done| done - start);
+    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.ok.clone()).collect();
+    latencies.sort_unstable();
+    let mut timed_out: Vec<Duration> = reports.iter().flat_map(|r| r.timeouts.clone()).collect();
+    timed_out.sort_unstable();
+    let timeouts = timed_out.len() as u64;
+    let requests = latencies.len() as u64 + timeouts;
+
+    // The idle check on its own: one connection, one request, then idle.
+    let single =
+        unless_server_fails(&mut server, client(addr, Instant::now(), wait_for_close)).await?;
+    reports.push(single);
+    server.abort();
+
+    let slow_started = counters.slow_started.load(Ordering::Relaxed);
+    let slow_finished = counters.slow_finished.load(Ordering::Relaxed);
+    let idle_closed = counters.idle_closed.load(Ordering::Relaxed);
+    let connections = reports.len() as u64;
+    let seen_closed: Vec<Duration> = reports.iter().filter_map(|r| r.closed_after_idle).collect();
+
+    // Check.
+    let mut failures = Vec::new();
+    if slow_finished > 0 {
+        failures.push(format!(
+            "{slow_finished} slow handlers ran to their end: their deadline did not stop them"
+        ));
+    }
+    if timeouts < slow_started {
+        failures.push(format!(
+            "{timeouts} responses were 504s, but {slow_started} requests were slow"
+        ));
+    }
+    if idle_closed != connections || seen_closed.len() as u64 != connections {
+        failures.push(format!(
+            "of {connections} idle connections, the server closed {idle_closed} and the \
+             client saw {} closed",
+            seen_closed.len()
+        ));
+    }
+
+    let stats = engine.stats();
+    println!(
+        "engine: {} timers scheduled, {} fired, {} cancelled, {} pending; idle connections \
+         closed after {:.0}-{:.0} ms idle",
+        stats.scheduled,
+        stats.fired,
+        stats.cancelled,
+        stats.pending,
+        seen_closed.iter().min().map_or(0.0, |d| ms(*d)),
+        seen_closed.iter().max().map_or(0.0, |d| ms(*d)),
+    );
+    println!(
+        "timeouts={}: {requests} requests in {:.2} s, {:.0} requests/s; 200s p50 {:.3} ms, \
+         p99 {:.3} ms; timeouts {timeouts} (504s after p50 {:.1} ms, max {:.1} ms; \
+         {slow_started} slow requests); idle connections closed {idle_closed} of {connections}",
+        config.timeouts.name(),
+        load_time.as_secs_f64(),
+        requests as f64 / load_time.as_secs_f64().max(1e-9),
+        ms(percentile(&latencies, 0.50)),
+        ms(percentile(&latencies, 0.99)),
+        ms(percentile(&timed_out, 0.50)),
+        ms(timed_out.last().copied().unwrap_or_default()),
+    );
+    Ok(failures)
+}
+
+fn main() -> ExitCode {
+    // A bad command line exits with status 2 (clap's for a usage error).
+    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
+        Args::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit()
+    });
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("http_server: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
+        Ok(failures) => {
+            for failure in failures {
+                eprintln!("http_server: check failed: {failure}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(message) => {
+            eprintln!("http_server: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
