@@ -49,6 +49,8 @@ mod shard;
 mod timer;
 // The public engine:
 mod engine;
+// Structures built on the engine: the delay queue:
+mod delay;
 
 pub mod design;
 
@@ -61,6 +63,7 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
+pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{BuildError, Builder, ScheduleError, ShardStats, Stats, TimerEngine, Unfired};
 pub use time::ManualClock;
 pub use timer::{Elapsed, Sleep, Timeout, TimerHandle, TimerState};
