@@ -19,6 +19,13 @@
 //!   (hierarchical_hash_wheel_timer counts a delay from when its thread takes the message in,
 //!   so its timers come due spread over the time its thread takes to drain them, and its
 //!   figure includes that.)
+//! - `delay_queue`: shardwheel's `DelayQueue` beside tokio-util's, each driven from one task
+//!   in `Runtime::block_on` of a multi-thread tokio runtime (tokio-util's needs its time
+//!   driver; shardwheel's needs no runtime but runs under the same one, so the executors
+//!   match). Ids: `insert_remove/<peer>` inserts [`DQ_BATCH`] values with RPC-deadline delays
+//!   and then removes each by its key, the path of a deadline that is met; `insert_expire/<peer>`
+//!   inserts [`DQ_BATCH`] values due 1–2 ms ahead and is timed until the last has come out of
+//!   the queue. See [`delay_queue`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an
@@ -76,7 +83,7 @@ use hierarchical_hash_wheel_timer::thread_timer::{TimerRef, TimerWithThread};
 use hierarchical_hash_wheel_timer::{
     ClosureTimer, OneShotClosureState, PeriodicClosureState, Timer,
 };
-use shardwheel::{TimerEngine, TimerHandle};
+use shardwheel::{DelayQueue, TimerEngine, TimerHandle};
 
 /// Timers per batch in `schedule` and `cancel`.
 const BATCH: usize = 10_000;
@@ -989,6 +996,112 @@ fn reset(c: &mut Criterion) {
     group.finish();
 }
 
+/// Values per `delay_queue` batch.
+const DQ_BATCH: usize = 10_000;
+
+/// `delay_queue/<case>/<peer>`, [`DQ_BATCH`] elements per iteration:
+///
+/// - `insert_remove/shardwheel`, `insert_remove/tokio_util`: insert [`DQ_BATCH`] values with
+///   delays uniform in [1 s, 30 s], then remove every one by its key. Only that is timed. One
+///   queue per peer, made once: shardwheel's gives its storage back each time it empties (and
+///   each insert schedules, each remove cancels, a timer on the engine), tokio-util's keeps its
+///   slab and holds its entries in a wheel of its own behind one runtime sleep.
+/// - `insert_expire/shardwheel`, `insert_expire/tokio_util`: insert [`DQ_BATCH`] values due
+///   1–2 ms ahead (spread evenly over that millisecond), then take values out of the queue as a
+///   stream until all have come out. Timed from the first insert to the last value out, so the
+///   ~2 ms wait is part of it; what differs between the peers is the inserts and how quickly
+///   expired values reach the task (shardwheel: the engine's shards fire, the callbacks record
+///   each value and wake the task; tokio-util: the runtime's timer wakes the task, which then
+///   walks its own wheel).
+fn delay_queue(c: &mut Criterion) {
+    let mut group = c.benchmark_group("delay_queue");
+    group.throughput(Throughput::Elements(DQ_BATCH as u64));
+    group.sample_size(10);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .expect("build the runtime");
+    let engine = TimerEngine::builder().build().expect("build the engine");
+    let delays = rpc_delays(DQ_BATCH);
+    let soon: Vec<Duration> = (0..DQ_BATCH)
+        .map(|i| Duration::from_micros(1_000 + (i * 1_000 / DQ_BATCH) as u64))
+        .collect();
+
+    let mut queue = DelayQueue::new(&engine);
+    let mut keys = Vec::with_capacity(DQ_BATCH);
+    group.bench_function(BenchmarkId::new("insert_remove", "shardwheel"), |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                keys.extend(delays.iter().enumerate().map(|(i, &d)| queue.insert(i, d)));
+                for key in keys.drain(..) {
+                    black_box(queue.remove(&key).ok());
+                }
+            }
+            start.elapsed()
+        })
+    });
+    group.bench_function(BenchmarkId::new("insert_expire", "shardwheel"), |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for (i, &d) in soon.iter().enumerate() {
+                        queue.insert(i, d);
+                    }
+                    let mut out = 0;
+                    while let Some(expired) = queue.next().await {
+                        black_box(expired);
+                        out += 1;
+                    }
+                    assert_eq!(out, DQ_BATCH, "every value comes out");
+                }
+                start.elapsed()
+            })
+        })
+    });
+    drop(queue);
+    drop(engine.shutdown());
+
+    let mut queue = runtime.block_on(async { tokio_util::time::DelayQueue::new() });
+    let mut keys = Vec::with_capacity(DQ_BATCH);
+    group.bench_function(BenchmarkId::new("insert_remove", "tokio_util"), |b| {
+        b.iter_custom(|iters| {
+            let _context = runtime.enter();
+            let start = Instant::now();
+            for _ in 0..iters {
+                keys.extend(delays.iter().enumerate().map(|(i, &d)| queue.insert(i, d)));
+                for key in keys.drain(..) {
+                    black_box(queue.remove(&key));
+                }
+            }
+            start.elapsed()
+        })
+    });
+    group.bench_function(BenchmarkId::new("insert_expire", "tokio_util"), |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for (i, &d) in soon.iter().enumerate() {
+                        queue.insert(i, d);
+                    }
+                    let mut out = 0;
+                    while let Some(expired) = queue.next().await {
+                        black_box(expired);
+                        out += 1;
+                    }
+                    assert_eq!(out, DQ_BATCH, "every value comes out");
+                }
+                start.elapsed()
+            })
+        })
+    });
+    drop(queue);
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    group.finish();
+}
+
 /// A stand-in for shardwheel's timer entry: a state word, two intrusive links and a boxed
 /// callback, 40 bytes; with the reference count, one 48-byte allocation, as the engine's.
 struct FloorEntry {
@@ -1060,6 +1173,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, floor
+    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor
 }
 criterion_main!(benches);

@@ -28,6 +28,7 @@
 //! The source is layered. Each layer imports only from itself and the layers below it:
 //!
 //! ```text
+//! delay    DelayQueue: values held until their deadlines, on engine timers   src/delay/
 //! engine   TimerEngine, its builder, routing, shutdown, statistics, errors   src/engine/
 //! timer    TimerHandle, repeating timers, Sleep, Timeout and Interval        src/timer/
 //! shard    the tick loop, lanes, the sleep signal, the executor, the cap     src/shard/
@@ -369,6 +370,36 @@
 //! after each tick, the next due instant follows from its `MissedTickBehavior` and the sleep is
 //! moved there (one CAS while its timer is pending). A tick is yielded once the engine's clock
 //! has reached it, without waiting for the shard's turn, and yields the instant it was due.
+//!
+//! # The delay queue
+//!
+//! `DelayQueue<T>` (src/delay/) holds values until their deadlines and yields them as a
+//! stream, in the shape of tokio-util's, without the failures its tracker lists. It keeps an
+//! `EngineLink` (src/engine/link.rs), the engine's shared core, so it outlives the borrow it
+//! was made from and the engine itself; a link schedules into new entries only, since the
+//! lanes' spare entries may be taken only inside a call on the engine.
+//!
+//! Values live once, in a slab of slots with a free list; the slab gives storage back as the
+//! queue empties (all of it, down to what `with_capacity` asked, when empty; the free end when
+//! the length falls to a quarter of the capacity). A key is the slot and a generation drawn
+//! from a process-wide increasing counter, so a key never names a value again after its own
+//! is gone, nor a value of another queue; every call with such a key returns an error.
+//!
+//! Each value has one engine timer. Its callback carries a notice naming the slot and the
+//! value's *arm* (a fresh id per timer the value is given); dropping the notice, which running
+//! the callback does, pushes the record into an inbox (a mutex around a vector and the waker
+//! of the task that polled last) and wakes that task. The callback touches nothing else. A poll
+//! takes the whole inbox in, drops records whose arm is no longer the slot's (removed, or reset
+//! onto a new timer), and yields from a min-heap by deadline and then generation, so a batch
+//! comes out in deadline order and equal deadlines in insertion order. A reset first tries the
+//! engine's in-place reset; once the timer has fired that fails, and the value gets a new arm.
+//! The queue's own cancels drop notices inside a thread-local quiet mark, so they record
+//! nothing; a notice dropped anywhere else (the timers handed back at shutdown, when dropped)
+//! records, so the values of an engine that went away come out instead of hanging their task.
+//! A refusal by the engine (shut down, full) makes an inserted value due at once; a deadline
+//! out of the engine's range leaves it with no timer; `try_insert` hands the value back
+//! instead. Removing the last value, or `clear`, wakes a waiting task, which then sees
+//! `Ready(None)`.
 //!
 //! # The cap and bad input
 //!

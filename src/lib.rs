@@ -56,6 +56,8 @@ mod engine;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+// Structures built on the engine: the delay queue:
+mod delay;
 
 pub mod design;
 
@@ -68,6 +70,7 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
+pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
     BuildError, Builder, Lateness, ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
 };

@@ -10,6 +10,7 @@
 //! - `pool`: the rayon pool the engine starts for callbacks.
 //! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
+//! - `link`: `EngineLink`, what the layers above keep of an engine beyond a borrow of it.
 
 mod api;
 mod builder;
@@ -18,6 +19,7 @@ mod core;
 mod error;
 #[cfg(test)]
 mod hooks;
+mod link;
 mod pool;
 mod routing;
 mod shutdown;
@@ -28,6 +30,7 @@ mod tests;
 pub use self::api::TimerEngine;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError};
+pub(crate) use self::link::EngineLink;
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};
 

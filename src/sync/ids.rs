@@ -41,3 +41,15 @@ pub(crate) fn next_engine_id() -> u64 {
     // of any modelled protocol, and a static loom atomic cannot outlive a model.)
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+
+/// The first of `count` consecutive numbers that no other caller in this process has had, and
+/// each larger than every number handed out before it: a delay queue's keys take theirs from
+/// such blocks, so a key is never valid in two queues, nor twice in one.
+pub(crate) fn next_ids(count: u64) -> u64 {
+    use std::sync::atomic::AtomicU64 as StdAtomicU64;
+    static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
+    // Relaxed: only hands out distinct, increasing blocks; nothing is published with them. (A
+    // std atomic even under loom, as `next_engine_id`.) At a block of 2^12 per call, 2^52 calls
+    // would be needed to wrap.
+    NEXT.fetch_add(count, std::sync::atomic::Ordering::Relaxed)
+}

@@ -11,7 +11,7 @@
 //! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
 //! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
-//! - `ids`: per-thread slots and per-engine ids.
+//! - `ids`: per-thread slots, per-engine ids, and blocks of ids for delay-queue keys.
 //! - `prefetch`: a cache prefetch hint.
 
 pub(crate) mod barrier;
@@ -24,7 +24,7 @@ mod queue;
 
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;
-pub(crate) use ids::{next_engine_id, owner_slot, thread_slot};
+pub(crate) use ids::{next_engine_id, next_ids, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
 pub(crate) use queue::Queue;

@@ -1,0 +1,219 @@
+//! What the queue hands out: keys, expired values, and the errors of its calls.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Instant;
+
+/// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
+///
+/// A key names one value in one queue, once: after the value is removed, expires (is yielded
+/// by `poll_expired`) or is cleared, the key names nothing, even when the slot that held the
+/// value holds another one, and it never names a value of another queue. Calls with such a key
+/// return [`KeyError`] or `None`; none panics.
+///
+/// ```
+/// use std::time::Duration;
+/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+/// let mut queue = shardwheel::DelayQueue::new(&engine);
+/// let key = queue.insert("a", Duration::from_secs(60));
+/// assert_eq!(queue.remove(&key), Ok("a"));
+/// let other = queue.insert("b", Duration::from_secs(60)); // may reuse the slot
+/// assert!(queue.remove(&key).is_err());
+/// assert!(queue.contains(&other));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    index: usize,
+    generation: u64,
+}
+
+impl Key {
+    pub(super) fn new(index: usize, generation: u64) -> Self {
+        Key { index, generation }
+    }
+
+    pub(super) fn index(self) -> usize {
+        self.index
+    }
+
+    pub(super) fn generation(self) -> u64 {
+        self.generation
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({}#{})", self.index, self.generation)
+    }
+}
+
+/// A value whose deadline passed, as [`DelayQueue::poll_expired`] yields it.
+///
+/// [`DelayQueue::poll_expired`]: crate::DelayQueue::poll_expired
+///
+/// ```
+/// use std::time::Duration;
+/// use futures::StreamExt;
+/// let clock = shardwheel::ManualClock::new();
+/// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+/// let mut queue = shardwheel::DelayQueue::new(&engine);
+/// let key = queue.insert(String::from("session"), Duration::from_secs(5));
+/// clock.advance(Duration::from_secs(5));
+/// let mut expired = futures::executor::block_on(queue.next()).unwrap();
+/// assert_eq!(expired.key(), key);
+/// assert_eq!(expired.deadline(), clock.now());
+/// expired.get_mut().push_str("-1");
+/// assert_eq!(expired.get_ref(), "session-1");
+/// assert_eq!(expired.into_inner(), "session-1");
+/// ```
+#[derive(Debug)]
+pub struct Expired<T> {
+    value: T,
+    key: Key,
+    deadline: Instant,
+}
+
+impl<T> Expired<T> {
+    pub(super) fn new(value: T, key: Key, deadline: Instant) -> Self {
+        Expired {
+            value,
+            key,
+            deadline,
+        }
+    }
+
+    /// The value.
+    ///
+    /// See [`Expired`] for an example.
+    pub fn get_ref(&self) -> &T {
+        &self.value
+    }
+
+    /// The value, to change.
+    ///
+    /// See [`Expired`] for an example.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+
+    /// The value, taken out.
+    ///
+    /// See [`Expired`] for an example.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+
+    /// The key the value had (it names nothing in the queue any more).
+    ///
+    /// See [`Expired`] for an example.
+    pub fn key(&self) -> Key {
+        self.key
+    }
+
+    /// The deadline the value was given (by its insert or its last reset), as asked: not
+    /// rounded to the engine's tick. A value yielded because the engine let its timer go (see
+    /// [`DelayQueue`](crate::DelayQueue#when-the-engine-refuses)) may come out before it.
+    ///
+    /// See [`Expired`] for an example.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// A key that names no value in the queue: its value was removed, expired or cleared, or the
+/// key is another queue's.
+///
+/// ```
+/// use std::time::Duration;
+/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+/// let mut queue = shardwheel::DelayQueue::new(&engine);
+/// let key = queue.insert(1, Duration::from_secs(60));
+/// queue.clear();
+/// let err = queue.reset(&key, Duration::from_secs(1)).unwrap_err();
+/// assert_eq!(err.to_string(), "no value in the delay queue has this key");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyError(());
+
+impl KeyError {
+    pub(super) fn new() -> Self {
+        KeyError(())
+    }
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no value in the delay queue has this key")
+    }
+}
+
+impl Error for KeyError {}
+
+/// Why [`DelayQueue::try_insert`](crate::DelayQueue::try_insert) did not take a value. Every
+/// variant hands the value back.
+///
+/// ```
+/// use std::time::Duration;
+/// use shardwheel::InsertError;
+/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+/// let mut queue = shardwheel::DelayQueue::new(&engine);
+/// engine.shutdown();
+/// match queue.try_insert("job", Duration::from_secs(1)) {
+///     Err(InsertError::Shutdown(value)) => assert_eq!(value, "job"),
+///     _ => unreachable!(),
+/// }
+/// assert!(queue.is_empty());
+/// ```
+#[derive(PartialEq, Eq)]
+pub enum InsertError<T> {
+    /// The engine has been shut down.
+    Shutdown(T),
+    /// The engine holds as many pending timers as its cap allows.
+    Full(T),
+    /// The deadline is further away than the engine's range
+    /// ([`TimerEngine::max_delay`](crate::TimerEngine::max_delay)) or than `Instant` can
+    /// represent.
+    DelayTooLong(T),
+}
+
+impl<T> InsertError<T> {
+    /// The value that was not inserted.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut queue = shardwheel::DelayQueue::new(&engine);
+    /// let err = queue.try_insert(7, Duration::MAX).unwrap_err();
+    /// assert_eq!(err.into_inner(), 7);
+    /// ```
+    pub fn into_inner(self) -> T {
+        match self {
+            InsertError::Shutdown(value)
+            | InsertError::Full(value)
+            | InsertError::DelayTooLong(value) => value,
+        }
+    }
+}
+
+impl<T> fmt::Debug for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            InsertError::Shutdown(_) => "Shutdown",
+            InsertError::Full(_) => "Full",
+            InsertError::DelayTooLong(_) => "DelayTooLong",
+        };
+        write!(f, "{name}(..)")
+    }
+}
+
+impl<T> fmt::Display for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InsertError::Shutdown(_) => "the timer engine has been shut down",
+            InsertError::Full(_) => "the timer engine holds its maximum of pending timers",
+            InsertError::DelayTooLong(_) => "the deadline is beyond the timer engine's range",
+        })
+    }
+}
+
+impl<T> Error for InsertError<T> {}

@@ -1,0 +1,62 @@
+//! [`EngineLink`]: what a structure built on the engine keeps of it, so that it can schedule
+//! timers and read the clock after the borrow of the [`TimerEngine`] it was made from ends.
+//!
+//! A link holds the engine's shared core, as a [`TimerHandle`] holds its lane: it keeps the
+//! shards' shared state in memory, never the engine's threads. Once the engine is shut down
+//! (or dropped), every schedule through a link is refused with
+//! [`ScheduleError::Shutdown`], and the clock still reads.
+//!
+//! A link schedules as [`TimerEngine::schedule_at`] does, but always in a new entry: the spare
+//! entries a lane's owner reuses may be taken only inside a call on the engine itself (the
+//! engine frees them when dropped), and a link's calls may outlive the engine.
+
+use std::time::Instant;
+
+use super::api::TimerEngine;
+use super::core::EngineCore;
+use super::error::ScheduleError;
+use crate::entry::{unbox, Entry, EntryRef};
+use crate::shard::Lane;
+use crate::sync::Arc;
+use crate::timer::TimerHandle;
+
+/// A handle on an engine's scheduling and clock that does not borrow the engine.
+#[derive(Clone)]
+pub(crate) struct EngineLink {
+    core: Arc<EngineCore>,
+}
+
+impl TimerEngine {
+    /// A link to this engine (see [`EngineLink`]).
+    pub(crate) fn link(&self) -> EngineLink {
+        EngineLink {
+            core: self.core().clone(),
+        }
+    }
+}
+
+impl EngineLink {
+    /// As [`TimerEngine::schedule_at`]: runs `callback` at `deadline`, or hands it back.
+    pub(crate) fn schedule_at<F>(
+        &self,
+        deadline: Instant,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let lane = self.core.lane_for_task();
+        let tick = match lane.admit(self.core.clock.tick_at(deadline)) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
+        };
+        let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
+        TimerHandle::enqueue(lane, Lane::ownership(lane), entry)
+            .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+    }
+
+    /// As [`TimerEngine::now`].
+    pub(crate) fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+}

@@ -1,0 +1,639 @@
+//! `DelayQueue` under a manual clock: the order values expire in, removes and resets, keys that
+//! name nothing any more, waking, storage, deadlines the engine refuses, and a property test
+//! against a model of deadlines.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use proptest::prelude::*;
+use shardwheel::{DelayQueue, Expired, InsertError, ManualClock, TimerEngine};
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting() -> (Arc<CountingWaker>, Waker) {
+    let count = Arc::new(CountingWaker::default());
+    let waker = Waker::from(count.clone());
+    (count, waker)
+}
+
+fn manual() -> (ManualClock, TimerEngine) {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(2)
+        .build()
+        .expect("build the engine");
+    (clock, engine)
+}
+
+/// Polls once with `waker`.
+fn poll<T>(queue: &mut DelayQueue<T>, waker: &Waker) -> Poll<Option<Expired<T>>> {
+    queue.poll_expired(&mut Context::from_waker(waker))
+}
+
+/// Every value `poll_expired` yields now, until it returns `Pending` or `Ready(None)`.
+fn drain<T>(queue: &mut DelayQueue<T>) -> Vec<Expired<T>> {
+    let waker = futures::task::noop_waker();
+    let mut out = Vec::new();
+    while let Poll::Ready(Some(expired)) = poll(queue, &waker) {
+        out.push(expired);
+    }
+    out
+}
+
+fn values<T>(expired: Vec<Expired<T>>) -> Vec<T> {
+    expired.into_iter().map(Expired::into_inner).collect()
+}
+
+const fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[test]
+fn a_batch_comes_out_soonest_deadline_first() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    for (value, delay) in [("c", 3), ("a", 1), ("d", 4), ("b", 2)] {
+        queue.insert(value, secs(delay));
+    }
+    assert!(drain(&mut queue).is_empty());
+    clock.advance(secs(4));
+    assert_eq!(values(drain(&mut queue)), ["a", "b", "c", "d"]);
+    assert!(queue.is_empty());
+}
+
+#[test]
+fn deadlines_within_one_tick_come_out_in_deadline_order() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let start = clock.now();
+    for micros in [300, 100, 200, 900, 500] {
+        queue.insert_at(micros, start + Duration::from_micros(micros));
+    }
+    // All five are due within the engine's first 1 ms tick, so they fire together.
+    clock.advance(Duration::from_millis(1));
+    let expired = drain(&mut queue);
+    let deadlines: Vec<Duration> = expired.iter().map(|e| e.deadline() - start).collect();
+    assert_eq!(values(expired), [100, 200, 300, 500, 900]);
+    assert_eq!(
+        deadlines,
+        [100, 200, 300, 500, 900].map(Duration::from_micros)
+    );
+}
+
+#[test]
+fn equal_deadlines_come_out_in_insertion_order() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let at = clock.now() + secs(1);
+    for i in 0..200 {
+        queue.insert_at(i, at);
+    }
+    clock.advance(secs(1));
+    assert_eq!(values(drain(&mut queue)), (0..200).collect::<Vec<_>>());
+}
+
+#[test]
+fn nothing_comes_out_before_its_deadline() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let key = queue.insert("x", secs(1));
+    clock.advance(Duration::from_millis(999));
+    let waker = futures::task::noop_waker();
+    assert!(poll(&mut queue, &waker).is_pending());
+    clock.advance(Duration::from_millis(1));
+    let expired = drain(&mut queue);
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].key(), key);
+    assert_eq!(expired[0].deadline(), clock.now());
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(None)));
+}
+
+#[test]
+fn an_expiry_wakes_the_waiting_task() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    queue.insert(1, secs(1));
+    queue.insert(2, secs(1));
+    let (count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    assert_eq!(count.count(), 0);
+    clock.advance(secs(1));
+    // Both timers fired; the first record took the waker.
+    assert_eq!(count.count(), 1);
+    assert_eq!(values(drain(&mut queue)), [1, 2]);
+}
+
+#[test]
+fn a_removed_value_never_comes_out() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let a = queue.insert("a", secs(1));
+    let b = queue.insert("b", secs(2));
+    queue.insert("c", secs(3));
+    assert_eq!(engine.pending(), 3);
+    assert_eq!(queue.remove(&b), Ok("b"));
+    assert_eq!(engine.pending(), 2);
+    clock.advance(secs(1));
+    // Removed after its timer fired, before it was yielded.
+    assert_eq!(queue.try_remove(&a), Some("a"));
+    clock.advance(secs(2));
+    assert_eq!(values(drain(&mut queue)), ["c"]);
+}
+
+#[test]
+fn a_reset_moves_the_deadline_earlier_or_later() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let earlier = queue.insert("earlier", secs(10));
+    let later = queue.insert("later", secs(2));
+    queue.reset(&earlier, secs(1)).unwrap();
+    queue.reset(&later, secs(20)).unwrap();
+    assert_eq!(queue.deadline(&earlier), Some(clock.now() + secs(1)));
+    assert_eq!(queue.deadline(&later), Some(clock.now() + secs(20)));
+    // Moving a pending timer keeps it: the engine still holds two.
+    assert_eq!(engine.pending(), 2);
+    clock.advance(secs(1));
+    assert_eq!(values(drain(&mut queue)), ["earlier"]);
+    clock.advance(secs(9));
+    assert!(drain(&mut queue).is_empty());
+    clock.advance(secs(10));
+    assert_eq!(values(drain(&mut queue)), ["later"]);
+}
+
+#[test]
+fn a_reset_after_expiry_before_the_poll_holds_the_value_again() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    // Fired, not yet taken in: reset to t = 6 s.
+    let x = queue.insert("x", secs(1));
+    clock.advance(secs(1));
+    queue.reset(&x, secs(5)).unwrap();
+    assert!(drain(&mut queue).is_empty());
+
+    // Fired and taken in by a poll, not yet yielded: reset to t = 4 s.
+    queue.insert("y", secs(1));
+    let z = queue.insert("z", secs(1));
+    clock.advance(secs(1));
+    let waker = futures::task::noop_waker();
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(Some(e)) if *e.get_ref() == "y"));
+    queue.reset(&z, secs(2)).unwrap();
+    assert!(drain(&mut queue).is_empty());
+
+    clock.advance(secs(2));
+    let out = drain(&mut queue);
+    assert_eq!(out.len(), 1, "z comes out once, at its new deadline");
+    assert_eq!((out[0].key(), out[0].deadline()), (z, clock.now()));
+    clock.advance(secs(2));
+    let out = drain(&mut queue);
+    assert_eq!(out.len(), 1, "x comes out once, at its new deadline");
+    assert_eq!((out[0].key(), out[0].deadline()), (x, clock.now()));
+    assert!(queue.is_empty());
+}
+
+#[test]
+fn a_reset_to_now_or_past_expires_on_the_next_turn() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let key = queue.insert("x", secs(60));
+    queue
+        .reset_at(&key, clock.now() - Duration::from_millis(5))
+        .unwrap();
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(values(drain(&mut queue)), ["x"]);
+}
+
+#[test]
+fn a_stale_key_reaches_nothing() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+
+    // After a remove.
+    let removed = queue.insert(1, secs(5));
+    queue.remove(&removed).unwrap();
+    assert!(queue.remove(&removed).is_err());
+    assert_eq!(queue.try_remove(&removed), None);
+    assert!(queue.reset(&removed, secs(1)).is_err());
+    assert!(queue.reset_at(&removed, clock.now()).is_err());
+    assert_eq!(queue.deadline(&removed), None);
+    assert!(!queue.contains(&removed));
+
+    // After its slot was reused.
+    let reused = queue.insert(2, secs(5));
+    assert_eq!(
+        format!("{removed:?}").split('#').next(),
+        format!("{reused:?}").split('#').next()
+    );
+    assert_ne!(removed, reused);
+    assert!(queue.remove(&removed).is_err());
+    assert!(queue.reset(&removed, secs(1)).is_err());
+    assert_eq!(queue.deadline(&reused), Some(clock.now() + secs(5)));
+
+    // After it expired and was yielded.
+    clock.advance(secs(5));
+    let expired = drain(&mut queue);
+    assert_eq!(expired[0].key(), reused);
+    assert!(queue.remove(&reused).is_err());
+
+    // After a clear, and after the storage was released and grown again.
+    let cleared: Vec<_> = (0..10).map(|i| queue.insert(i, secs(5))).collect();
+    queue.clear();
+    let fresh: Vec<_> = (10..20).map(|i| queue.insert(i, secs(5))).collect();
+    for key in &cleared {
+        assert!(queue.try_remove(key).is_none());
+        assert!(queue.reset(key, secs(1)).is_err());
+    }
+    assert_eq!(queue.len(), 10);
+
+    // Another queue's keys.
+    let mut other = DelayQueue::new(&engine);
+    let theirs = other.insert(99, secs(5));
+    assert!(queue.remove(&theirs).is_err());
+    assert!(!queue.contains(&theirs));
+    assert_eq!(other.remove(&theirs), Ok(99));
+    for key in &fresh {
+        assert!(other.remove(key).is_err());
+    }
+
+    // None of the above touched the live values.
+    clock.advance(secs(5));
+    assert_eq!(values(drain(&mut queue)), (10..20).collect::<Vec<_>>());
+}
+
+#[test]
+fn an_empty_queue_is_ready_with_none() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::<u8>::new(&engine);
+    let (count, waker) = counting();
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(None)));
+    let key = queue.insert(1, secs(1));
+    assert!(poll(&mut queue, &waker).is_pending());
+    queue.remove(&key).unwrap();
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(None)));
+    assert_eq!(count.count(), 1);
+}
+
+#[test]
+fn removing_the_last_value_wakes_the_waiting_task() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let a = queue.insert("a", secs(10));
+    let b = queue.insert("b", secs(20));
+    let (count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    queue.remove(&a).unwrap();
+    assert_eq!(count.count(), 0, "a value is left: nothing to wake for");
+    queue.remove(&b).unwrap();
+    assert_eq!(count.count(), 1);
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(None)));
+
+    // `clear` too.
+    queue.insert("c", secs(10));
+    assert!(poll(&mut queue, &waker).is_pending());
+    queue.clear();
+    assert_eq!(count.count(), 2);
+    assert!(matches!(poll(&mut queue, &waker), Poll::Ready(None)));
+}
+
+#[test]
+fn the_storage_shrinks_as_the_queue_empties() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+
+    // Emptied by removes.
+    let keys: Vec<_> = (0..10_000).map(|i| queue.insert(i, secs(60))).collect();
+    assert!(queue.capacity() >= 10_000);
+    for key in keys.iter().skip(100).rev() {
+        queue.remove(key).unwrap();
+    }
+    assert!(queue.capacity() <= 256, "capacity {}", queue.capacity());
+    for key in keys.iter().take(100) {
+        queue.remove(key).unwrap();
+    }
+    assert_eq!(queue.capacity(), 0);
+
+    // Emptied by expiry.
+    for i in 0..10_000 {
+        queue.insert(i, secs(1));
+    }
+    assert!(queue.capacity() >= 10_000);
+    clock.advance(secs(1));
+    assert_eq!(drain(&mut queue).len(), 10_000);
+    assert_eq!(queue.capacity(), 0);
+
+    // Down to what `with_capacity` asked for.
+    let mut sized = DelayQueue::with_capacity(&engine, 64);
+    let keys: Vec<_> = (0..1000).map(|i| sized.insert(i, secs(60))).collect();
+    for key in &keys {
+        sized.remove(key).unwrap();
+    }
+    assert!(
+        (64..1000).contains(&sized.capacity()),
+        "capacity {}",
+        sized.capacity()
+    );
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn a_deadline_at_the_engine_s_range_has_a_timer_and_one_beyond_it_never_expires() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let max = engine.max_delay();
+
+    let edge = queue.insert("edge", max);
+    assert_eq!(engine.pending(), 1);
+    let far = queue.insert("far", max * 2);
+    assert_eq!(
+        engine.pending(),
+        1,
+        "a value beyond the range gets no timer"
+    );
+    assert_eq!(queue.deadline(&far), Some(clock.now() + max * 2));
+    let forever = queue.insert("forever", Duration::MAX);
+    assert_eq!(queue.deadline(&forever), None);
+    assert!(queue.contains(&forever));
+    assert_eq!(queue.len(), 3);
+
+    assert!(matches!(
+        queue.try_insert("far", max * 2),
+        Err(InsertError::DelayTooLong("far"))
+    ));
+    assert!(matches!(
+        queue.try_insert("forever", Duration::MAX),
+        Err(InsertError::DelayTooLong("forever"))
+    ));
+    assert_eq!(queue.len(), 3);
+
+    clock.advance(secs(60));
+    assert!(drain(&mut queue).is_empty());
+
+    // Reset into range, they expire; reset out of range, a value loses its timer.
+    queue.reset(&far, secs(1)).unwrap();
+    queue.reset(&forever, secs(2)).unwrap();
+    queue.reset(&edge, Duration::MAX).unwrap();
+    assert_eq!(engine.pending(), 2);
+    clock.advance(secs(2));
+    assert_eq!(values(drain(&mut queue)), ["far", "forever"]);
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue.remove(&edge), Ok("edge"));
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn inserts_after_shutdown_are_handed_back_or_due_at_once() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let pending = queue.insert(String::from("pending"), secs(60));
+    let (count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    // The timers handed back are kept, not run or dropped, so they record nothing yet.
+    let unfired = engine.shutdown();
+    assert_eq!(unfired.len(), 1);
+    assert_eq!(count.count(), 0);
+
+    match queue.try_insert(String::from("kept"), secs(1)) {
+        Err(InsertError::Shutdown(value)) => assert_eq!(value, "kept"),
+        other => panic!("expected Shutdown, got {other:?}"),
+    }
+    assert!(matches!(
+        queue.try_insert_at(1.to_string(), Instant::now()),
+        Err(InsertError::Shutdown(_))
+    ));
+    assert_eq!(queue.len(), 1);
+
+    // `insert` keeps the value as due at once, and wakes the waiting task.
+    let soon = queue.insert(String::from("soon"), secs(30));
+    assert_eq!(count.count(), 1);
+    // A reset the engine refuses: due at once as well.
+    queue.reset(&pending, secs(90)).unwrap();
+    let out = drain(&mut queue);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].key(), soon);
+    assert_eq!(out[1].key(), pending);
+    assert!(queue.is_empty());
+
+    // The old timer's record, once its callback is dropped, names a stale arm.
+    drop(unfired);
+    assert!(drain(&mut queue).is_empty());
+}
+
+#[test]
+fn values_pending_at_shutdown_come_out() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    queue.insert("a", secs(10));
+    queue.insert("b", secs(5));
+    let (count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    let deadline_b = clock.now() + secs(5);
+    // Dropping the engine drops the timers it handed back.
+    drop(engine);
+    assert_eq!(count.count(), 1);
+    let out = drain(&mut queue);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].deadline(), deadline_b);
+    assert_eq!(out[0].get_ref(), &"b");
+    // The queue still works without its engine: an insert is due at once.
+    queue.insert("c", secs(1));
+    assert_eq!(values(drain(&mut queue)), ["c"]);
+}
+
+#[test]
+fn a_full_engine_refuses_and_insert_makes_the_value_due_at_once() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(1)
+        .max_pending(1)
+        .build()
+        .unwrap();
+    let mut queue = DelayQueue::new(&engine);
+    let held = queue.try_insert("held", secs(10)).unwrap();
+    assert!(matches!(
+        queue.try_insert("refused", secs(10)),
+        Err(InsertError::Full("refused"))
+    ));
+    queue.insert("due at once", secs(10));
+    assert_eq!(values(drain(&mut queue)), ["due at once"]);
+    assert!(queue.contains(&held));
+    clock.advance(secs(10));
+    assert_eq!(values(drain(&mut queue)), ["held"]);
+}
+
+#[test]
+fn the_queue_is_a_stream() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    for i in (0..5).rev() {
+        queue.insert(i, secs(1 + i));
+    }
+    clock.advance(secs(5));
+    let got: Vec<u64> =
+        futures::executor::block_on(queue.by_ref().map(Expired::into_inner).collect());
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+    // The stream ended because the queue is empty.
+    assert!(queue.is_empty());
+}
+
+#[test]
+fn the_queue_works_under_a_real_clock_and_an_executor() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let mut queue = DelayQueue::new(&engine);
+    for i in 0..100u64 {
+        queue.insert(i, Duration::from_millis(1 + i % 20));
+    }
+    let out: Vec<(Instant, Expired<u64>)> =
+        futures::executor::block_on(queue.by_ref().map(|e| (Instant::now(), e)).collect());
+    assert_eq!(out.len(), 100);
+    for (yielded_at, expired) in &out {
+        assert!(*yielded_at >= expired.deadline(), "yielded early");
+    }
+    let mut got: Vec<u64> = out.iter().map(|(_, e)| *e.get_ref()).collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn dropping_the_queue_cancels_its_timers() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    for i in 0..100 {
+        queue.insert(i, secs(60));
+    }
+    assert_eq!(engine.pending(), 100);
+    drop(queue);
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn the_queue_is_send_when_its_values_are() {
+    fn is_send<T: Send>() {}
+    fn is_sync<T: Sync>() {}
+    is_send::<DelayQueue<String>>();
+    is_sync::<DelayQueue<String>>();
+    is_send::<Expired<String>>();
+
+    // And it works from another thread.
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    queue.insert("moved", secs(1));
+    let queue = std::thread::spawn(move || {
+        queue.insert("there", secs(1));
+        queue
+    })
+    .join()
+    .unwrap();
+    let mut queue = queue;
+    clock.advance(secs(1));
+    assert_eq!(values(drain(&mut queue)), ["moved", "there"]);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Insert a value due this many milliseconds from now.
+    Insert(u64),
+    /// Remove the n-th key handed out so far (modulo their number; it may be stale).
+    Remove(usize),
+    /// Reset the n-th key to this many milliseconds from now.
+    Reset(usize, u64),
+    /// Move the clock forward this many milliseconds.
+    Advance(u64),
+    /// Take out what expired.
+    Poll,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        // At least 1 ms: a value due now may fire on the shard's next turn, before the model
+        // places it.
+        4 => (1u64..200).prop_map(Op::Insert),
+        2 => any::<usize>().prop_map(Op::Remove),
+        2 => (any::<usize>(), 1u64..200).prop_map(|(i, d)| Op::Reset(i, d)),
+        3 => (0u64..150).prop_map(Op::Advance),
+        2 => Just(Op::Poll),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 64 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The queue against a model: key number (the insertion order) → deadline in ms. A poll
+    /// takes out exactly the values due, soonest first, equal deadlines in insertion order,
+    /// whatever was removed or reset since their timers fired; removes and resets of stale
+    /// keys fail, of live ones succeed.
+    #[test]
+    fn the_queue_matches_a_model(ops in proptest::collection::vec(op(), 1..60)) {
+        let (clock, engine) = manual();
+        let mut queue = DelayQueue::new(&engine);
+        let mut keys = Vec::new();
+        let mut model: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut now_ms = 0u64;
+        for op in ops {
+            match op {
+                Op::Insert(delay) => {
+                    let n = keys.len();
+                    keys.push(queue.insert(n, Duration::from_millis(delay)));
+                    model.insert(n, now_ms + delay);
+                }
+                Op::Remove(i) if !keys.is_empty() => {
+                    let n = i % keys.len();
+                    let got = queue.remove(&keys[n]).ok();
+                    prop_assert_eq!(got, model.remove(&n).map(|_| n));
+                }
+                Op::Reset(i, delay) if !keys.is_empty() => {
+                    let n = i % keys.len();
+                    let live = queue.reset(&keys[n], Duration::from_millis(delay)).is_ok();
+                    prop_assert_eq!(live, model.contains_key(&n));
+                    if let Some(due) = model.get_mut(&n) {
+                        *due = now_ms + delay;
+                    }
+                }
+                Op::Advance(ms) => {
+                    clock.advance(Duration::from_millis(ms));
+                    now_ms += ms;
+                }
+                Op::Poll => {
+                    let mut expected: Vec<(u64, usize)> = model
+                        .iter()
+                        .filter(|(_, due)| **due <= now_ms)
+                        .map(|(&n, &due)| (due, n))
+                        .collect();
+                    expected.sort_unstable();
+                    let got: Vec<usize> = values(drain(&mut queue));
+                    let expected: Vec<usize> = expected.into_iter().map(|(_, n)| n).collect();
+                    prop_assert_eq!(&got, &expected);
+                    for n in got {
+                        model.remove(&n);
+                    }
+                }
+                _ => {}
+            }
+            prop_assert_eq!(queue.len(), model.len());
+        }
+        drop(queue);
+        prop_assert_eq!(engine.pending(), 0);
+    }
+}
