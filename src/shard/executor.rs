@@ -61,7 +61,7 @@ impl Task {
     /// Runs the callback on the calling thread.
     pub fn run(mut self) {
         if let Some(fired) = self.fired.take() {
-            run_one(fired, &self.shard);
+            run_one(fired, &self.shard, Runner::Other);
         }
     }
 }
@@ -70,7 +70,7 @@ impl Drop for Task {
     fn drop(&mut self) {
         // Not run: run it here, rather than lose a timer that has fired (see `Task`).
         if let Some(fired) = self.fired.take() {
-            run_one(fired, &self.shard);
+            run_one(fired, &self.shard, Runner::Other);
         }
     }
 }
@@ -127,7 +127,7 @@ impl Executor {
         match self {
             Executor::Inline => {
                 for callback in batch {
-                    run_one(callback, shard);
+                    run_one(callback, shard, Runner::TickThread);
                 }
             }
             Executor::Pool(pool) => {
@@ -138,12 +138,12 @@ impl Executor {
                     if batch.len() == 1 {
                         batch
                             .into_iter()
-                            .for_each(|callback| run_one(callback, &shard));
+                            .for_each(|callback| run_one(callback, &shard, Runner::Other));
                     } else {
                         batch
                             .into_par_iter()
                             .with_max_len(1)
-                            .for_each(|callback| run_one(callback, &shard));
+                            .for_each(|callback| run_one(callback, &shard, Runner::Other));
                     }
                     inflight.end();
                 });
@@ -177,12 +177,22 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
     RUNNING_FOR.with(|running| running.get() == engine)
 }
 
-fn run_one(fired: Fired, shard: &ShardCore) {
+/// Which thread runs a callback, for the counts of callbacks begun and ended.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
+    TickThread,
+    /// Any other thread.
+    Other,
+}
+
+fn run_one(fired: Fired, shard: &ShardCore, runner: Runner) {
     let ends = !fired.repeats();
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
-    shard.runs().begin();
+    let on_tick_thread = matches!(runner, Runner::TickThread);
+    shard.runs().begin(on_tick_thread);
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
-    shard.runs().end();
+    shard.runs().end(on_tick_thread);
     RUNNING_FOR.with(|running| running.set(outer));
     if ends {
         // Its place under the cap, held until now (see `Executor::run`); nothing without one.
