@@ -303,13 +303,24 @@
 //! # Callbacks
 //!
 //! The callbacks fired in one turn go to the executor (src/shard/executor.rs) as one batch: one
-//! job on the rayon pool, spread across its threads by work stealing, so a slow callback holds
-//! up only the thread it runs on, never a tick thread. The default pool has four threads per
-//! core (at least 8): callbacks that block must not starve the rest, and idle rayon threads
-//! sleep. Each callback runs under `catch_unwind`; a panic is counted and the others run on.
-//! `inline_callbacks()` runs them on the tick thread instead, for callbacks known to be cheap.
-//! The executor counts the batches in flight, so shutdown and `ManualClock::advance` can wait
-//! for them.
+//! job on the rayon pool, split down to single callbacks that idle pool threads steal, so a
+//! slow callback holds up only itself, never a tick thread and never a callback that shared its
+//! batch while another pool thread is free. The default pool has four threads per core (at
+//! least 8): callbacks that block must not starve the rest, and idle rayon threads sleep. Each
+//! callback runs under `catch_unwind`; a panic is counted and the others run on.
+//! `inline_callbacks()` runs them on the tick thread instead, for callbacks known to be cheap;
+//! `spawn_callbacks` hands each one, as a `Task`, to a spawner of the user's (and
+//! `tokio_callbacks` is that spawner for a tokio runtime). A task dropped unrun runs its
+//! callback in its drop, so an executor that throws work away loses no timer. The executor
+//! counts the pool's batches in flight, so shutdown and `ManualClock::advance` can wait for
+//! them; a spawner's tasks are not waited for, since they may need the very thread that waits.
+//!
+//! What operators read: each callback's start and end are counted in stripes (by thread slot,
+//! the tick thread in a stripe of its own without read-modify-writes), giving the callbacks
+//! queued and running; and the tick thread keeps a histogram of how late it fired
+//! (src/shard/lateness.rs), one bucket per power of two of nanoseconds, counted from the start
+//! of the tick before each timer's deadline tick to the hand-over of the turn's batch, so it
+//! bounds the lateness against the requested deadline from above by at most a tick.
 //!
 //! # Shutdown
 //!
