@@ -29,6 +29,7 @@
 //!
 //! ```text
 //! delay    DelayQueue: values held until their deadlines, on engine timers   src/delay/
+//! tower    TimeoutLayer and Timeout, tower middleware (the `tower` feature)  src/tower/
 //! engine   TimerEngine, its builder, routing, shutdown, statistics, errors   src/engine/
 //! timer    TimerHandle, repeating timers, Sleep, Timeout and Interval        src/timer/
 //! shard    the tick loop, lanes, the sleep signal, the executor, the cap     src/shard/
@@ -37,6 +38,7 @@
 //! entry    the timer entry, its state word, the type-erased callback         src/entry/
 //! time     the tick clock and ManualClock                                    src/time/
 //! sync     the loom shim, the asymmetric barrier, the queue stand-in         src/sync/
+//! trace    events for the rare things (the `tracing` feature)                src/trace.rs
 //! ```
 //!
 //! # The entry and its state word
@@ -320,7 +322,8 @@
 //! queued and running; and the tick thread keeps a histogram of how late it fired
 //! (src/shard/lateness.rs), one bucket per power of two of nanoseconds, counted from the start
 //! of the tick before each timer's deadline tick to the hand-over of the turn's batch, so it
-//! bounds the lateness against the requested deadline from above by at most a tick.
+//! bounds the lateness against a requested deadline still ahead from above, by at most a tick
+//! (a deadline already past counts from the tick it was scheduled in).
 //!
 //! # Shutdown
 //!
@@ -385,7 +388,9 @@
 //! # The delay queue
 //!
 //! `DelayQueue<T>` (src/delay/) holds values until their deadlines and yields them as a
-//! stream, in the shape of tokio-util's, without the failures its tracker lists. It keeps an
+//! stream, in the shape of tokio-util's, without tokio-util's known failures: a stale key
+//! that panics or reaches another value, an empty queue that never yields `None`, a waiting
+//! task that the removal of the last value does not wake, storage that never shrinks. It keeps an
 //! `EngineLink` (src/engine/link.rs), the engine's shared core, so it outlives the borrow it
 //! was made from and the engine itself; a link schedules into new entries only, since the
 //! lanes' spare entries may be taken only inside a call on the engine.

@@ -3,8 +3,9 @@
 //!
 //! Each value's timer carries a [`Notice`]: its callback drops the notice, and the drop puts a
 //! [`Record`] of the value's slot and arm (the id of the timer it was given) in the inbox and
-//! wakes the task, if one waits. The callback runs on the engine's callback pool (or its tick
-//! thread), so it only takes one uncontended lock, pushes, and wakes; it never touches the
+//! wakes the task, if one waits. The callback runs wherever the engine runs callbacks (its
+//! pool, its tick thread, or a user's spawner), so it only takes one uncontended lock, pushes,
+//! and wakes; it never touches the
 //! queue itself, which the record may have outlived. The queue checks each record against the
 //! slot when it takes it in: a record whose value was removed, or reset onto a new timer, since
 //! names an arm that is no longer the slot's, and is dropped.

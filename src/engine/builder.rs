@@ -177,8 +177,10 @@ impl Builder {
     /// ([`Handle::spawn`](tokio::runtime::Handle::spawn)); see
     /// [`spawn_callbacks`](Self::spawn_callbacks), which this is built on. The callbacks run on
     /// the runtime's worker threads, so they must not block; for callbacks that do, pass
-    /// `spawn_callbacks` a closure that calls `spawn_blocking`. A callback whose task the
-    /// runtime drops (it shut down) runs as the task is dropped.
+    /// `spawn_callbacks` a closure that calls `spawn_blocking`. Once the runtime has shut down,
+    /// it drops each task it is given at once, so from then on callbacks run on the shard's
+    /// tick thread, as with [`inline_callbacks`](Self::inline_callbacks): shut the engine down
+    /// before the runtime, or a callback that blocks stalls its shard.
     ///
     /// ```
     /// use std::time::Duration;
@@ -195,6 +197,7 @@ impl Builder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio_callbacks(self, handle: tokio::runtime::Handle) -> Self {
         self.spawn_callbacks(move |task| {
             handle.spawn(async move { task.run() });

@@ -112,7 +112,9 @@ impl fmt::Debug for Unfired {
 }
 
 impl TimerEngine {
-    /// Stops the engine: stops the shards, waits for callbacks in flight, and hands back every
+    /// Stops the engine: stops the shards, waits for callbacks in flight (on the engine's own
+    /// pool or tick threads; not those handed to a spawner, see
+    /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks)), and hands back every
     /// timer that neither fired nor was cancelled. Afterwards `schedule` refuses with
     /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown). A second call returns an
     /// empty list.

@@ -73,9 +73,11 @@ pub struct ShardStats {
 /// by the tick threads as they hand each turn's fired timers to the executor.
 ///
 /// A timer's lateness is counted from the start of the tick before its deadline's tick (a
-/// deadline is rounded up to a tick, so the requested deadline lies in that tick): it is never
-/// below how late the timer fired against the deadline it was given, and at most one tick
-/// above it (two for a timer due at once). The wait for a pool thread is not included.
+/// deadline is rounded up to a tick, so the requested deadline lies in that tick): for a
+/// deadline still ahead when scheduled, it is never below how late the timer fired against
+/// that deadline, and at most one tick above it (two for a zero delay). A deadline already past
+/// when scheduled is due at the current tick, and counts from there. The wait for a pool thread
+/// is not included.
 ///
 /// ```
 /// use std::time::Duration;

@@ -44,7 +44,7 @@ pub(crate) struct ShardCounts {
 /// twice was measured to cost a burst about a sixth of its rate. A thread counts in the stripe
 /// of its thread slot, except the shard's own tick thread (running inline callbacks), which
 /// has a stripe to itself and counts there without read-modify-writes; readers add them up.
-pub(crate) struct Runs {
+pub(super) struct Runs {
     tick_thread: CachePadded<Stripe>,
     stripes: [CachePadded<Stripe>; RUN_STRIPES],
 }

@@ -2,11 +2,13 @@
 //! nanoseconds, written by the tick thread alone and read by `stats`.
 //!
 //! A timer's lateness is counted from the start of the tick *before* its deadline tick to the
-//! moment its shard fires it. A deadline is rounded up to a tick, so the requested deadline lies
-//! within that tick before (for a timer due at once, within the deadline tick itself): the
-//! figure is never below how late the shard was against the requested deadline, and at most one
-//! tick above it (two for a timer due at once). That makes it comparable with lateness a caller
-//! measures against its own deadlines. It does not include the wait for a pool thread.
+//! moment its shard fires it. A deadline ahead is rounded up to a tick, so the requested
+//! deadline lies within that tick before: the figure is never below how late the shard was
+//! against the requested deadline, and at most one tick above it. (A delay of zero is due at
+//! the current tick, up to two ticks above; a deadline already past when scheduled is due at
+//! the current tick too, and counts from there, not from the deadline.) That makes it
+//! comparable with lateness a caller measures against its own deadlines. It does not include
+//! the wait for a pool thread.
 //!
 //! The tick thread counts the timers a turn fires by deadline tick (a turn fires few distinct
 //! ones), and records them when it hands the turn's batch to the executor, with one clock read:

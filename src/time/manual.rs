@@ -15,7 +15,8 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 ///
 /// An engine built with `Builder::manual_clock` reads time only
 /// from this clock. `advance` returns once every such engine has fired every timer due by the new
-/// time and those callbacks have returned.
+/// time and those callbacks have returned (callbacks handed to a spawner of the caller's, with
+/// `Builder::spawn_callbacks`, are only handed over by then).
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -99,7 +100,8 @@ impl ManualClock {
     }
 
     /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
-    /// the timers due by the new time and their callbacks have returned. The clock stops at
+    /// the timers due by the new time and their callbacks have returned (or, with a spawner,
+    /// been handed to it). The clock stops at
     /// about 292 years after it was made (`advance(Duration::MAX)` goes there); timers due
     /// by then still fire. Must not be called from inside a
     /// timer callback of an engine on this clock (it would wait for itself).

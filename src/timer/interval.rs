@@ -225,7 +225,11 @@ impl Interval {
         }
         let now = self.sleep.clock().now();
         let allowance = self.sleep.clock().tick() + ON_TIME_ALLOWANCE;
-        let next = if now.saturating_duration_since(due) > allowance {
+        let next = if now < due {
+            // Yielded early, the engine having refused the timer: the rhythm starts again from
+            // now, rather than running one period further ahead with every refused poll.
+            now.checked_add(self.period)
+        } else if now.saturating_duration_since(due) > allowance {
             self.missed.next_after_late(due, now, self.period)
         } else {
             due.checked_add(self.period)

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use super::BoxError;
-use crate::{Timeout, TimerEngine};
+use crate::engine::TimerEngine;
+use crate::timer::Timeout;
 
 pin_project_lite::pin_project! {
     /// The response of a [`Timeout`](super::Timeout) service: the inner response, the inner

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 
 use super::service::Timeout;
-use crate::TimerEngine;
+use crate::engine::TimerEngine;
 
 /// Puts a deadline on every request of the services it wraps, each a [`Timeout`] on the same
 /// engine.

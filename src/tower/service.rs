@@ -9,7 +9,7 @@ use tower_service::Service;
 use super::future::ResponseFuture;
 use super::layer::TimeoutLayer;
 use super::BoxError;
-use crate::TimerEngine;
+use crate::engine::TimerEngine;
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
 /// [`TimeoutLayer`] or [`Timeout::new`].
