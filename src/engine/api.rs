@@ -469,26 +469,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core.lane_for(route);
-        let tick = match lane.admit(tick) {
-            Ok(tick) => tick,
-            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
-        };
-        let callback: Box<dyn Callback> = Box::new(callback);
-        // SAFETY: this is a call on the engine.
-        let ownership = Lane::ownership(lane);
-        let entry = match unsafe { lane.spare(ownership) } {
-            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
-                Some(unshared) => {
-                    unshared.reuse(tick, callback);
-                    spare
-                }
-                None => unreachable!("a spare entry is held by its lane alone"),
-            },
-            None => EntryRef::new(Entry::new(tick, callback)),
-        };
-        TimerHandle::enqueue(lane, ownership, entry)
-            .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+        schedule_on(self.core.lane_for(route), tick, callback, Entries::Spare)
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
@@ -563,4 +544,49 @@ impl std::fmt::Debug for TimerEngine {
             .field("stats", &self.stats())
             .finish()
     }
+}
+
+/// Where `schedule_on` takes a timer's entry from.
+pub(super) enum Entries {
+    /// A spare entry of the lane's owner if it has one: only inside a call on the engine,
+    /// which frees the spares when it is dropped.
+    Spare,
+    /// A new entry always: for callers that may outlive the engine (see `link`).
+    New,
+}
+
+/// Admits and queues a timer due at `tick` (`None`: refused as too far away) on `lane`: the
+/// one scheduling path of one-shot timers.
+pub(super) fn schedule_on<F>(
+    lane: &Arc<Lane>,
+    tick: Option<u64>,
+    callback: F,
+    entries: Entries,
+) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let tick = match lane.admit(tick) {
+        Ok(tick) => tick,
+        Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
+    };
+    let callback: Box<dyn Callback> = Box::new(callback);
+    let ownership = Lane::ownership(lane);
+    let spare = match entries {
+        // SAFETY: `Entries::Spare` is passed only by calls on the engine.
+        Entries::Spare => unsafe { lane.spare(ownership) },
+        Entries::New => None,
+    };
+    let entry = match spare {
+        Some(mut spare) => match EntryRef::get_mut(&mut spare) {
+            Some(unshared) => {
+                unshared.reuse(tick, callback);
+                spare
+            }
+            None => unreachable!("a spare entry is held by its lane alone"),
+        },
+        None => EntryRef::new(Entry::new(tick, callback)),
+    };
+    TimerHandle::enqueue(lane, ownership, entry)
+        .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
 }

@@ -12,11 +12,9 @@
 
 use std::time::Instant;
 
-use super::api::TimerEngine;
+use super::api::{schedule_on, Entries, TimerEngine};
 use super::core::EngineCore;
 use super::error::ScheduleError;
-use crate::entry::{unbox, Entry, EntryRef};
-use crate::shard::Lane;
 use crate::sync::Arc;
 use crate::timer::TimerHandle;
 
@@ -45,14 +43,12 @@ impl EngineLink {
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core.lane_for_task();
-        let tick = match lane.admit(self.core.clock.tick_at(deadline)) {
-            Ok(tick) => tick,
-            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
-        };
-        let entry = EntryRef::new(Entry::new(tick, Box::new(callback)));
-        TimerHandle::enqueue(lane, Lane::ownership(lane), entry)
-            .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
+        schedule_on(
+            self.core.lane_for_task(),
+            self.core.clock.tick_at(deadline),
+            callback,
+            Entries::New,
+        )
     }
 
     /// As [`TimerEngine::now`].
