@@ -1,0 +1,57 @@
+//! Model 12: a task polling a `DelayQueue` while the shard fires a value's timer.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use loom::thread;
+
+use super::{driven_engine, MS};
+use crate::DelayQueue;
+
+struct Counting(AtomicUsize);
+impl Wake for Counting {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Poll vs fire, through the queue's inbox: the poll yields the value, or it returned pending
+/// and the timer's callback wakes the waker it registered. A task is never left pending with
+/// no wake-up coming.
+///
+/// Catches: an inbox that looks for records and registers the waker under two acquisitions of
+/// its lock instead of one (`Inbox::take_or_register`): the record can land between them, find
+/// no waker, and wake nobody.
+#[test]
+fn delay_queue_poll_vs_fire() {
+    loom::model(|| {
+        let (engine, mut shard, clock) = driven_engine();
+        let mut queue = DelayQueue::new(&engine);
+        let key = queue.insert(7u8, MS);
+        shard.turn(engine.now_tick()); // place it
+        clock.advance(MS);
+        let firer = thread::spawn(move || {
+            shard.turn(engine.now_tick());
+            (engine, shard)
+        });
+        let counter = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let first = queue.poll_expired(&mut Context::from_waker(&waker));
+        let (engine, shard) = firer.join().unwrap();
+        match first {
+            Poll::Ready(Some(expired)) => assert_eq!(expired.key(), key),
+            Poll::Pending => {
+                assert_eq!(
+                    counter.0.load(Ordering::SeqCst),
+                    1,
+                    "the pending task was woken"
+                );
+                let again = queue.poll_expired(&mut Context::from_waker(&waker));
+                assert!(matches!(again, Poll::Ready(Some(_))));
+            }
+            Poll::Ready(None) => panic!("the queue held a value"),
+        }
+        drop(queue);
+        assert!(engine.shutdown_driven(vec![shard]).is_empty());
+    });
+}
