@@ -2,7 +2,7 @@
 //! Time bounds are generous; where time can be avoided, a manual clock is used.
 
 mod common;
-use common::SplitMix;
+use common::{wait_until, SplitMix};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -16,14 +16,6 @@ fn scaled(n: usize) -> usize {
         (n / 100).max(4)
     } else {
         n
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < give_up, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
     }
 }
 

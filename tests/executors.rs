@@ -4,17 +4,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shardwheel::{ManualClock, Task, TimerEngine};
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < give_up, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
+mod common;
+use common::wait_until;
 
 /// An engine on a manual clock whose spawner keeps the tasks it is given.
 fn holding_engine(clock: &ManualClock) -> (TimerEngine, Arc<Mutex<Vec<Task>>>) {

@@ -1,4 +1,7 @@
-//! What several integration tests share.
+//! What several integration tests share. Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
 
 /// A tiny deterministic generator (splitmix64) for delays and choices.
 pub struct SplitMix(pub u64);
@@ -15,5 +18,15 @@ impl SplitMix {
     /// A number below `n`.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+}
+
+/// Polls `done` every millisecond until it holds, failing the test after a minute (a generous
+/// bound for waits on real time; tests that can use a manual clock do not wait).
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < give_up, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
