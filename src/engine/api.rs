@@ -15,7 +15,7 @@ use super::error::ScheduleError;
 use super::routing::task_hash;
 use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
-use crate::entry::{unbox, Callback, Entry, EntryRef};
+use crate::entry::{unbox, Entry, EntryRef};
 use crate::shard::{Lane, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
@@ -469,7 +469,10 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        schedule_on(self.core.lane_for(route), tick, callback, Entries::Spare)
+        let lane = self.core.lane_for(route);
+        // SAFETY: this is a call on the engine.
+        unsafe { TimerHandle::schedule_reusing(lane, tick, callback) }
+            .map_err(ScheduleError::not_queued)
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
@@ -544,49 +547,4 @@ impl std::fmt::Debug for TimerEngine {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-/// Where `schedule_on` takes a timer's entry from.
-pub(super) enum Entries {
-    /// A spare entry of the lane's owner if it has one: only inside a call on the engine,
-    /// which frees the spares when it is dropped.
-    Spare,
-    /// A new entry always: for callers that may outlive the engine (see `link`).
-    New,
-}
-
-/// Admits and queues a timer due at `tick` (`None`: refused as too far away) on `lane`: the
-/// one scheduling path of one-shot timers.
-pub(super) fn schedule_on<F>(
-    lane: &Arc<Lane>,
-    tick: Option<u64>,
-    callback: F,
-    entries: Entries,
-) -> Result<TimerHandle, ScheduleError<F>>
-where
-    F: FnOnce() + Send + 'static,
-{
-    let tick = match lane.admit(tick) {
-        Ok(tick) => tick,
-        Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
-    };
-    let callback: Box<dyn Callback> = Box::new(callback);
-    let ownership = Lane::ownership(lane);
-    let spare = match entries {
-        // SAFETY: `Entries::Spare` is passed only by calls on the engine.
-        Entries::Spare => unsafe { lane.spare(ownership) },
-        Entries::New => None,
-    };
-    let entry = match spare {
-        Some(mut spare) => match EntryRef::get_mut(&mut spare) {
-            Some(unshared) => {
-                unshared.reuse(tick, callback);
-                spare
-            }
-            None => unreachable!("a spare entry is held by its lane alone"),
-        },
-        None => EntryRef::new(Entry::new(tick, callback)),
-    };
-    TimerHandle::enqueue(lane, ownership, entry)
-        .map_err(|callback| ScheduleError::Shutdown(unbox(callback)))
 }

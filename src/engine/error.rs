@@ -3,7 +3,9 @@
 use std::error::Error;
 use std::fmt;
 
+use crate::entry::unbox;
 use crate::shard::Refusal;
+use crate::timer::NotQueued;
 
 /// Why [`Builder::build`](crate::Builder::build) refused.
 #[derive(Debug)]
@@ -91,6 +93,17 @@ impl<F> ScheduleError<F> {
             Refusal::Shutdown => ScheduleError::Shutdown(callback),
             Refusal::TooLong => ScheduleError::DelayTooLong(callback),
             Refusal::Full => ScheduleError::Full(callback),
+        }
+    }
+
+    /// The error for a one-shot timer that was not queued, handing its callback back.
+    pub(super) fn not_queued(not_queued: NotQueued<F>) -> Self
+    where
+        F: Send + 'static,
+    {
+        match not_queued {
+            NotQueued::Refused(refusal, callback) => ScheduleError::refused(refusal, callback),
+            NotQueued::TakenBack(callback) => ScheduleError::Shutdown(unbox(callback)),
         }
     }
 

@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use super::api::{schedule_on, Entries, TimerEngine};
+use super::api::TimerEngine;
 use super::core::EngineCore;
 use super::error::ScheduleError;
 use crate::sync::Arc;
@@ -43,12 +43,9 @@ impl EngineLink {
     where
         F: FnOnce() + Send + 'static,
     {
-        schedule_on(
-            self.core.lane_for_task(),
-            self.core.clock.tick_at(deadline),
-            callback,
-            Entries::New,
-        )
+        let lane = self.core.lane_for_task();
+        TimerHandle::schedule(lane, self.core.clock.tick_at(deadline), callback)
+            .map_err(ScheduleError::not_queued)
     }
 
     /// As [`TimerEngine::now`].

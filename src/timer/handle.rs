@@ -4,8 +4,8 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use crate::entry::{Callback, EntryRef, Lifecycle};
-use crate::shard::{Lane, Ownership};
+use crate::entry::{Callback, Entry, EntryRef, Lifecycle};
+use crate::shard::{Lane, Ownership, Refusal};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
@@ -20,6 +20,14 @@ use crate::sync::Arc;
 pub struct TimerHandle {
     entry: EntryRef,
     lane: Arc<Lane>,
+}
+
+/// Why `TimerHandle::schedule` queued no timer.
+pub(crate) enum NotQueued<F> {
+    /// Refused at admission; the callback, as it was given.
+    Refused(Refusal, F),
+    /// Admitted, then taken back by a shutdown that raced the queueing; the callback, boxed.
+    TakenBack(Box<dyn Callback>),
 }
 
 /// Where a timer is in its life, as [`TimerHandle::state`] reads it.
@@ -42,6 +50,67 @@ impl TimerHandle {
     /// queues or its wheel.
     pub(crate) fn of(entry: EntryRef, lane: Arc<Lane>) -> Self {
         TimerHandle { entry, lane }
+    }
+
+    /// Admits and queues a one-shot timer running `callback` at `tick` (`None`: beyond the
+    /// wheel's range) on `lane`, in a new entry: the scheduling path of every one-shot timer
+    /// (the engine's, a sleep's, a delay queue's).
+    pub(crate) fn schedule<F>(
+        lane: &Arc<Lane>,
+        tick: Option<u64>,
+        callback: F,
+    ) -> Result<TimerHandle, NotQueued<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        TimerHandle::schedule_into(lane, tick, callback, |_| None)
+    }
+
+    /// As [`schedule`](Self::schedule), reusing a spare entry of the lane's owner if the
+    /// calling thread owns the lane and it has one.
+    ///
+    /// # Safety
+    /// The caller is inside a call on the lane's engine (as `Lane::spare` requires).
+    pub(crate) unsafe fn schedule_reusing<F>(
+        lane: &Arc<Lane>,
+        tick: Option<u64>,
+        callback: F,
+    ) -> Result<TimerHandle, NotQueued<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        // SAFETY: passed on from the caller.
+        TimerHandle::schedule_into(lane, tick, callback, |ownership| unsafe {
+            lane.spare(ownership)
+        })
+    }
+
+    fn schedule_into<F>(
+        lane: &Arc<Lane>,
+        tick: Option<u64>,
+        callback: F,
+        spare: impl FnOnce(Ownership) -> Option<EntryRef>,
+    ) -> Result<TimerHandle, NotQueued<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let tick = match lane.admit(tick) {
+            Ok(tick) => tick,
+            Err(refusal) => return Err(NotQueued::Refused(refusal, callback)),
+        };
+        let callback: Box<dyn Callback> = Box::new(callback);
+        let ownership = Lane::ownership(lane);
+        let entry = match spare(ownership) {
+            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
+                Some(unshared) => {
+                    unshared.reuse(tick, callback);
+                    spare
+                }
+                None => unreachable!("a spare entry is held by its lane alone"),
+            },
+            None => EntryRef::new(Entry::new(tick, callback)),
+        };
+        TimerHandle::enqueue(lane, ownership, entry).map_err(NotQueued::TakenBack)
     }
 
     /// Queues `entry`, admitted by `Lane::admit`, on `lane` (as `Lane::enqueue`) and hands out

@@ -10,6 +10,7 @@ mod interval;
 mod repeating;
 mod sleep;
 
+pub(crate) use handle::NotQueued;
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub(crate) use repeating::Repeating;

@@ -30,8 +30,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::handle::TimerHandle;
-use crate::entry::{Entry, EntryRef};
+use super::handle::{NotQueued, TimerHandle};
 use crate::shard::{Lane, Refusal};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::time::TickClock;
@@ -112,17 +111,15 @@ impl Sleep {
     /// A sleep sharing `wake`; a refusal ends it at once rather than never.
     fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<SleepState>) -> Sleep {
         Sleep::schedule(lane, tick, wake).unwrap_or_else(|(_, wake)| {
-            // A shutdown that took the entry back fired `wake` already, by dropping the guard.
-            if !wake.has_fired() {
-                wake.fire();
-            }
+            // The refused callback fired `wake` as it was dropped, by dropping its guard.
             Sleep::unheld(lane, wake)
         })
     }
 
     /// Schedules a timer that fires `wake` at `tick`, or nothing for `None` (too far away: as
-    /// good as forever). The only path by which a sleep gets a timer. On a refusal, hands
-    /// `wake` back with it: unfired if `admit` refused, fired if shutdown took the entry back.
+    /// good as forever). The only path by which a sleep gets a timer (through
+    /// `TimerHandle::schedule`). On a refusal, hands `wake` back with it, fired: the callback
+    /// that was not queued dropped its guard.
     fn schedule(
         lane: &Arc<Lane>,
         tick: Option<u64>,
@@ -131,20 +128,19 @@ impl Sleep {
         let Some(tick) = tick else {
             return Ok(Sleep::unheld(lane, wake));
         };
-        let tick = match lane.admit(Some(tick)) {
-            Ok(tick) => tick,
-            Err(refusal) => return Err((refusal, wake)),
-        };
         let guard = WakeOnDrop(wake.clone());
-        let entry = EntryRef::new(Entry::new(tick, Box::new(move || drop(guard))));
-        match TimerHandle::enqueue(lane, Lane::ownership(lane), entry) {
+        match TimerHandle::schedule(lane, Some(tick), move || drop(guard)) {
             Ok(timer) => Ok(Sleep {
                 wake,
                 timer: Some(timer),
                 lane: lane.clone(),
             }),
-            // Shutdown took it back: dropping the callback fired `wake`.
-            Err(callback) => {
+            // Dropping the callback (the guard) fires `wake`: the sleep has ended.
+            Err(NotQueued::Refused(refusal, callback)) => {
+                drop(callback);
+                Err((refusal, wake))
+            }
+            Err(NotQueued::TakenBack(callback)) => {
                 drop(callback);
                 Err((Refusal::Shutdown, wake))
             }
