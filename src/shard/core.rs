@@ -26,15 +26,15 @@ pub(crate) struct ShardCore {
     pinned: AtomicUsize,
 }
 
-/// Counters of a shard. Relaxed throughout: statistics, exact once the writers are quiet;
-/// `processed` and `turns` are the exception (see `finish_turn`).
+/// Counters of a shard: statistics (`sync::Counter`), exact once the writers are quiet; and
+/// `processed` and `turns`, which a manual clock waits on (see `finish_turn`).
 #[derive(Default)]
 pub(crate) struct ShardCounts {
-    fired: AtomicU64,
-    returned: AtomicU64,
-    panicked: AtomicU64,
-    in_wheel: AtomicU64,
-    late_turns: AtomicU64,
+    fired: Counter,
+    returned: Counter,
+    panicked: Counter,
+    in_wheel: Counter,
+    late_turns: Counter,
     processed: AtomicU64,
     turns: AtomicU64,
 }
@@ -97,35 +97,35 @@ impl Runs {
 
 impl ShardCounts {
     pub(super) fn add_fired(&self, n: u64) {
-        self.fired.fetch_add(n, Ordering::Relaxed);
+        self.fired.add(n);
     }
     pub(crate) fn add_returned(&self, n: u64) {
-        self.returned.fetch_add(n, Ordering::Relaxed);
+        self.returned.add(n);
     }
     pub(super) fn add_panicked(&self) {
-        self.panicked.fetch_add(1, Ordering::Relaxed);
+        self.panicked.add(1);
     }
     pub(crate) fn fired(&self) -> u64 {
-        self.fired.load(Ordering::Relaxed)
+        self.fired.get()
     }
     pub(crate) fn returned(&self) -> u64 {
-        self.returned.load(Ordering::Relaxed)
+        self.returned.get()
     }
     pub(crate) fn panicked(&self) -> u64 {
-        self.panicked.load(Ordering::Relaxed)
+        self.panicked.get()
     }
     pub(super) fn add_late_turn(&self) {
-        self.late_turns.fetch_add(1, Ordering::Relaxed);
+        self.late_turns.add(1);
     }
     /// Turns that began late (see `shard::pinning`).
     pub(crate) fn late_turns(&self) -> u64 {
-        self.late_turns.load(Ordering::Relaxed)
+        self.late_turns.get()
     }
     pub(super) fn set_in_wheel(&self, n: u64) {
-        self.in_wheel.store(n, Ordering::Relaxed);
+        self.in_wheel.set(n);
     }
     pub(crate) fn in_wheel(&self) -> u64 {
-        self.in_wheel.load(Ordering::Relaxed)
+        self.in_wheel.get()
     }
     /// The tick of the shard's last complete turn (one that emptied every queue).
     pub(crate) fn processed(&self) -> u64 {

@@ -59,16 +59,15 @@ pub struct Task {
 
 impl Task {
     /// Runs the callback on the calling thread.
-    pub fn run(mut self) {
-        if let Some(fired) = self.fired.take() {
-            run_one(fired, &self.shard, Runner::Other);
-        }
+    pub fn run(self) {
+        // Running is what the drop does.
+        drop(self);
     }
 }
 
 impl Drop for Task {
     fn drop(&mut self) {
-        // Not run: run it here, rather than lose a timer that has fired (see `Task`).
+        // Run, or dropped unrun: either way the callback runs here, once (see `Task`).
         if let Some(fired) = self.fired.take() {
             run_one(fired, &self.shard, Runner::Other);
         }

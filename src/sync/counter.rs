@@ -34,6 +34,12 @@ impl Counter {
         }
     }
 
+    /// Replaces the value (a gauge rather than a count).
+    pub(crate) fn set(&self, n: u64) {
+        // Relaxed: a statistic (module docs).
+        self.0.store(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn get(&self) -> u64 {
         // Relaxed: a statistic (module docs).
         self.0.load(Ordering::Relaxed)
