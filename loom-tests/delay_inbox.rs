@@ -1,19 +1,12 @@
 //! Model 12: a task polling a `DelayQueue` while the shard fires a value's timer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use loom::thread;
 
-use super::{driven_engine, MS};
+use super::{driven_engine, Counting, MS};
 use crate::DelayQueue;
-
-struct Counting(AtomicUsize);
-impl Wake for Counting {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 /// Poll vs fire, through the queue's inbox: the poll yields the value, or it returned pending
 /// and the timer's callback wakes the waker it registered. A task is never left pending with

@@ -22,6 +22,8 @@ mod schedule_vs_shutdown;
 mod shutdown_callers;
 mod sleep_vs_insert;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Wake;
 use std::time::Duration;
 
 use crate::shard::Shard;
@@ -45,3 +47,12 @@ pub(crate) fn driven_engine() -> (TimerEngine, Shard, ManualClock) {
 }
 
 pub(crate) const MS: Duration = Duration::from_millis(1);
+
+/// A waker that counts its wake-ups, for the models of a task polling while a timer fires.
+pub(crate) struct Counting(pub(crate) AtomicUsize);
+
+impl Wake for Counting {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}

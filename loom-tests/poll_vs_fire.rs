@@ -3,18 +3,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use loom::thread;
 
-use super::{driven_engine, MS};
-
-struct Counting(AtomicUsize);
-impl Wake for Counting {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use super::{driven_engine, Counting, MS};
 
 /// Poll vs fire: the poll returns ready, or it returned pending and the engine wakes the
 /// waker it stored. A task is never left pending with no wake-up coming.

@@ -39,6 +39,7 @@ pub(crate) fn spawner_panicked() {
 
 /// The process wakes sleeping shards with full fences: `membarrier(2)` is missing or refused.
 /// `refused_later`: it worked at first and was refused afterwards.
+#[cfg_attr(loom, allow(dead_code))] // loom's barrier never falls back
 pub(crate) fn barrier_fell_back(refused_later: bool) {
     #[cfg(feature = "tracing")]
     tracing::info!(
