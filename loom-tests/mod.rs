@@ -17,6 +17,7 @@ mod cancel_vs_transfer;
 mod delay_inbox;
 mod owner_paths;
 mod poll_vs_fire;
+mod relay_handover;
 mod reset_vs_fire;
 mod schedule_vs_shutdown;
 mod shutdown_callers;

@@ -208,6 +208,12 @@
 //! finer levels. Deadlines beyond the span are clamped into the top level, which then acts as
 //! a ring: an entry found there early is simply placed again.
 //!
+//! A slot holds four lists, its entries dealt round-robin onto them. Walking a list is a chain
+//! of dependent cache misses; walking four in step keeps four in flight, and the entries taken
+//! off are settled 64 at a time, while they are still in cache. A 200,000-timer burst fired
+//! about twice as fast (7–9 to 12–13 M/s through the pool, 8–9 to 19–21 M/s inline), and at a
+//! 100 µs tick the cascade of a 20,000-entry slot stopped being a 3 to 13 ms stall.
+//!
 //! The wheel is plain `&mut self` code with no atomics of its own. It re-reads an entry's
 //! deadline from the state word whenever it handles the entry, so an entry found in a slot
 //! before its deadline (after a reset, or clamped from beyond the span) is placed again, never
@@ -262,6 +268,12 @@
 //!
 //! # Sleeping and waking
 //!
+//! A tick thread asks the kernel for a timer slack of a hundredth of its tick (default 50 µs,
+//! half of a 100 µs tick) and, under EEVDF (Linux 6.12 and later), for a scheduling slice of one
+//! tick, so that on a core busy with another thread it is picked within about that instead of
+//! after the other thread's 3 ms slice (src/shard/waking.rs). Its share of the core does not
+//! change.
+//!
 //! A shard whose queues had work polls again after a tick; one that still has a backlog
 //! yields and goes round at once. A shard with empty queues whose wheel has a slot due by the
 //! next tick also just polls: nothing queued meanwhile can come due sooner. Otherwise it
@@ -304,11 +316,18 @@
 //!
 //! # Callbacks
 //!
-//! The callbacks fired in one turn go to the executor (src/shard/executor.rs) as one batch: one
-//! job on the rayon pool, split down to single callbacks that idle pool threads steal, so a
-//! slow callback holds up only itself, never a tick thread and never a callback that shared its
-//! batch while another pool thread is free. The default pool has four threads per core (at
-//! least 8): callbacks that block must not starve the rest, and idle rayon threads sleep. Each
+//! The callbacks fired in one turn go to the executor (src/shard/executor.rs) as one batch. To
+//! the rayon pool they go through a relay (src/shard/relay.rs, whose module documentation is
+//! the protocol): onto the shard's queue, from which runners, long-lived jobs on pool threads,
+//! take one callback at a time and park on a condition variable when all queues are empty (an
+//! idle runner ends after 50 ms, giving its thread back). A batch of several callbacks wakes
+//! two runners; a shard whose queue still holds callbacks from an earlier turn starts another
+//! runner, up to the pool's size, and polls once a tick until its queue is empty. So a slow
+//! callback holds up only itself, never a tick thread, and a callback queued behind it for at
+//! most about a tick while the pool has a thread free. A job per batch instead made rayon wake
+//! a sleeping thread for every batch, which then spun through rounds of `yield_now` before it
+//! slept: at a 100 µs tick that kept both cores of a two-core machine busy. The default pool
+//! has four threads per core (at least 8): callbacks that block must not starve the rest. Each
 //! callback runs under `catch_unwind`; a panic is counted and the others run on.
 //! `inline_callbacks()` runs them on the tick thread instead, for callbacks known to be cheap;
 //! `spawn_callbacks` hands each one, as a `Task`, to a spawner of the user's (and

@@ -583,6 +583,43 @@ fn a_slow_callback_does_not_hold_up_the_others() {
 }
 
 #[test]
+fn a_slow_callback_holds_up_none_of_its_batch() {
+    // One shard and two pool threads: every timer fires in the same batch, and the first to
+    // run waits until all the others have run, which they can only do beside it.
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .callback_threads(2)
+        .build()
+        .unwrap();
+    let others = 50;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let due = Instant::now() + Duration::from_millis(20);
+    let first = Arc::new(AtomicBool::new(true));
+    for _ in 0..=others {
+        let (ran, first, tx) = (ran.clone(), first.clone(), tx.clone());
+        engine
+            .schedule_at(due, move || {
+                if first.swap(false, Ordering::SeqCst) {
+                    let give_up = Instant::now() + Duration::from_secs(10);
+                    while ran.load(Ordering::SeqCst) < others && Instant::now() < give_up {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    tx.send(ran.load(Ordering::SeqCst)).unwrap();
+                } else {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .unwrap();
+    }
+    let seen = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        seen, others,
+        "the rest of the batch ran while the first blocked"
+    );
+}
+
+#[test]
 fn builder_refuses_settings_too_large() {
     assert!(matches!(
         TimerEngine::builder().shards(usize::MAX).build(),

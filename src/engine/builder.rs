@@ -310,17 +310,11 @@ impl Builder {
         }
         // Before any thread of the engine exists (see `sync::barrier`).
         barrier::enable();
-        let pool = match self.callbacks {
+        let mut pool = match self.callbacks {
             Callbacks::Pool(threads) => Some(OwnedPool::start(
                 threads.unwrap_or_else(default_callback_threads),
             )?),
             _ => None,
-        };
-        let executor = match (&self.callbacks, &pool) {
-            (Callbacks::Inline, _) => Executor::Inline,
-            (Callbacks::Spawner(spawn), _) => Executor::Spawner(spawn.clone()),
-            (Callbacks::Pool(_), Some(owned)) => Executor::Pool(owned.pool()),
-            (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
         };
 
         let lanes_per_shard = self
@@ -333,6 +327,15 @@ impl Builder {
         let shard_cores: Vec<Arc<ShardCore>> = (0..shard_count)
             .map(|_| Arc::new(ShardCore::new(engine, clock.clone(), cap.clone())))
             .collect();
+        let executor = match (&self.callbacks, &mut pool) {
+            (Callbacks::Inline, _) => Executor::Inline,
+            (Callbacks::Spawner(spawn), _) => Executor::Spawner(spawn.clone()),
+            (Callbacks::Pool(_), Some(owned)) => {
+                let relay = owned.relay_for(shard_cores.clone(), inflight.clone());
+                Executor::Pool(relay, 0)
+            }
+            (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
+        };
         let lanes: Vec<Arc<Lane>> = shard_cores
             .iter()
             .flat_map(|shard| (0..lanes_per_shard).map(|_| Arc::new(Lane::new(shard.clone()))))
@@ -340,12 +343,12 @@ impl Builder {
         let shards = shard_cores
             .iter()
             .zip(lanes.chunks(lanes_per_shard))
-            .map(|(core, lanes)| {
+            .enumerate()
+            .map(|(index, (core, lanes))| {
                 Shard::new(
                     core.clone(),
                     lanes.to_vec().into_boxed_slice(),
-                    executor.clone(),
-                    inflight.clone(),
+                    executor.for_shard(index),
                 )
             })
             .collect();

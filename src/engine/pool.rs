@@ -6,12 +6,15 @@ use std::thread::JoinHandle;
 use rayon::ThreadPool;
 
 use super::error::BuildError;
-use crate::sync::StdArc;
+use crate::shard::{Inflight, Job, Relay, ShardCore, Spawn};
+use crate::sync::{Arc, StdArc};
 
 /// A rayon pool the engine started, with the handles of its threads so shutdown can join them.
 pub(super) struct OwnedPool {
     pool: StdArc<ThreadPool>,
     threads: Vec<JoinHandle<()>>,
+    /// The relay that starts runners on the pool, closed before the pool is joined.
+    relay: Option<StdArc<Relay>>,
 }
 
 impl OwnedPool {
@@ -50,15 +53,29 @@ impl OwnedPool {
         Ok(OwnedPool {
             pool: StdArc::new(pool),
             threads: handles,
+            relay: None,
         })
     }
 
-    pub(super) fn pool(&self) -> StdArc<ThreadPool> {
-        self.pool.clone()
+    /// The relay through which `shards` (in shard order) hand their callbacks to this pool,
+    /// with as many runners at most as the pool has threads.
+    pub(super) fn relay_for(
+        &mut self,
+        shards: Vec<Arc<ShardCore>>,
+        inflight: Arc<Inflight>,
+    ) -> StdArc<Relay> {
+        let pool = self.pool.clone();
+        let spawn: Spawn = StdArc::new(move |job: Job| pool.spawn(job));
+        let relay = Relay::new(shards, spawn, self.threads.len(), inflight);
+        self.relay = Some(relay.clone());
+        relay
     }
 
     /// Ends the pool and joins its threads. Called once no shard can hand it more work.
     pub(super) fn join(self) {
+        if let Some(relay) = &self.relay {
+            relay.close();
+        }
         // The shards held the other references; they have exited. If someone else still holds
         // the pool, its threads live on with it and are not waited for.
         if let Ok(pool) = StdArc::try_unwrap(self.pool) {

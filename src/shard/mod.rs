@@ -8,8 +8,12 @@
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `executor`: where expired callbacks run (a rayon pool, the tick thread, or a user's
 //!   spawner, as [`Task`]s).
+//! - `relay`: the hand-over of callbacks to the pool: a queue per shard, and runners that
+//!   park when there is nothing to run.
+//! - `run`: running one callback (caught panics, counts, the cap).
 //! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `pinning`: letting go of a pinned core too busy to keep the shard on time.
+//! - `waking`: asking the kernel to wake the tick thread on time (timer slack, slice).
 //! - `cap`: the optional limit on pending timers.
 
 mod cap;
@@ -18,15 +22,21 @@ mod executor;
 mod lane;
 mod lateness;
 mod pinning;
+mod relay;
+mod run;
 mod signal;
+#[cfg(not(loom))]
+mod waking;
 mod worker;
 
 pub(crate) use self::cap::Cap;
 pub(crate) use self::core::ShardCore;
 pub use executor::Task;
-pub(crate) use executor::{in_callback_of, Executor, Inflight, Spawner};
+pub(crate) use executor::{Executor, Spawner};
 #[cfg(all(test, loom))]
 pub(crate) use lane::LaneCounts;
 pub(crate) use lane::{Lane, Ownership, Refusal};
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
+pub(crate) use relay::{Inflight, Job, Relay, Spawn};
+pub(crate) use run::in_callback_of;
 pub(crate) use worker::{Shard, Stopped};

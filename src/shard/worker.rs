@@ -10,11 +10,12 @@
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
 //!
-//! Between turns the thread polls once a tick while work keeps arriving or a slot is due by the
-//! next tick, and otherwise sleeps until the wheel's next deadline (see `signal`).
+//! Between turns the thread polls once a tick while work keeps arriving, a slot is due by the
+//! next tick or callbacks it handed to the pool wait to begin, and otherwise sleeps until the
+//! wheel's next deadline (see `signal`).
 
 use super::core::ShardCore;
-use super::executor::{Executor, Inflight};
+use super::executor::Executor;
 use super::lane::Lane;
 use super::pinning::LagWatch;
 use crate::entry::{EntryRef, Fired, Lifecycle};
@@ -39,7 +40,6 @@ pub(crate) struct Shard {
     core: Arc<ShardCore>,
     lanes: Box<[Arc<Lane>]>,
     executor: Executor,
-    inflight: Arc<Inflight>,
     outcomes: Outcomes,
     /// Reused buffer for the entries taken from a ring.
     fresh: Vec<EntryRef>,
@@ -211,12 +211,7 @@ pub(crate) enum Turn {
 }
 
 impl Shard {
-    pub(crate) fn new(
-        core: Arc<ShardCore>,
-        lanes: Box<[Arc<Lane>]>,
-        executor: Executor,
-        inflight: Arc<Inflight>,
-    ) -> Self {
+    pub(crate) fn new(core: Arc<ShardCore>, lanes: Box<[Arc<Lane>]>, executor: Executor) -> Self {
         let capped = core.has_cap();
         let lag = LagWatch::new(core.clock().tick_nanos());
         Shard {
@@ -234,7 +229,6 @@ impl Shard {
             lanes,
             wheel: Wheel::new(),
             executor,
-            inflight,
         }
     }
 
@@ -304,6 +298,7 @@ impl Shard {
     /// Hands the turn's callbacks to the executor and publishes the counters; a `complete`
     /// turn (every queue emptied) also counts as having handled tick `now`.
     fn publish(&mut self, now: u64, complete: bool) {
+        self.executor.look_again();
         let counts = self.core.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
         self.core
@@ -321,7 +316,7 @@ impl Shard {
                     .record(handed_over.saturating_sub(due), count);
             }
             let batch = std::mem::take(&mut self.outcomes.fired);
-            self.executor.run(batch, &self.core, &self.inflight);
+            self.executor.run(batch, &self.core);
         }
         if complete {
             counts.finish_turn(now);
@@ -353,6 +348,8 @@ impl Shard {
         let _abort = AbortOnUnwind;
         self.core.signal().set_thread(thread::current());
         let clock = self.core.clock().clone();
+        #[cfg(not(loom))]
+        super::waking::tune_current_thread(clock.tick());
         // The tick the next turn means to begin at, if any (see `shard::pinning`).
         // A manual clock jumps by whole advances: its lateness means nothing.
         let watch_lag = clock.manual().is_none();
@@ -376,7 +373,9 @@ impl Shard {
                 // Due again by the next tick: poll, as when busy. Nothing queued now can come due
                 // sooner, so there is no need to announce the sleep (and pay for the heavy
                 // barrier of `signal`) for so short a nap.
-                Turn::Idle if self.due_by_next_tick(now) => {
+                // So are callbacks handed to the pool and not yet begun: the shard looks again
+                // next tick, to start another runner if they still wait (see `relay`).
+                Turn::Idle if self.due_by_next_tick(now) || self.executor.has_queued() => {
                     clock.sleep_one_tick(now);
                     Some(now.saturating_add(1))
                 }

@@ -43,6 +43,33 @@ impl Condvar {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// As [`wait`](Self::wait), for at most `timeout`; says whether it timed out. Under loom,
+    /// which has no time, it waits until notified (a model treats a timed wait as "until
+    /// woken", as `thread::park_timeout` does).
+    pub(crate) fn wait_timeout<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        #[cfg(not(loom))]
+        {
+            let (guard, result) = self
+                .0
+                .wait_timeout(guard, timeout)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            (guard, result.timed_out())
+        }
+        #[cfg(loom)]
+        {
+            let _ = timeout;
+            (self.wait(guard), false)
+        }
+    }
+
+    pub(crate) fn notify_one(&self) {
+        self.0.notify_one();
+    }
+
     pub(crate) fn notify_all(&self) {
         self.0.notify_all();
     }

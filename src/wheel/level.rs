@@ -1,9 +1,14 @@
-//! One level of the hierarchical wheel: 64 slots, each an intrusive doubly-linked list, and a
-//! `u64` bitmap of which slots are occupied.
+//! One level of the hierarchical wheel: 64 slots, each [`CHAINS`] intrusive doubly-linked
+//! lists, and a `u64` bitmap of which slots are occupied.
 //!
 //! Level `n` covers `64^(n+1)` ticks in slots of `64^n` ticks each. Finding the next occupied
 //! slot at or after the current time is a rotate and a `trailing_zeros` on the bitmap, so no
 //! empty slot is ever visited (the bitmap technique of tokio's `runtime/time/wheel/level.rs`).
+//!
+//! A slot's entries are dealt round-robin onto its chains. Walking one list is a chain of
+//! dependent loads, a cache miss per entry that nothing can overlap; walking several lists in
+//! step keeps that many misses in flight at once (see `Chains`), which is what a slot of
+//! thousands of timers coming due or cascading at once is bound by.
 
 use std::ptr::NonNull;
 
@@ -11,6 +16,11 @@ use crate::entry::{Entry, SlotId};
 
 /// Slots per level.
 pub(super) const SLOTS: usize = 64;
+/// Lists per slot (see the module documentation).
+pub(super) const CHAINS: usize = 4;
+
+/// The heads of a slot's lists.
+pub(super) type Heads = [Option<NonNull<Entry>>; CHAINS];
 const SLOT_BITS: u32 = 6;
 
 /// Ticks covered by one slot of `level`.
@@ -38,7 +48,9 @@ pub(super) struct Expiration {
 pub(super) struct Level {
     level: usize,
     occupied: u64,
-    heads: [Option<NonNull<Entry>>; SLOTS],
+    heads: [Heads; SLOTS],
+    /// The chain the next entry linked into this level goes to.
+    deal: usize,
 }
 
 impl Level {
@@ -46,7 +58,8 @@ impl Level {
         Level {
             level,
             occupied: 0,
-            heads: [None; SLOTS],
+            heads: [[None; CHAINS]; SLOTS],
+            deal: 0,
         }
     }
 
@@ -87,7 +100,9 @@ impl Level {
     /// # Safety
     /// `entry` points to a live entry that is in no list, and the caller owns its links.
     pub(crate) unsafe fn push(&mut self, slot: usize, entry: NonNull<Entry>) {
-        let old_head = self.heads[slot];
+        let chain = self.deal;
+        self.deal = (chain + 1) % CHAINS;
+        let old_head = self.heads[slot][chain];
         // SAFETY: by this function's contract the caller owns the links of `entry`, and of every
         // entry already in the list (they are linked into the caller's wheel).
         unsafe {
@@ -99,7 +114,7 @@ impl Level {
                 head.as_ref().with_links(|links| links.prev = Some(entry));
             }
         }
-        self.heads[slot] = Some(entry);
+        self.heads[slot][chain] = Some(entry);
         self.occupied |= 1 << slot;
     }
 
@@ -119,15 +134,21 @@ impl Level {
                     owned
                 }),
                 None => {
-                    let owned = self.heads[slot];
-                    self.heads[slot] = next;
-                    owned
+                    // The head of one of the slot's chains: the one that points to it.
+                    let this = NonNull::from(entry);
+                    let head = self.heads[slot]
+                        .iter_mut()
+                        .find(|head| **head == Some(this));
+                    match head {
+                        Some(head) => std::mem::replace(head, next),
+                        None => None,
+                    }
                 }
             };
             if let Some(next) = next {
                 next.as_ref().with_links(|links| links.prev = prev);
             }
-            if self.heads[slot].is_none() {
+            if self.heads[slot].iter().all(Option::is_none) {
                 self.occupied &= !(1 << slot);
             }
             match owned {
@@ -137,10 +158,10 @@ impl Level {
         }
     }
 
-    /// Detaches the whole list of `slot`, returning its head.
-    pub(super) fn take(&mut self, slot: usize) -> Option<NonNull<Entry>> {
+    /// Detaches all the lists of `slot`, returning their heads.
+    pub(super) fn take(&mut self, slot: usize) -> Heads {
         self.occupied &= !(1 << slot);
-        self.heads[slot].take()
+        std::mem::take(&mut self.heads[slot])
     }
 }
 

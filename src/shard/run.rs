@@ -1,0 +1,67 @@
+//! Running one expired callback, wherever it runs: under `catch_unwind` (a panic is counted
+//! and its payload dropped safely), counted as begun and ended, and with its place under the
+//! engine's cap released once it returns.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::core::ShardCore;
+use crate::entry::Fired;
+
+thread_local! {
+    /// The engine whose callback this thread is running (0: none).
+    static RUNNING_FOR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside a callback of engine `engine`.
+pub(crate) fn in_callback_of(engine: u64) -> bool {
+    RUNNING_FOR.with(|running| running.get() == engine)
+}
+
+/// Which thread runs a callback, for the counts of callbacks begun and ended.
+#[derive(Clone, Copy)]
+pub(super) enum Runner {
+    /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
+    TickThread,
+    /// Any other thread.
+    Other,
+}
+
+/// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
+/// and releasing its place under the cap once it returns (see `Executor::run`).
+pub(super) fn run_one(fired: Fired, shard: &ShardCore, runner: Runner) {
+    let ends = !fired.repeats();
+    let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
+    let on_tick_thread = matches!(runner, Runner::TickThread);
+    shard.runs().begin(on_tick_thread);
+    let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
+    shard.runs().end(on_tick_thread);
+    RUNNING_FOR.with(|running| running.set(outer));
+    if ends {
+        // Its place under the cap, held until now (see `Executor::run`); nothing without one.
+        shard.release_cap(1);
+    }
+    if let Err(payload) = outcome {
+        shard.counts().add_panicked();
+        crate::trace::callback_panicked(&*payload);
+        drop_payload(payload);
+    }
+}
+
+/// How many nested panic payloads `drop_payload` drops before it gives up.
+const PAYLOAD_DROPS: usize = 8;
+
+/// Drops a callback's panic payload without letting a panic in its `Drop` unwind into the tick
+/// thread or the pool. Such a panic has a payload of its own, which is dropped the same way; a
+/// chain of payloads that each panic on drop is cut after `PAYLOAD_DROPS` links, and the last
+/// one leaked rather than dropped (the only way to stop a chain that need not end).
+pub(super) fn drop_payload(mut payload: Box<dyn Any + Send>) {
+    for _ in 0..PAYLOAD_DROPS {
+        match catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    std::mem::forget(payload);
+}
