@@ -5,14 +5,14 @@
 
 use loom::thread;
 
-use crate::entry::{Entry, EntryRef};
+use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::queue::Recycler;
 use crate::queue::{Ring, RING_SLOTS};
 use crate::shard::LaneCounts;
 use crate::sync::Arc;
 
 fn entry(deadline: u64) -> EntryRef {
-    EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+    EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
 }
 
 /// The owner pushes more timers than the ring holds while the shard takes them: each arrives

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::entry::{Entry, EntryRef, Fired};
+use crate::entry::{CallbackBox, Entry, EntryRef, Fired};
 use crate::shard::{Inflight, Job, Relay, ShardCore, Spawn};
 use crate::sync::{Arc, Mutex, StdArc};
 use crate::time::TickClock;
@@ -10,9 +10,9 @@ use crate::time::TickClock;
 /// A fired one-shot callback that counts its run in `ran`.
 fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
     let ran = ran.clone();
-    let entry = EntryRef::new(Entry::new(1, Box::new(|| {})));
+    let entry = EntryRef::new(Entry::new(1, CallbackBox::new(|| {})));
     Fired::new(
-        Box::new(move || {
+        CallbackBox::new(move || {
             ran.fetch_add(1, Ordering::SeqCst);
         }),
         entry,

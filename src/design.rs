@@ -43,10 +43,13 @@
 //!
 //! # The entry and its state word
 //!
-//! A timer is one allocation of 48 bytes (src/entry/): a `triomphe::Arc` count (std's `Arc`
+//! A timer is one allocation of 40 bytes (src/entry/): a `triomphe::Arc` count (std's `Arc`
 //! without the weak count), a packed `AtomicU64` state word, the `next` and `prev` links of
-//! the lists it travels through, and the boxed callback. A callback that captures nothing is
-//! zero-sized and costs no allocation of its own.
+//! the lists it travels through, and the callback in a box one pointer wide
+//! (src/entry/callback.rs): the pointer leads to a header naming the callback type's table of
+//! functions, followed by the captures. A callback that captures nothing is zero-sized and
+//! costs no allocation of its own; its box points at a header in static memory. A
+//! `Box<dyn FnOnce()>` would take two words, and the entry 48 bytes.
 //!
 //! The state word (src/entry/state.rs) holds everything more than one thread may read or
 //! change, so that every transition is a single compare-and-swap:
@@ -84,12 +87,17 @@
 //! - An unlink request is the entry itself, linked through its emptied callback cell.
 //! - The handle is the entry's reference count plus its lane's `Arc`.
 //!
-//! So a pending timer costs its 48-byte allocation and nothing per timer elsewhere. With
-//! mimalloc, which has a 48-byte size class, conn-idle measures 52.6 resident bytes per timer
-//! and idle-hold 48.5; glibc's malloc rounds the allocation up to a 64-byte chunk, and both
-//! measure about 64. Queueing new timers through crossbeam's `SegQueue` instead adds its
-//! blocks (504 bytes per 31 pushes), 16 bytes to every timer, which stay resident: conn-idle
-//! measured 65 bytes per timer that way, against 48–50 with the intrusive queue.
+//! So a pending timer costs its 40-byte allocation and nothing per timer elsewhere
+//! (tests/footprint.rs counts it at the allocator). How much memory that takes depends on the
+//! allocator's size classes: glibc's malloc keeps a 40-byte request in a 48-byte chunk, and
+//! conn-idle measures 48.2 resident bytes per timer with it (64.2 when the entry was 48
+//! bytes); mimalloc, on x86-64, steps its small classes by two words, so the block still takes
+//! 48 bytes there, and conn-idle measures 50.5–52.7 either way (the rest is transparent huge
+//! pages that mimalloc asks for). Below 48 bytes under mimalloc needs a 32-byte allocation:
+//! the reference count would have to move into the state word. Queueing new timers through
+//! crossbeam's `SegQueue` instead adds its blocks (504 bytes per 31 pushes), 16 bytes to every
+//! timer, which stay resident: conn-idle measured 65 bytes per timer that way, against 48–50
+//! with the intrusive queue.
 //!
 //! # Lanes and their owners
 //!

@@ -18,40 +18,13 @@
 #![cfg(not(loom))]
 
 mod common;
-use common::SplitMix;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use common::{Counting, SplitMix};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use shardwheel::{ScheduleError, TimerEngine, TimerHandle};
-
-/// The system allocator, counting the bytes live.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to `System` with the caller's arguments, so each method keeps `System`'s
-// contract; the counter only observes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as the impl says.
-        let block = unsafe { System.alloc(layout) };
-        if !block.is_null() {
-            // Relaxed: a statistic, read once a second.
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        block
-    }
-
-    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        // Relaxed: as above.
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: as the impl says.
-        unsafe { System.dealloc(block, layout) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -198,7 +171,7 @@ fn memory_stays_flat_under_mixed_load() {
     for second in 1..=secs {
         let next = begin + Duration::from_secs(second);
         thread::sleep(next.saturating_duration_since(Instant::now()));
-        heap.push(LIVE.load(Ordering::Relaxed) as u64 / 1024);
+        heap.push(Counting::live() as u64 / 1024);
         rss.push(rss_kib());
     }
     stop.store(true, Ordering::SeqCst);

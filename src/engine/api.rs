@@ -15,7 +15,7 @@ use super::error::ScheduleError;
 use super::routing::task_hash;
 use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
-use crate::entry::{unbox, Entry, EntryRef};
+use crate::entry::{unbox, CallbackBox, Entry, EntryRef};
 use crate::shard::{Lane, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
@@ -255,7 +255,7 @@ impl TimerEngine {
         let mut entry = EntryRef::new(Entry::new_repeating(tick));
         let repeating = Repeating::new(callback, start, period, lane.clone());
         match EntryRef::get_mut(&mut entry) {
-            Some(unshared) => unshared.install(Box::new(repeating)),
+            Some(unshared) => unshared.install(CallbackBox::new(repeating)),
             None => unreachable!("a new entry is not shared yet"),
         }
         TimerHandle::enqueue(lane, Lane::ownership(lane), entry).map_err(|callback| {

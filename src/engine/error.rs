@@ -99,7 +99,7 @@ impl<F> ScheduleError<F> {
     /// The error for a one-shot timer that was not queued, handing its callback back.
     pub(super) fn not_queued(not_queued: NotQueued<F>) -> Self
     where
-        F: Send + 'static,
+        F: FnOnce() + Send + 'static,
     {
         match not_queued {
             NotQueued::Refused(refusal, callback) => ScheduleError::refused(refusal, callback),

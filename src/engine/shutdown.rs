@@ -21,7 +21,7 @@ use super::api::TimerEngine;
 use super::closing::{Closing, CompleteOnDrop, Duty};
 use super::core::EngineCore;
 use super::pool::OwnedPool;
-use crate::entry::{Callback, Lifecycle};
+use crate::entry::{CallbackBox, Lifecycle};
 use crate::shard::{in_callback_of, Stopped};
 use crate::sync::{barrier, thread};
 use crate::timer::TimerHandle;
@@ -52,7 +52,7 @@ impl Runners {
 pub struct Unfired {
     timer: TimerHandle,
     deadline: Instant,
-    callback: Box<dyn Callback>,
+    callback: CallbackBox,
 }
 
 impl Unfired {

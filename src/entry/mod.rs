@@ -3,12 +3,13 @@
 //! - `node`: [`Entry`], one allocation per timer, and its ground rules: who may touch which
 //!   field, and the single compare-and-swap loop through which every transition goes.
 //! - `state`: [`StateWord`], the packed word (lifecycle, placement, deadline).
-//! - `callback`: the type-erased callback, and [`Fired`], a callback the shard fired.
+//! - `callback`: the type-erased callback in a one-word box, the cell that holds it in the entry,
+//!   and [`Fired`], a callback the shard fired.
 
 mod callback;
 mod node;
 mod state;
 
-pub(crate) use callback::{unbox, Callback, Fired};
+pub(crate) use callback::{unbox, Boxed, Callback, CallbackBox, Fired};
 pub(crate) use node::{Entry, EntryRef};
 pub(crate) use state::{Lifecycle, SlotId, StateWord};

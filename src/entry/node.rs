@@ -3,7 +3,7 @@
 //! Ground rules, which every other module relies on:
 //!
 //! 1. An entry is a single reference-counted allocation ([`EntryRef`]) holding the packed state
-//!    word, the two intrusive links of the wheel slot it sits in, the boxed callback (a callback
+//!    word, the two intrusive links of the wheel slot it sits in, the callback in its one-word box (a callback
 //!    that captures nothing is zero-sized and costs no allocation of its own). An entry that no
 //!    one else holds any more may be reused for a new timer (see `queue::recycle`).
 //! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
@@ -37,7 +37,7 @@
 
 use std::ptr::NonNull;
 
-use super::callback::Callback;
+use super::callback::{CallbackBox, CallbackCell};
 use super::state::{Lifecycle, SlotId, StateWord};
 use crate::sync::{AtomicPtr, AtomicU64, EntryArc, Ordering, UnsafeCell};
 
@@ -51,16 +51,9 @@ pub(crate) struct Entry {
     /// The next entry in the inbound queue, then in the wheel slot list (ground rule 4).
     pub(crate) next: AtomicPtr<Entry>,
     prev: UnsafeCell<Option<NonNull<Entry>>>,
-    callback: UnsafeCell<CallbackCell>,
-}
-
-/// The callback cell: the callback until the winner of the lifecycle CAS takes it, then empty,
-/// with room for the link of an unlink stack (ground rule 3). Both fit in the 16 bytes of the
-/// boxed callback (the link sits beside the box's data pointer, whose null value marks `Empty`).
-enum CallbackCell {
-    Full(Box<dyn Callback>),
-    /// Taken; the next entry on the unlink stack this entry is on, if any.
-    Empty(Option<NonNull<Entry>>),
+    /// The callback until the winner of the lifecycle CAS takes it, then empty, with room for
+    /// the link of an unlink stack (ground rule 3): one word either way.
+    callback: UnsafeCell<CallbackCell<Entry>>,
 }
 
 /// A copy of an entry's slot-list links, for the wheel to read and change (see
@@ -79,10 +72,10 @@ unsafe impl Sync for Entry {}
 
 /// The outcome of a lifecycle CAS won by the caller: the word it replaced, and the callback the
 /// caller now owns.
-pub(super) type Won = (StateWord, Box<dyn Callback>);
+pub(super) type Won = (StateWord, CallbackBox);
 
 impl Entry {
-    pub(crate) fn new(deadline: u64, callback: Box<dyn Callback>) -> Self {
+    pub(crate) fn new(deadline: u64, callback: CallbackBox) -> Self {
         Entry::with_word(StateWord::pending(deadline), Some(callback))
     }
 
@@ -92,30 +85,30 @@ impl Entry {
         Entry::with_word(StateWord::pending(deadline).repeating(), None)
     }
 
-    fn with_word(word: StateWord, callback: Option<Box<dyn Callback>>) -> Self {
+    fn with_word(word: StateWord, callback: Option<CallbackBox>) -> Self {
         Entry {
             state: AtomicU64::new(word.bits()),
             next: AtomicPtr::new(std::ptr::null_mut()),
             prev: UnsafeCell::new(None),
             callback: UnsafeCell::new(match callback {
-                Some(callback) => CallbackCell::Full(callback),
-                None => CallbackCell::Empty(None),
+                Some(callback) => CallbackCell::full(callback),
+                None => CallbackCell::empty(None),
             }),
         }
     }
 
     /// Makes a dead entry (one no one else refers to any more, hence `&mut`) a new pending timer
     /// due at `deadline`, keeping its allocation.
-    pub(crate) fn reuse(&mut self, deadline: u64, callback: Box<dyn Callback>) {
+    pub(crate) fn reuse(&mut self, deadline: u64, callback: CallbackBox) {
         *self = Entry::new(deadline, callback);
     }
 
     /// Installs the callback of an entry made by `new_repeating`. `&mut`: before the entry is
     /// shared with anyone.
-    pub(crate) fn install(&mut self, callback: Box<dyn Callback>) {
+    pub(crate) fn install(&mut self, callback: CallbackBox) {
         // SAFETY: `&mut self` proves no other reference to the entry exists.
         self.callback
-            .with_mut(|cell| unsafe { *cell = CallbackCell::Full(callback) });
+            .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
     }
 
     /// The current state word.
@@ -173,17 +166,14 @@ impl Entry {
         Ok((before, self.take_callback()))
     }
 
-    fn take_callback(&self) -> Box<dyn Callback> {
+    fn take_callback(&self) -> CallbackBox {
         // SAFETY: only a just-won lifecycle CAS leads here (or a failed re-arm, whose caller
         // owns the cell as `rearm` explains), so no other thread reads or writes the cell now
         // (ground rule 3). A repeating timer's cell is refilled only by `rearm`, which its
         // owner calls before publishing INIT again.
-        let taken = self
-            .callback
-            .with_mut(|cell| unsafe { std::mem::replace(&mut *cell, CallbackCell::Empty(None)) });
-        match taken {
-            CallbackCell::Full(callback) => callback,
-            CallbackCell::Empty(_) => {
+        match self.callback.with_mut(|cell| unsafe { (*cell).take() }) {
+            Some(callback) => callback,
+            None => {
                 unreachable!("the lifecycle leaves Pending once, so the callback is taken once")
             }
         }
@@ -194,7 +184,7 @@ impl Entry {
     ///
     /// A repeating timer whose callback is running (EXPIRED) can be cancelled too: then there
     /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
-    pub(crate) fn cancel(&self) -> Result<(StateWord, Option<Box<dyn Callback>>), StateWord> {
+    pub(crate) fn cancel(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
         let running =
             |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Expired;
         // A runner's re-arm fails on the word this leaves.
@@ -226,15 +216,11 @@ impl Entry {
     /// Re-arms a repeating timer after its run: EXPIRED→INIT with the next `deadline`, handing
     /// the callback back to the entry. Fails, returning the callback, if the timer was
     /// cancelled (or handed back) while it ran.
-    pub(crate) fn rearm(
-        &self,
-        deadline: u64,
-        callback: Box<dyn Callback>,
-    ) -> Result<(), Box<dyn Callback>> {
+    pub(crate) fn rearm(&self, deadline: u64, callback: CallbackBox) -> Result<(), CallbackBox> {
         // SAFETY: while a repeating timer is EXPIRED its runner (the caller) owns the cell:
         // a cancel in that state leaves it alone, and nothing else leaves EXPIRED.
         self.callback
-            .with_mut(|cell| unsafe { *cell = CallbackCell::Full(callback) });
+            .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
         // The Release half of the transition publishes the callback written above to whoever
         // wins the next one.
         let rearmed = self.transition(|word| {
@@ -293,7 +279,7 @@ impl Entry {
     pub(crate) unsafe fn set_unlink_next(&self, next: Option<NonNull<Entry>>) {
         // SAFETY: by this function's contract.
         self.callback
-            .with_mut(|cell| unsafe { *cell = CallbackCell::Empty(next) });
+            .with_mut(|cell| unsafe { *cell = CallbackCell::empty(next) });
     }
 
     /// The entry's link on an unlink stack.
@@ -303,12 +289,12 @@ impl Entry {
     /// it alone touches the cell.
     pub(crate) unsafe fn unlink_next(&self) -> Option<NonNull<Entry>> {
         // SAFETY: by this function's contract.
-        self.callback.with_mut(|cell| match unsafe { &*cell } {
-            CallbackCell::Empty(next) => *next,
-            CallbackCell::Full(_) => {
+        match self.callback.with_mut(|cell| unsafe { (*cell).link() }) {
+            Ok(next) => next,
+            Err(()) => {
                 unreachable!("only an entry whose cancel took the callback is on an unlink stack")
             }
-        })
+        }
     }
 
     /// A copy of the entry's slot-list links.
@@ -371,9 +357,9 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
-    fn counting(hits: &Arc<AtomicUsize>) -> Box<dyn Callback> {
+    fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
         let hits = hits.clone();
-        Box::new(move || {
+        CallbackBox::new(move || {
             hits.fetch_add(1, Ordering::SeqCst);
         })
     }
@@ -411,12 +397,12 @@ mod tests {
     #[test]
     fn expiring_clears_the_placement_but_cancelling_keeps_it() {
         let at = SlotId { level: 1, slot: 2 };
-        let fired = Entry::new(5, Box::new(|| {}));
+        let fired = Entry::new(5, CallbackBox::new(|| {}));
         fired.place(fired.state(), at).unwrap();
         fired.expire(5).unwrap();
         assert_eq!(fired.state().placement(), None);
 
-        let cancelled = Entry::new(5, Box::new(|| {}));
+        let cancelled = Entry::new(5, CallbackBox::new(|| {}));
         cancelled.place(cancelled.state(), at).unwrap();
         let (before, _) = cancelled.cancel().unwrap();
         assert_eq!(before.placement(), Some(at));
@@ -451,7 +437,7 @@ mod tests {
 
     #[test]
     fn reset_moves_only_a_pending_deadline() {
-        let entry = Entry::new(10, Box::new(|| {}));
+        let entry = Entry::new(10, CallbackBox::new(|| {}));
         let at = SlotId { level: 0, slot: 10 };
         entry.place(entry.state(), at).unwrap();
         let before = entry.reset(40).unwrap();
@@ -469,7 +455,7 @@ mod tests {
 
     #[test]
     fn place_fails_after_cancel() {
-        let entry = Entry::new(5, Box::new(|| {}));
+        let entry = Entry::new(5, CallbackBox::new(|| {}));
         let seen = entry.state();
         entry.cancel().unwrap();
         let now = entry.place(seen, SlotId { level: 0, slot: 5 }).unwrap_err();
@@ -477,11 +463,11 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_with_a_capture_free_callback_is_a_48_byte_allocation() {
-        // The allocation is the reference count and the entry: 8 + 40 bytes, a 48-byte size
-        // class in allocators with 16-byte steps there (mimalloc, jemalloc).
-        assert_eq!(std::mem::size_of::<Entry>(), 40);
-        let entry = EntryRef::new(Entry::new(0, Box::new(|| {})));
+    fn an_entry_with_a_capture_free_callback_is_a_40_byte_allocation() {
+        // The allocation is the reference count and the entry: 8 + 32 bytes, a size class of
+        // its own in allocators with 8-byte steps there (mimalloc's default build).
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        let entry = EntryRef::new(Entry::new(0, CallbackBox::new(|| {})));
         let start = EntryRef::as_ptr(&entry) as usize;
         assert_eq!(start % 8, 0);
     }

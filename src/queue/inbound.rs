@@ -16,7 +16,7 @@ use std::ptr;
 
 use crossbeam_utils::CachePadded;
 
-use crate::entry::{Entry, EntryRef};
+use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
 pub(crate) struct Inbound {
@@ -46,7 +46,7 @@ unsafe impl Sync for Inbound {}
 
 impl Inbound {
     pub(crate) fn new() -> Self {
-        let stub = EntryRef::new(Entry::new(0, Box::new(|| {})));
+        let stub = EntryRef::new(Entry::new(0, CallbackBox::new(|| {})));
         let stub_ptr = EntryRef::as_ptr(&stub).cast_mut();
         Inbound {
             back: CachePadded::new(AtomicPtr::new(stub_ptr)),
@@ -151,7 +151,7 @@ mod tests {
     use std::thread;
 
     fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
     }
 
     fn pop(queue: &Inbound) -> Option<u64> {

@@ -169,9 +169,10 @@ unsafe fn free_chain(mut node: *mut Entry) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::entry::CallbackBox;
 
     fn spare(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
     }
 
     fn take_all(recycler: &Recycler) -> Vec<u64> {

@@ -137,10 +137,11 @@ impl Drop for Ring {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::entry::CallbackBox;
     use std::sync::Arc;
 
     fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, Box::new(|| {})))
+        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
     }
 
     fn deadlines(entries: &[EntryRef]) -> Vec<u64> {

@@ -117,13 +117,14 @@ impl Drop for Unlinks {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::entry::CallbackBox;
     use crate::entry::SlotId;
     use crate::sync::Arc;
 
     /// An entry as a cancel that must tell the shard leaves it: marked PLACED, cancelled, with
     /// the count a wheel would hold for it taken (and forgotten) here.
     fn cancelled_while_placed(deadline: u64) -> EntryRef {
-        let entry = EntryRef::new(Entry::new(deadline, Box::new(|| {})));
+        let entry = EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})));
         entry
             .place(entry.state(), SlotId { level: 0, slot: 1 })
             .unwrap();

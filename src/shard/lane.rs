@@ -41,7 +41,7 @@ use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
 
 use super::core::ShardCore;
-use crate::entry::{Callback, Entry, EntryRef};
+use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
 use crate::sync::{fence, owner_slot, thread, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
 
@@ -254,7 +254,7 @@ impl Lane {
         &self,
         ownership: Ownership,
         entry: &EntryRef,
-    ) -> Result<(), Box<dyn Callback>> {
+    ) -> Result<(), CallbackBox> {
         let mine = ownership.mine();
         self.counts.add_scheduled(mine);
         if mine {

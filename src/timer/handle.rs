@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use crate::entry::{Callback, Entry, EntryRef, Lifecycle};
+use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
 use crate::shard::{Lane, Ownership, Refusal};
 use crate::sync::Arc;
 
@@ -27,7 +27,7 @@ pub(crate) enum NotQueued<F> {
     /// Refused at admission; the callback, as it was given.
     Refused(Refusal, F),
     /// Admitted, then taken back by a shutdown that raced the queueing; the callback, boxed.
-    TakenBack(Box<dyn Callback>),
+    TakenBack(CallbackBox),
 }
 
 /// Where a timer is in its life, as [`TimerHandle::state`] reads it.
@@ -98,7 +98,7 @@ impl TimerHandle {
             Ok(tick) => tick,
             Err(refusal) => return Err(NotQueued::Refused(refusal, callback)),
         };
-        let callback: Box<dyn Callback> = Box::new(callback);
+        let callback = CallbackBox::new(callback);
         let ownership = Lane::ownership(lane);
         let entry = match spare(ownership) {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
@@ -119,7 +119,7 @@ impl TimerHandle {
         lane: &Arc<Lane>,
         ownership: Ownership,
         entry: EntryRef,
-    ) -> Result<TimerHandle, Box<dyn Callback>> {
+    ) -> Result<TimerHandle, CallbackBox> {
         lane.enqueue(ownership, &entry)?;
         Ok(TimerHandle {
             entry,

@@ -10,10 +10,9 @@
 //! stops. A repeating timer holds one place under the engine's cap for its whole life, so a
 //! full engine cannot stop it between two runs.
 
-use std::any::Any;
 use std::time::{Duration, Instant};
 
-use crate::entry::{Callback, EntryRef};
+use crate::entry::{Boxed, Callback, EntryRef};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
@@ -72,22 +71,22 @@ impl Drop for Ending<'_> {
 }
 
 impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
-    fn call(mut self: Box<Self>) {
+    fn call(mut self) {
         (self.run)()
     }
 
-    fn call_repeating(mut self: Box<Self>, entry: EntryRef) {
-        let lane = self.lane.clone();
+    fn call_repeating(mut this: Boxed<Self>, entry: EntryRef) {
+        let lane = this.lane.clone();
         // Unless the timer is re-armed, this ends it when dropped: also if the callback panics.
         let mut ending = Ending {
             entry: &entry,
             lane: &lane,
             rearmed: false,
         };
-        (self.run)();
+        (this.run)();
         let clock = lane.shard().clock();
-        let (next, due) = self.following(clock.now());
-        self.next = next;
+        let (next, due) = this.following(clock.now());
+        this.next = next;
         if lane.shard().is_stopped() {
             return;
         }
@@ -95,15 +94,11 @@ impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
             return;
         };
         // Cancelled while it ran: the re-arm fails and hands the callback back to drop.
-        if let Ok(()) = entry.rearm(tick, self) {
+        if let Ok(()) = entry.rearm(tick, this.erase()) {
             ending.rearmed = true;
             // If shutdown raced the re-arm and this call took the timer back, it stops there
             // (`enqueue` gave its cap place back).
             drop(lane.enqueue(Lane::ownership(&lane), &entry));
         }
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
-        self
     }
 }

@@ -2,6 +2,7 @@
 //! of deadlines under a manual clock.
 
 use super::*;
+use crate::entry::CallbackBox;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +44,7 @@ impl Harness {
         let ran = self.ran.clone();
         let entry = EntryRef::new(Entry::new(
             when,
-            Box::new(move || ran.lock().unwrap().push(id)),
+            CallbackBox::new(move || ran.lock().unwrap().push(id)),
         ));
         self.live.insert(id, entry.clone());
         if let Settled::Fired(fired, _) = self.wheel.settle(entry) {

@@ -1,7 +1,46 @@
 //! What several integration tests share. Each test binary uses part of it.
 #![allow(dead_code)]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// The system allocator, counting the bytes live; a test binary that needs the count installs
+/// it with `#[global_allocator] static A: Counting = Counting;`.
+pub struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+impl Counting {
+    /// The bytes allocated and not yet freed, over the whole process.
+    pub fn live() -> usize {
+        // SeqCst: tests read it between phases driven from other threads; a statistic either
+        // way, and never on a hot path.
+        LIVE.load(Ordering::SeqCst)
+    }
+}
+
+// SAFETY: forwards to `System` with the caller's arguments, so each method keeps `System`'s
+// contract; the counter only observes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as the impl says.
+        let block = unsafe { System.alloc(layout) };
+        if !block.is_null() {
+            // Relaxed: a count only; `live` reads it after the allocating threads were joined
+            // or waited for.
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        // Relaxed: as above.
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: as the impl says.
+        unsafe { System.dealloc(block, layout) }
+    }
+}
 
 /// A tiny deterministic generator (splitmix64) for delays and choices.
 pub struct SplitMix(pub u64);
