@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::tsc::Ceiling;
 use super::ManualClock;
 use crate::sync::thread;
 
@@ -18,6 +19,9 @@ pub(crate) struct TickClock {
     max_delay: Duration,
     last_tick: u64,
     manual: Option<ManualClock>,
+    /// The cheap upper bound on the present, where there is one, and the origin in its
+    /// terms (nanoseconds since its base).
+    ceiling: Option<(&'static Ceiling, u64)>,
 }
 
 /// Division by the tick length in nanoseconds, by a multiply instead of a divide instruction
@@ -92,6 +96,11 @@ impl TickClock {
         last_tick: u64,
         manual: Option<ManualClock>,
     ) -> Self {
+        // Before the origin is read, so that the origin is not before the ceiling's base.
+        let ceiling = match &manual {
+            Some(_) => None,
+            None => Ceiling::get(),
+        };
         let origin = match &manual {
             Some(clock) => clock.now(),
             None => Instant::now(),
@@ -108,6 +117,7 @@ impl TickClock {
             ),
             last_tick,
             manual,
+            ceiling: ceiling.map(|ceiling| (ceiling, ceiling.nanos_since_base(origin))),
         }
     }
 
@@ -171,7 +181,12 @@ impl TickClock {
         if delay > self.max_delay {
             return None;
         }
-        let now = self.nanos_since_origin(self.now());
+        // Any time at or after the present will do, as the deadline rounds up: the cheap
+        // ceiling, where there is one.
+        let now = match self.ceiling {
+            Some((ceiling, origin)) => ceiling.upper_nanos().saturating_sub(origin),
+            None => self.nanos_since_origin(self.now()),
+        };
         if delay.is_zero() {
             return self.holdable(self.tick_nanos.floor(now));
         }
