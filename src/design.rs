@@ -242,13 +242,18 @@
 //! time-stamp counter (x86-64 Linux with the `tsc` clocksource, which the kernel picks only
 //! when the counter is invariant and in step across cores), a new timer's deadline is taken
 //! from a cheaper upper bound (src/time/tsc.rs): each thread keeps an anchor, a counter
-//! reading with the clock reading taken just after it, and extrapolates from it at the
-//! counter's measured rate raised by 0.2 %, more than NTP can slew the clock. It takes a new
-//! anchor every 250 µs of extrapolation, so the bound runs at most 2 µs ahead of the present.
-//! Reading the counter costs about 9 ns against 23 for the clock; the schedule path, which
-//! read the clock once per timer, went from 82 to 56 ns per schedule + cancel. The shard still
-//! reads the clock itself, rounding down, to decide what is due: the bound is never used to
-//! fire. Elsewhere (other systems, Miri, loom, a manual clock) the clock is read.
+//! reading with the clock reading taken just after it (bracketed by a second counter reading,
+//! retried if the thread was preempted), and extrapolates from it at the counter's rate
+//! raised by 0.2 %, more than NTP can slew the clock. It takes a new anchor every 250 µs of
+//! extrapolation, so the bound runs at most 2 µs ahead of the present. The rate is measured
+//! over windows of 10–40 ms and taken once two windows in a row agree within 1/4096 (a window
+//! with a suspend in it does not); until then, and for good once a new anchor finds that the
+//! old one would have read below the clock (the counter stopped keeping time with it), the
+//! clock is read. Reading the counter costs about 9 ns against 23 for the clock; the schedule
+//! path, which read the clock once per timer, went from 85 to 57 ns per schedule + cancel.
+//! The shard still reads the clock itself, rounding down, to decide what is due: the bound is
+//! never used to fire. Elsewhere (other systems, Miri, loom, a manual clock) the clock is
+//! read.
 //!
 //! `ManualClock` (src/time/manual.rs) replaces the monotonic clock for tests. An engine built
 //! on one registers with it, weakly, and `advance` moves the time (a Release store the shards

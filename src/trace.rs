@@ -2,7 +2,8 @@
 //! each function here compiles to nothing.
 //!
 //! Every event has the target `shardwheel`. Nothing on a hot path emits one: each marks a
-//! failure (a callback or spawner panicked, the kernel refused a barrier or a pin) or a moment
+//! failure (a callback or spawner panicked, the kernel refused a barrier or a pin, the
+//! time-stamp counter fell behind the clock) or a moment
 //! in an engine's life (shutdown began, shutdown ended).
 
 use std::any::Any;
@@ -49,6 +50,19 @@ pub(crate) fn barrier_fell_back(refused_later: bool) {
     );
     #[cfg(not(feature = "tracing"))]
     let _ = refused_later;
+}
+
+/// The time-stamp counter fell behind the monotonic clock by `short_nanos` between two of a
+/// thread's anchors: scheduling reads the clock from now on.
+pub(crate) fn counter_off(short_nanos: u64) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "shardwheel",
+        short_nanos,
+        "the time-stamp counter fell behind the clock: scheduling reads the clock from now on"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = short_nanos;
 }
 
 /// A shard's tick thread could not be pinned to `core`, or let go of it because the core was

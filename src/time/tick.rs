@@ -174,9 +174,10 @@ impl TickClock {
     }
 
     /// The tick a timer `delay` from now is due at; `None` if that is beyond the wheel's range.
-    /// Works in nanoseconds from the origin: one clock read, one subtraction, one add. A zero
-    /// delay is due at the current tick (which has begun), so the shard fires it on its next
-    /// turn, even at the end of a manual clock's time.
+    /// Works in nanoseconds from the origin: one read of the present (or of the cheap bound
+    /// above it, see `tsc`), one subtraction, one add. A zero delay is due at the tick the
+    /// present is in (with the bound, possibly the next one, beginning within 2 µs), so the
+    /// shard fires it on its next turn, even at the end of a manual clock's time.
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
         if delay > self.max_delay {
             return None;

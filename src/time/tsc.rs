@@ -13,29 +13,44 @@
 //! - The anchor's clock reading is taken between two counter readings, the first of which it
 //!   keeps: so the clock reading is at or after the true time of that counter value, and
 //!   late by no more than [`BRACKET_NANOS`] (a thread preempted in between tries again).
-//! - `rate_high` is the counter's measured rate (nanoseconds per count, over at least
-//!   [`CALIBRATION_NANOS`]) raised by [`RATE_MARGIN`], more than the monotonic clock can be
-//!   slewed against the counter (NTP slews it by at most 0.05 %). So the extrapolated time
-//!   runs at least as fast as the clock.
+//! - `rate_high` is the counter's rate (nanoseconds per count) raised by 1/512, 0.2 %: more
+//!   than the monotonic clock can be slewed against the counter (NTP slews it by at most
+//!   0.05 %) plus what the measurement may miss. So the extrapolated time runs at least as
+//!   fast as the clock.
 //! - A thread takes a new anchor (one real clock read) once its extrapolation would cover more
 //!   than [`REANCHOR_NANOS`], or if the counter went backwards. The bound is then at most
 //!   `BRACKET_NANOS + REANCHOR_NANOS / 512 + PAD`, under 2 µs, after the present.
-//! - `PAD` covers the counter read being reordered a little ahead of the instructions before
-//!   it, and the small differences between the counters of two cores a thread may move
-//!   between.
+//! - `PAD`, 1 µs, covers the counter read being reordered a little ahead of the instructions
+//!   before it and small differences between the counters of the cores a thread moves
+//!   between (both tens of nanoseconds where the kernel trusts the counter).
 //!
-//! Until the rate is calibrated (the first [`CALIBRATION_NANOS`] of the process's use of it),
-//! every read is a real clock read. The counter is used only where the kernel itself keeps
-//! time with it (its clocksource is `tsc`), which it does only when the counter runs at a
-//! constant rate, in sleep states too, and in step on every core; elsewhere, and under Miri
-//! and loom, [`Ceiling::get`] says so and the engine reads the clock.
+//! **Measuring the rate.** Until it is known, every read is a real clock read. The rate is
+//! measured over windows of [`CALIBRATION_NANOS`] to 4× that, each between two bracketed
+//! readings, and taken only once two windows in a row agree within 1/4096 and it is a rate a
+//! processor can have (0.1 to 10 ns per count). A window with a suspend in it (the counter
+//! may run on while the monotonic clock stands still, or start again from zero) does not
+//! agree with the one before it.
+//!
+//! **Checking it.** Each new anchor checks the old one: had the thread extrapolated from its
+//! old anchor to the counter reading of its new one, would it have read at least the clock?
+//! If not (the counter stopped keeping time with the clock: the kernel found it unstable, or
+//! the clock was slewed by more than the margin), the bound is turned off for the whole
+//! process and every read is a real clock read from then on. A timer scheduled in the window
+//! before that may be early by the amount the check found.
+//!
+//! The counter is used only where the kernel itself keeps time with it (its clocksource is
+//! `tsc`), which it does only when the counter runs at a constant rate, in sleep states too,
+//! and in step on every core; elsewhere, and under Miri and loom, [`Ceiling::get`] says so
+//! and the engine reads the clock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// How long the first anchor and a later one must be apart to measure the counter's rate.
-pub(super) const CALIBRATION_NANOS: u64 = 20_000_000;
+use crate::sync::Mutex;
+
+/// The shortest window over which the counter's rate is measured.
+pub(super) const CALIBRATION_NANOS: u64 = 10_000_000;
 /// The farthest a thread extrapolates from its anchor.
 pub(super) const REANCHOR_NANOS: u64 = 250_000;
 /// The longest an anchor's clock reading may take, counted between its two counter readings.
@@ -46,24 +61,40 @@ const BRACKET_COUNTS: u64 = 4096;
 const ANCHOR_TRIES: usize = 4;
 /// The rate is raised by 1/512 (0.2 %).
 const RATE_MARGIN_SHIFT: u32 = 9;
+/// Two windows agree if their rates differ by at most 1/4096 of the larger.
+const AGREEMENT_SHIFT: u32 = 12;
 /// Added to every extrapolated reading.
 const PAD: u64 = 1_000;
 /// Fixed-point scale of the rate: nanoseconds per count, times 2^32.
 const RATE_SHIFT: u32 = 32;
+/// The rates a processor's counter can have: 0.1 to 10 ns per count, in fixed point.
+const PLAUSIBLE_RATES: std::ops::RangeInclusive<u128> = (1 << RATE_SHIFT) / 10..=10 << RATE_SHIFT;
+/// `rate` while it is not known yet.
+const UNKNOWN: u64 = 0;
+/// `rate` once the check has turned the bound off.
+const OFF: u64 = u64::MAX;
 
 /// The process's calibration: where its anchors count from, and the counter's rate.
 pub(crate) struct Ceiling {
     /// Readings are nanoseconds since this instant.
     base: Instant,
-    /// The counter reading taken just before `base` (within `BRACKET_COUNTS`).
-    first_count: u64,
-    /// `rate_high` in fixed point, or 0 until calibrated.
+    /// `rate_high` in fixed point, [`UNKNOWN`] until measured, or [`OFF`].
     rate: AtomicU64,
+    /// The rate's measurement (taken only on the cold path).
+    measuring: Mutex<Measuring>,
+}
+
+/// The rate's measurement in progress.
+struct Measuring {
+    /// Where the current window began: a counter reading and the clock reading after it.
+    start: (u64, u64),
+    /// The rate the window before measured (not raised), if it was plausible.
+    previous: Option<u128>,
 }
 
 thread_local! {
     /// This thread's anchor: a counter reading and the nanoseconds since `base` read just
-    /// after it. `(0, 0)` until the first read, which re-anchors.
+    /// after it. `(0, 0)` when it has none, which makes the next read re-anchor.
     static ANCHOR: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
@@ -71,22 +102,26 @@ impl Ceiling {
     /// The process's calibration, if the counter can be used here.
     pub(crate) fn get() -> Option<&'static Ceiling> {
         static CEILING: OnceLock<Option<Ceiling>> = OnceLock::new();
-        CEILING
-            .get_or_init(|| {
-                if !counter_keeps_time() {
-                    return None;
-                }
-                let (first_count, base) = (0..ANCHOR_TRIES).find_map(|_| {
-                    let (before, base, after) = (counter(), Instant::now(), counter());
-                    (after.wrapping_sub(before) <= BRACKET_COUNTS).then_some((before, base))
-                })?;
-                Some(Ceiling {
-                    base,
-                    first_count,
-                    rate: AtomicU64::new(0),
-                })
-            })
-            .as_ref()
+        CEILING.get_or_init(Ceiling::start).as_ref()
+    }
+
+    /// A new calibration, with no rate yet; `None` if the counter cannot be used here.
+    fn start() -> Option<Ceiling> {
+        if !counter_keeps_time() {
+            return None;
+        }
+        let (first_count, base) = (0..ANCHOR_TRIES).find_map(|_| {
+            let (before, base, after) = (counter(), Instant::now(), counter());
+            (after.wrapping_sub(before) <= BRACKET_COUNTS).then_some((before, base))
+        })?;
+        Some(Ceiling {
+            base,
+            rate: AtomicU64::new(UNKNOWN),
+            measuring: Mutex::new(Measuring {
+                start: (first_count, 0),
+                previous: None,
+            }),
+        })
     }
 
     /// Nanoseconds from `base` to `at` (0 before it).
@@ -97,65 +132,105 @@ impl Ceiling {
     /// Nanoseconds since `base`, at or after the present and at most 2 µs after it.
     #[inline]
     pub(crate) fn upper_nanos(&self) -> u64 {
-        // Relaxed: the rate is a value on its own, written once; a thread that does not see it
-        // yet reads the real clock instead.
+        // Relaxed: the rate is a value on its own; a thread that does not see it yet reads the
+        // real clock instead, and one that does not see OFF yet extrapolates at most once
+        // more from an anchor the check has not looked at.
         let rate = self.rate.load(Ordering::Relaxed);
-        let now = counter();
         let (anchor_count, anchor_nanos) = ANCHOR.with(|anchor| anchor.get());
-        // A counter that went backwards wraps to a huge span, and re-anchors.
-        let span = u128::from(now.wrapping_sub(anchor_count));
-        let ahead = (span * u128::from(rate)) >> RATE_SHIFT;
-        if rate != 0 && anchor_count != 0 && ahead <= u128::from(REANCHOR_NANOS) {
-            return anchor_nanos + ahead as u64 + PAD;
+        if let Some(ahead) = extrapolate(anchor_count, counter(), rate) {
+            if anchor_count != 0 && ahead <= REANCHOR_NANOS {
+                return anchor_nanos.saturating_add(ahead + PAD);
+            }
         }
         self.reanchor(rate)
     }
 
-    /// Reads the clock; takes a new anchor for this thread if the rate is known (measuring it
-    /// first if it is time to), and returns the clock reading.
+    /// Reads the clock, takes a new anchor for this thread if it can, and returns the clock
+    /// reading.
     #[cold]
     fn reanchor(&self, mut rate: u64) -> u64 {
+        let old = ANCHOR.with(|anchor| anchor.replace((0, 0)));
         let mut nanos = 0;
         for _ in 0..ANCHOR_TRIES {
+            if rate == OFF {
+                break;
+            }
             let before = counter();
             nanos = self.nanos_since_base(Instant::now());
             let after = counter();
-            if rate == 0 && nanos >= CALIBRATION_NANOS {
-                if let Some(measured) = rate_high(nanos, before.wrapping_sub(self.first_count)) {
-                    // Relaxed: as in `upper_nanos`; racing calibrations each store a sound
-                    // rate.
-                    self.rate.store(measured, Ordering::Relaxed);
-                    rate = measured;
+            if after.wrapping_sub(before) > BRACKET_COUNTS {
+                continue;
+            }
+            if rate == UNKNOWN {
+                match self.measure(before, nanos) {
+                    Some(measured) => rate = measured,
+                    None => return nanos,
                 }
             }
-            let bracket = (u128::from(after.wrapping_sub(before)) * u128::from(rate)) >> RATE_SHIFT;
-            if rate != 0 && bracket <= u128::from(BRACKET_NANOS) {
-                ANCHOR.with(|anchor| anchor.set((before, nanos)));
-                return nanos;
+            if extrapolate(before, after, rate).is_none_or(|bracket| bracket > BRACKET_NANOS) {
+                continue;
             }
-            if rate == 0 {
-                break;
+            // The check: from the old anchor, would this counter reading have given at least
+            // this clock reading?
+            let (old_count, old_nanos) = old;
+            if let Some(ahead) = extrapolate(old_count, before, rate) {
+                let predicted = old_nanos.saturating_add(ahead).saturating_add(PAD);
+                if old_count != 0 && predicted < nanos {
+                    // Relaxed: as in `upper_nanos`.
+                    self.rate.store(OFF, Ordering::Relaxed);
+                    crate::trace::counter_off(nanos - predicted);
+                    break;
+                }
             }
+            ANCHOR.with(|anchor| anchor.set((before, nanos)));
+            return nanos;
         }
-        // No anchor (the rate is not known yet, or the thread kept being preempted): the next
-        // read tries again.
-        ANCHOR.with(|anchor| anchor.set((0, 0)));
-        nanos
+        // No anchor: the bound is off, or the thread kept being preempted.
+        self.nanos_since_base(Instant::now()).max(nanos)
+    }
+
+    /// Ends a measuring window at `(count, nanos)` (a bracketed reading) and starts the next;
+    /// returns the rate once two windows agree.
+    #[cold]
+    fn measure(&self, count: u64, nanos: u64) -> Option<u64> {
+        let mut measuring = self.measuring.lock();
+        // Relaxed: as in `upper_nanos`; another thread may have measured it meanwhile.
+        match self.rate.load(Ordering::Relaxed) {
+            UNKNOWN => {}
+            OFF => return None,
+            known => return Some(known),
+        }
+        let (start_count, start_nanos) = measuring.start;
+        let window = nanos.saturating_sub(start_nanos);
+        if window < CALIBRATION_NANOS {
+            return None;
+        }
+        measuring.start = (count, nanos);
+        let counts = count.wrapping_sub(start_count);
+        let rate = (window <= 4 * CALIBRATION_NANOS && counts > 0 && counts < 1 << 63)
+            .then(|| (u128::from(window) << RATE_SHIFT) / u128::from(counts))
+            .filter(|rate| PLAUSIBLE_RATES.contains(rate));
+        let previous = std::mem::replace(&mut measuring.previous, rate);
+        let (rate, previous) = (rate?, previous?);
+        let larger = rate.max(previous);
+        if larger - rate.min(previous) > larger >> AGREEMENT_SHIFT {
+            return None;
+        }
+        let raised = u64::try_from(larger + (larger >> RATE_MARGIN_SHIFT) + 1).ok()?;
+        // Relaxed: as in `upper_nanos`.
+        self.rate.store(raised, Ordering::Relaxed);
+        Some(raised)
     }
 }
 
-/// The counter's rate, in fixed point and raised by the margin: `nanos` passed while it
-/// counted `counts`. The clock reading at `base` is late by at most `BRACKET_COUNTS` (4 µs)
-/// against `first_count`, which over `CALIBRATION_NANOS` lowers the rate by at most 0.02 %;
-/// the later reading is late too, which raises it. The margin, 0.2 %, covers that and the
-/// clock's slewing.
-fn rate_high(nanos: u64, counts: u64) -> Option<u64> {
-    if counts == 0 {
+/// Nanoseconds the counter took from `from` to `to` at `rate`; `None` if it went backwards
+/// (or wrapped), or the rate is not usable.
+fn extrapolate(from: u64, to: u64, rate: u64) -> Option<u64> {
+    let span = to.wrapping_sub(from);
+    if rate == UNKNOWN || rate == OFF || span >= 1 << 63 {
         return None;
     }
-    let rate = (u128::from(nanos) << RATE_SHIFT) / u128::from(counts) + 1;
-    let raised = rate + (rate >> RATE_MARGIN_SHIFT) + 1;
-    u64::try_from(raised).ok()
+    u64::try_from((u128::from(span) * u128::from(rate)) >> RATE_SHIFT).ok()
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
@@ -188,13 +263,61 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
+    const ONE_NS: u128 = 1 << RATE_SHIFT;
+
+    /// A calibration whose windows are fed by hand, at 1 ns per count.
+    fn fed() -> Ceiling {
+        Ceiling {
+            base: Instant::now(),
+            rate: AtomicU64::new(UNKNOWN),
+            measuring: Mutex::new(Measuring {
+                start: (1_000, 0),
+                previous: None,
+            }),
+        }
+    }
+
     #[test]
-    fn the_rate_is_raised_and_rounded_up() {
-        // 1 ns per count, exactly: raised by 1/512 and rounded up.
-        let rate = rate_high(1_000_000, 1_000_000).unwrap();
-        assert!(rate > 1 << RATE_SHIFT);
-        assert!(rate <= (1 << RATE_SHIFT) + (1 << (RATE_SHIFT - RATE_MARGIN_SHIFT)) + 2);
-        assert_eq!(rate_high(5, 0), None);
+    fn the_rate_is_taken_when_two_windows_agree_and_raised() {
+        let ceiling = fed();
+        let window = CALIBRATION_NANOS;
+        assert_eq!(
+            ceiling.measure(1_000 + window / 2, window / 2),
+            None,
+            "too short"
+        );
+        assert_eq!(ceiling.measure(1_000 + window, window), None, "one window");
+        let rate = ceiling
+            .measure(1_000 + 2 * window, 2 * window)
+            .expect("two agree");
+        assert!(u128::from(rate) > ONE_NS + (ONE_NS >> RATE_MARGIN_SHIFT));
+        assert!(u128::from(rate) <= ONE_NS + (ONE_NS >> RATE_MARGIN_SHIFT) + 2);
+        assert_eq!(ceiling.rate.load(Ordering::Relaxed), rate);
+    }
+
+    #[test]
+    fn a_window_with_a_suspend_or_a_reset_counter_is_not_taken() {
+        let ceiling = fed();
+        let window = CALIBRATION_NANOS;
+        // The counter ran on for 9 windows while the clock stood still.
+        let mut count = 1_000 + 10 * window;
+        assert_eq!(ceiling.measure(count, window), None);
+        count += window;
+        assert_eq!(
+            ceiling.measure(count, 2 * window),
+            None,
+            "disagrees with the one before"
+        );
+        // The counter started again from zero.
+        assert_eq!(ceiling.measure(5, 3 * window), None);
+        // Too long a window, and a rate no processor has.
+        assert_eq!(ceiling.measure(5 + window, 8 * window), None);
+        assert_eq!(ceiling.measure(5 + window + 10, 9 * window), None);
+        assert_eq!(ceiling.rate.load(Ordering::Relaxed), UNKNOWN);
+        // Two good windows in a row again.
+        let start = 5 + window + 10;
+        assert_eq!(ceiling.measure(start + window, 10 * window), None);
+        assert!(ceiling.measure(start + 2 * window, 11 * window).is_some());
     }
 
     /// Reads bracketed by two clock reads: never below the first, and no more than 2 µs
@@ -227,12 +350,45 @@ mod tests {
             for _ in 0..3 {
                 scope.spawn(|| {
                     check_bracketed(ceiling, 2_000);
-                    thread::sleep(Duration::from_nanos(CALIBRATION_NANOS));
+                    thread::sleep(Duration::from_nanos(3 * CALIBRATION_NANOS));
                     check_bracketed(ceiling, 200_000);
                 });
             }
         });
         // Relaxed: read after the threads were joined.
-        assert_ne!(ceiling.rate.load(Ordering::Relaxed), 0, "calibrated");
+        let rate = ceiling.rate.load(Ordering::Relaxed);
+        assert!(rate != UNKNOWN && rate != OFF, "calibrated and on");
+    }
+
+    #[test]
+    fn a_counter_that_falls_behind_the_clock_turns_the_bound_off() {
+        let Some(ceiling) = Ceiling::start() else {
+            return;
+        };
+        // The counter's true rate, then a rate half of it: as if the counter had slowed down.
+        let (count, nanos) = (counter(), ceiling.nanos_since_base(Instant::now()));
+        thread::sleep(Duration::from_millis(20));
+        let (count_later, nanos_later) = (counter(), ceiling.nanos_since_base(Instant::now()));
+        let rate =
+            (u128::from(nanos_later - nanos) << RATE_SHIFT) / u128::from(count_later - count);
+        ceiling
+            .rate
+            .store(u64::try_from(rate / 2).unwrap(), Ordering::Relaxed);
+        // On a thread of its own, so that its anchor is this calibration's.
+        thread::spawn(move || {
+            ceiling.upper_nanos();
+            thread::sleep(Duration::from_millis(1));
+            // The new anchor's check finds the old one 500 µs short.
+            let read = ceiling.upper_nanos();
+            assert_eq!(ceiling.rate.load(Ordering::Relaxed), OFF);
+            assert!(read >= ceiling.nanos_since_base(Instant::now()) - 1_000_000);
+            // From now on, clock readings.
+            for _ in 0..1_000 {
+                let before = ceiling.nanos_since_base(Instant::now());
+                assert!(ceiling.upper_nanos() >= before);
+            }
+        })
+        .join()
+        .unwrap();
     }
 }
