@@ -20,18 +20,23 @@
 use std::time::Duration;
 
 /// The kernel's default timer slack, the most a tick thread asks for.
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))] // asked for on Linux only
 const DEFAULT_SLACK: Duration = Duration::from_micros(50);
 /// The shortest scheduling slice the kernel accepts.
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))] // asked for on Linux only
 const MIN_SLICE: Duration = Duration::from_micros(100);
 /// The longest scheduling slice the kernel accepts.
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))] // asked for on Linux only
 const MAX_SLICE: Duration = Duration::from_millis(100);
 
 /// The timer slack a thread with a tick of `tick` asks for.
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))] // asked for on Linux only
 fn slack_for(tick: Duration) -> Duration {
     (tick / 100).clamp(Duration::from_micros(1), DEFAULT_SLACK)
 }
 
 /// The scheduling slice a thread with a tick of `tick` asks for.
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))] // asked for on Linux only
 fn slice_for(tick: Duration) -> Duration {
     tick.clamp(MIN_SLICE, MAX_SLICE)
 }
