@@ -1102,8 +1102,9 @@ fn delay_queue(c: &mut Criterion) {
     group.finish();
 }
 
-/// A stand-in for shardwheel's timer entry: a state word, two intrusive links and a boxed
-/// callback, 40 bytes; with the reference count, one 48-byte allocation, as the engine's.
+/// A stand-in for shardwheel's timer entry as the floor was first set: a state word, two
+/// intrusive links and a boxed callback, 40 bytes; with the reference count, one 48-byte
+/// allocation. (The engine's entry is now 8 bytes smaller: its callback box is one word.)
 struct FloorEntry {
     state: AtomicU64,
     links: [usize; 2],

@@ -336,12 +336,17 @@ impl<L> CallbackCell<L> {
 
     /// An empty cell holding `link`.
     pub(crate) fn empty(link: Option<NonNull<L>>) -> Self {
-        const { assert!(mem::align_of::<L>() > EMPTY) };
-        let at: *mut () = link.map_or(ptr::null_mut(), |link| link.as_ptr().cast());
         CallbackCell {
-            word: at.map_addr(|addr| addr | EMPTY),
+            word: Self::empty_word(link),
             _links: PhantomData,
         }
+    }
+
+    /// The word of an empty cell holding `link`.
+    fn empty_word(link: Option<NonNull<L>>) -> *mut () {
+        const { assert!(mem::align_of::<L>() > EMPTY) };
+        let at: *mut () = link.map_or(ptr::null_mut(), |link| link.as_ptr().cast());
+        at.map_addr(|addr| addr | EMPTY)
     }
 
     fn callback(&self) -> Option<NonNull<Header>> {
@@ -357,7 +362,7 @@ impl<L> CallbackCell<L> {
     pub(crate) fn take(&mut self) -> Option<CallbackBox> {
         let header = self.callback()?;
         // The word alone: assigning a whole cell would drop this one, still full.
-        self.word = ptr::null_mut::<()>().map_addr(|addr| addr | EMPTY);
+        self.word = Self::empty_word(None);
         // SAFETY: a full cell's word came from `CallbackBox::into_raw` in `full`, and the
         // cell, now empty, no longer owns it.
         Some(unsafe { CallbackBox::from_raw(header) })

@@ -111,7 +111,7 @@ impl Ceiling {
             return None;
         }
         let (first_count, base) = (0..ANCHOR_TRIES).find_map(|_| {
-            let (before, base, after) = (counter(), Instant::now(), counter());
+            let (before, base, after) = bracketed();
             (after.wrapping_sub(before) <= BRACKET_COUNTS).then_some((before, base))
         })?;
         Some(Ceiling {
@@ -155,9 +155,8 @@ impl Ceiling {
             if rate == OFF {
                 break;
             }
-            let before = counter();
-            nanos = self.nanos_since_base(Instant::now());
-            let after = counter();
+            let (before, at, after) = bracketed();
+            nanos = self.nanos_since_base(at);
             if after.wrapping_sub(before) > BRACKET_COUNTS {
                 continue;
             }
@@ -221,6 +220,13 @@ impl Ceiling {
         self.rate.store(raised, Ordering::Relaxed);
         Some(raised)
     }
+}
+
+/// A clock reading between two counter readings.
+fn bracketed() -> (u64, Instant, u64) {
+    let before = counter();
+    let at = Instant::now();
+    (before, at, counter())
 }
 
 /// Nanoseconds the counter took from `from` to `to` at `rate`; `None` if it went backwards
