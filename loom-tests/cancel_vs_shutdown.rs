@@ -4,6 +4,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, MS};
+use crate::entry::EntryRef;
 
 /// The timer is linked in the wheel when a cancel races `shutdown`. Exactly one side wins the
 /// timer: the cancel returns true and shutdown hands nothing back, or shutdown hands the
@@ -37,11 +38,11 @@ fn cancel_vs_shutdown() {
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         // A request pushed after shutdown waits on the lane, which the handle keeps alive.
         let waiting = usize::from(handle.lane().has_unlink_request());
-        assert_eq!(Arc::strong_count(handle.entry()), 1 + waiting);
+        assert_eq!(EntryRef::strong_count(handle.entry()), 1 + waiting);
         let entry = handle.entry().clone();
         drop(handle); // the lane goes, and releases a waiting request
         assert_eq!(
-            Arc::strong_count(&entry),
+            EntryRef::strong_count(&entry),
             1,
             "the entry is released exactly once"
         );

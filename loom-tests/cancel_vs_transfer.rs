@@ -4,6 +4,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, MS};
+use crate::entry::EntryRef;
 
 /// Whichever comes first — the shard placing the entry or the cancel — the entry ends up
 /// unlinked and freed exactly once: a cancel that lands before placement costs only the CAS
@@ -36,7 +37,7 @@ fn cancel_vs_transfer() {
         );
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert_eq!(
-            Arc::strong_count(handle.entry()),
+            EntryRef::strong_count(handle.entry()),
             1,
             "only the handle holds the entry"
         );

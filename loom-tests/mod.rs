@@ -21,6 +21,7 @@ mod relay_handover;
 mod reset_vs_fire;
 mod schedule_vs_shutdown;
 mod shutdown_callers;
+mod slab_chunks;
 mod sleep_vs_insert;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -37,15 +37,17 @@
 //! queue    inbound MPSC queue, owner's SPSC ring, unlink stack, recycler     src/queue/
 //! entry    the timer entry, its state word, the type-erased callback         src/entry/
 //! time     the tick clock and ManualClock                                    src/time/
+//! slab     where entries live: counted pointers into slots of chunks         src/slab/
 //! sync     the loom shim, the asymmetric barrier, the queue stand-in         src/sync/
 //! trace    events for the rare things (the `tracing` feature)                src/trace.rs
 //! ```
 //!
 //! # The entry and its state word
 //!
-//! A timer is one allocation of 40 bytes (src/entry/): a `triomphe::Arc` count (std's `Arc`
-//! without the weak count), a packed `AtomicU64` state word, the `next` and `prev` links of
-//! the lists it travels through, and the callback in a box one pointer wide
+//! A timer is one slot of 40 bytes (src/entry/, src/slab/): a reference count (std's `Arc`
+//! without the weak count, 32 bits wide beside the slot's index in its chunk), a packed
+//! `AtomicU64` state word, the `next` and `prev` links of the lists it travels through, and the
+//! callback in a box one pointer wide
 //! (src/entry/callback.rs): the pointer leads to a header naming the callback type's table of
 //! functions, followed by the captures. A callback that captures nothing is zero-sized and
 //! costs no allocation of its own; its box points at a header in static memory. A
@@ -87,14 +89,17 @@
 //! - An unlink request is the entry itself, linked through its emptied callback cell.
 //! - The handle is the entry's reference count plus its lane's `Arc`.
 //!
-//! So a pending timer costs its 40-byte allocation and nothing per timer elsewhere
-//! (tests/footprint.rs counts it at the allocator). How much memory that takes depends on the
-//! allocator's size classes: glibc's malloc keeps a 40-byte request in a 48-byte chunk, and
-//! conn-idle measures 48.2 resident bytes per timer with it (64.2 when the entry was 48
-//! bytes); mimalloc, on x86-64, steps its small classes by two words, so the block still takes
-//! 48 bytes there, and conn-idle measures 50.5–52.7 either way (the rest is transparent huge
-//! pages that mimalloc asks for). Below 48 bytes under mimalloc needs a 32-byte allocation:
-//! the reference count would have to move into the state word. Queueing new timers through
+//! So a pending timer costs its 40-byte slot and nothing per timer elsewhere
+//! (tests/footprint.rs counts it at the allocator). A block of its own per timer would cost
+//! more than 40 bytes: glibc's malloc keeps a 40-byte request in a 48-byte chunk, and mimalloc,
+//! on x86-64, steps its small size classes by two words, so the block takes 48 bytes there
+//! too. So a lane's owner carves its timers' entries out of 16 KiB chunks (src/slab/): 408
+//! slots behind a 32-byte header, handed out with no atomic operation; a slot freed on any
+//! thread goes onto the lane's free stack and is handed out again; a chunk is freed once its
+//! engine is gone and its last timer with it. Other threads' entries (the lane has one owner)
+//! are blocks of their own. idle-hold measures 40.7 resident bytes per timer this way, against
+//! 48.3 with a block per timer. The cost: a lane keeps the most chunks it ever needed until
+//! its engine is dropped. Queueing new timers through
 //! crossbeam's `SegQueue` instead adds its blocks (504 bytes per 31 pushes), 16 bytes to every
 //! timer, which stay resident: conn-idle measured 65 bytes per timer that way, against 48–50
 //! with the intrusive queue.
@@ -110,7 +115,8 @@
 //! - `unlinks`: timers cancelled after the shard placed them, the unlink stack;
 //! - `changes`: timers reset to an earlier deadline, crossbeam's `SegQueue` (a placed entry's
 //!   links belong to the wheel and its callback cell is still full, so it has no free link);
-//! - the spare entries the shard hands back for reuse, and the lane's counters.
+//! - the spare entries the shard hands back for reuse, the chunk new entries are carved from,
+//!   and the lane's counters.
 //!
 //! The first thread to schedule through a lane becomes its owner, until it exits, and three
 //! fast paths are its alone:
@@ -133,14 +139,17 @@
 //!   whole stack with one swap into a private stash and reuses the entries one by one,
 //!   prefetching the next while it uses this one. A scheduled-and-cancelled timer then costs
 //!   neither a malloc nor a free across threads.
+//! - **The lane's chunk** (src/slab/). When there is no spare, the owner carves the entry out
+//!   of the lane's chunk: a slot freed since, taken off the lane's free stack, or one never
+//!   used. Only when every slot is live does it allocate a new chunk.
 //!
-//! When the owner thread exits, a thread-local record releases its lanes (a Release store),
-//! and the next thread to schedule through one claims it (an Acquire compare-and-swap) and
-//! takes over the owner's private state as it was left: the counter cells, the ring's producer
-//! side, the stash. Without the hand-over, a short-lived first thread (a set-up thread, or one
-//! benchmark sample's worker) would keep a lane for good, and the threads doing the work would
-//! all take the shared paths. A handle keeps its lane alive, so a cancel reaches the shard
-//! even after the engine is gone.
+//! When the owner thread exits, a thread-local record releases its lanes (a Release store), and the
+//! next thread to schedule through one claims it (an Acquire compare-and-swap) and takes over the
+//! owner's private state as it was left: the counter cells, the ring's producer side, the stash,
+//! the chunks. Without the hand-over, a short-lived first thread (a set-up thread, or one benchmark
+//! sample's worker) would keep a lane for good, and the threads doing the work would all take the
+//! shared paths. A handle keeps its lane alive, so a cancel reaches the shard even after the engine
+//! is gone.
 //!
 //! # The inbound queue
 //!
@@ -490,19 +499,18 @@
 //!
 //! # What loom sees
 //!
-//! Every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell` and thread function the protocols
-//! use comes from the `sync` shim (src/sync/), under std's paths. Under `cfg(loom)` they are
-//! loom's, so the model checker sees every interleaving; otherwise std's. The shim's `Mutex`
-//! never reports poisoning: the engine's critical sections only move a value in or out and
-//! never leave it half-written, so a panic elsewhere leaves nothing to repair. The inbound
-//! queue, the unlink stack, the ring and the spare stack are built on the shim's atomics, so
-//! loom sees inside them. The `changes` queue is crossbeam's, which loom cannot see; under
-//! loom a stand-in (src/sync/queue.rs) answers `is_empty` from a Release/Acquire counter, like
-//! a lock-free queue, so a missing fence in the sleep protocol fails its model rather than
-//! passing on a mutex's stronger ordering. Under loom both sides of the asymmetric barrier are
-//! SeqCst fences: the models check the protocols, and a store-buffering litmus test in
-//! src/sync/barrier.rs checks the `membarrier` pair on the machine, failing if the heavy side
-//! skips the system call.
+//! Every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, raw allocation and thread function the
+//! protocols use comes from the `sync` shim (src/sync/), under std's paths. Under `cfg(loom)` they
+//! are loom's, so the model checker sees every interleaving; otherwise std's. The shim's `Mutex`
+//! never reports poisoning: the engine's critical sections only move a value in or out and never
+//! leave it half-written, so a panic elsewhere leaves nothing to repair. The inbound queue, the
+//! unlink stack, the ring, the spare stack and the slab are built on the shim's atomics, so loom
+//! sees inside them. The `changes` queue is crossbeam's, which loom cannot see; under loom a
+//! stand-in (src/sync/queue.rs) answers `is_empty` from a Release/Acquire counter, like a lock-free
+//! queue, so a missing fence in the sleep protocol fails its model rather than passing on a mutex's
+//! stronger ordering. Under loom both sides of the asymmetric barrier are SeqCst fences: the models
+//! check the protocols, and a store-buffering litmus test in src/sync/barrier.rs checks the
+//! `membarrier` pair on the machine, failing if the heavy side skips the system call.
 //!
 //! The models (loom-tests/, pulled into the crate because they step a shard's tick loop by
 //! hand) each name the bug they catch, and each was checked by putting that bug in:
@@ -538,10 +546,16 @@
 //! - `cancel_vs_shutdown`: a cancel of a placed timer racing shutdown's drain of the wheel:
 //!   exactly one side wins the timer, and the entry's count, which the cancel's unlink request
 //!   owns, is released exactly once (a drain that read the lifecycle apart from its unmarking
-//!   double-frees, which loom reports).
+//!   frees the entry twice, and the model fails on the freed block).
 //! - `every_caller_waits_for_the_finish` and
 //!   `the_next_caller_joins_a_shutdown_begun_inside_a_callback`: callers of `shutdown` meeting
 //!   in the closing protocol (src/engine/closing.rs): no caller from outside returns before
 //!   the shutdown is finished, and one that comes after a shutdown begun inside a callback
 //!   joins its finishing thread and receives its timers (a caller that returns instead of
 //!   waiting, or a `finishing` that wakes no waiter, fails).
+//! - `slab_chunk_is_freed_once_by_its_last_user`: slots freed on other threads while the
+//!   allocator's user hands out more and then gives its chunks up: each value is dropped once
+//!   and each chunk freed once (a give-up that does not add the slots it handed out leaks the
+//!   chunk, which loom reports; a freer that frees at another count than the last failed the
+//!   model once, when a later free read the freed block, which loom does not itself track:
+//!   Miri's run of the slab's unit tests is the check on that).

@@ -40,6 +40,8 @@
 mod trace;
 // Synchronisation primitives (the loom shim):
 mod sync;
+// Where entries live: counted pointers into slots of chunks:
+mod slab;
 // Timer entries and their state word; time as ticks:
 mod entry;
 mod time;

@@ -1,6 +1,8 @@
-//! What a pending timer costs in memory, counted at the allocator: one 40-byte block (the
-//! entry and its reference count) for a callback that captures nothing, and one block more
-//! for the captures of one that does. Nothing else is allocated per timer.
+//! What a pending timer costs in memory, counted at the allocator: 40 bytes (the entry, its
+//! reference count and its slot index) in a slot of a chunk shared with other timers, so no
+//! block of its own (a 40-byte block costs 48 in malloc), for a callback that captures
+//! nothing; one block more for the captures of one that does. Nothing else is allocated per
+//! timer.
 
 mod common;
 use common::{wait_until, Counting};
@@ -14,16 +16,16 @@ static ALLOCATOR: Counting = Counting;
 /// Enough that the engine's own structures, allocated once, are lost in the rounding.
 const TIMERS: usize = 200_000;
 
-/// The bytes per timer that `schedule` leaves live while `TIMERS` timers made by `callback`
-/// are pending in the wheels. The fewest of two tries: the count is the whole process's, and
-/// the test harness's own threads may allocate meanwhile.
-fn live_bytes_per_timer<F: FnOnce() + Send + 'static>(callback: impl Fn() -> F) -> f64 {
+/// Bytes and blocks per timer that `schedule` leaves live while `TIMERS` timers made by
+/// `callback` are pending in the wheels. The fewest of two tries: the count is the whole
+/// process's, and the test harness's own threads may allocate meanwhile.
+fn live_per_timer<F: FnOnce() + Send + 'static>(callback: impl Fn() -> F) -> (f64, f64) {
     let once = || {
         let engine = TimerEngine::builder().shards(2).build().unwrap();
         // Warm up the engine's own structures (lanes, thread slots) and the handles' storage.
         let mut handles = Vec::with_capacity(TIMERS);
         drop(engine.schedule(Duration::from_secs(600), || {}).unwrap());
-        let before = Counting::live();
+        let before = (Counting::live(), Counting::blocks());
         for _ in 0..TIMERS {
             handles.push(
                 engine
@@ -40,39 +42,46 @@ fn live_bytes_per_timer<F: FnOnce() + Send + 'static>(callback: impl Fn() -> F) 
                 .sum::<u64>()
                 == TIMERS as u64 + 1
         });
-        let after = Counting::live();
+        let after = (Counting::live(), Counting::blocks());
         drop(handles);
         drop(engine.shutdown());
-        (after as f64 - before as f64) / TIMERS as f64
+        let per_timer =
+            |after: usize, before: usize| (after as f64 - before as f64) / TIMERS as f64;
+        (per_timer(after.0, before.0), per_timer(after.1, before.1))
     };
-    once().min(once())
+    let (first, second) = (once(), once());
+    (first.0.min(second.0), first.1.min(second.1))
 }
 
-/// The entry's block: 32 bytes of entry and its reference count, 8 bytes (in the sanitizer
-/// builds, std's `Arc`, whose strong and weak counts take 16).
-const ENTRY_BLOCK: f64 = if cfg!(shardwheel_sanitize) {
-    48.0
-} else {
-    40.0
-};
+/// The entry's slot: 32 bytes of entry, its reference count and slot index, 8 bytes.
+const ENTRY_SLOT: f64 = 40.0;
 
 // One test, so that no other test's engine allocates while this one counts.
 #[test]
 #[cfg_attr(miri, ignore = "needs too many timers for Miri")]
-fn a_timer_costs_one_block_and_its_captures_one_more() {
-    let capture_free = live_bytes_per_timer(|| || {});
+fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
+    let (bytes, blocks) = live_per_timer(|| || {});
     assert!(
-        (ENTRY_BLOCK..ENTRY_BLOCK + 1.0).contains(&capture_free),
-        "{capture_free} bytes per timer with a capture-free callback"
+        (ENTRY_SLOT..ENTRY_SLOT + 1.0).contains(&bytes),
+        "{bytes} bytes per timer with a capture-free callback"
     );
-    // A 16-byte capture: one more block, of 8 bytes of header and 16 of captures.
-    let capturing = live_bytes_per_timer(|| {
+    // A chunk of 16 KiB holds over 400 entries.
+    assert!(
+        blocks < 0.01,
+        "{blocks} blocks per timer with a capture-free callback"
+    );
+    // A 16-byte capture: one block, of 8 bytes of header and 16 of captures.
+    let (bytes, blocks) = live_per_timer(|| {
         let captured = [1u64, 2];
         move || assert_eq!(captured.len(), 2)
     });
-    let with_captures = ENTRY_BLOCK + 24.0;
+    let with_captures = ENTRY_SLOT + 24.0;
     assert!(
-        (with_captures..with_captures + 1.0).contains(&capturing),
-        "{capturing} bytes per timer with a 16-byte capture"
+        (with_captures..with_captures + 1.0).contains(&bytes),
+        "{bytes} bytes per timer with a 16-byte capture"
+    );
+    assert!(
+        (1.0..1.01).contains(&blocks),
+        "{blocks} blocks per timer with a 16-byte capture"
     );
 }

@@ -2,10 +2,11 @@
 //!
 //! Ground rules, which every other module relies on:
 //!
-//! 1. An entry is a single reference-counted allocation ([`EntryRef`]) holding the packed state
-//!    word, the two intrusive links of the wheel slot it sits in, the callback in its one-word box (a callback
-//!    that captures nothing is zero-sized and costs no allocation of its own). An entry that no
-//!    one else holds any more may be reused for a new timer (see `queue::recycle`).
+//! 1. An entry is a single reference-counted slot ([`EntryRef`], see `slab`) holding the packed
+//!    state word, the two intrusive links of the wheel slot it sits in, the callback in its
+//!    one-word box (a callback that captures nothing is zero-sized and costs no allocation of
+//!    its own). An entry that no one else holds any more may be reused for a new timer (see
+//!    `queue::recycle`).
 //! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
 //!    written by whoever schedules, cancels, resets, fires or hands back the timer; every
 //!    change to it goes through a single compare-and-swap loop (`Entry::transition`, in this
@@ -39,11 +40,12 @@ use std::ptr::NonNull;
 
 use super::callback::{CallbackBox, CallbackCell};
 use super::state::{Lifecycle, SlotId, StateWord};
-use crate::sync::{AtomicPtr, AtomicU64, EntryArc, Ordering, UnsafeCell};
+use crate::slab::SlabArc;
+use crate::sync::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
 
 /// A shared reference to an entry: held by the timer's handle, by a queue in transit, and by
 /// the wheel while the entry is linked.
-pub(crate) type EntryRef = EntryArc<Entry>;
+pub(crate) type EntryRef = SlabArc<Entry>;
 
 /// A scheduled timer. See the module documentation for who may touch which field.
 pub(crate) struct Entry {
@@ -95,12 +97,6 @@ impl Entry {
                 None => CallbackCell::empty(None),
             }),
         }
-    }
-
-    /// Makes a dead entry (one no one else refers to any more, hence `&mut`) a new pending timer
-    /// due at `deadline`, keeping its allocation.
-    pub(crate) fn reuse(&mut self, deadline: u64, callback: CallbackBox) {
-        *self = Entry::new(deadline, callback);
     }
 
     /// Installs the callback of an entry made by `new_repeating`. `&mut`: before the entry is
@@ -463,9 +459,8 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_with_a_capture_free_callback_is_a_40_byte_allocation() {
-        // The allocation is the reference count and the entry: 8 + 32 bytes, a size class of
-        // its own in allocators with 8-byte steps there (mimalloc's default build).
+    fn an_entry_is_four_words() {
+        // With its count and slot index, one 40-byte slot (see `slab`).
         assert_eq!(std::mem::size_of::<Entry>(), 32);
         let entry = EntryRef::new(Entry::new(0, CallbackBox::new(|| {})));
         let start = EntryRef::as_ptr(&entry) as usize;

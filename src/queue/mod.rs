@@ -11,12 +11,10 @@
 //! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).
 //! - `unlink`: [`Unlinks`], timers cancelled after placement, for the shard to unlink.
 //! - `recycle`: [`Recycler`], dead entries handed back to a lane's owner for reuse.
-//! - `stack`: the take-all stack under `unlink` and `recycle`.
 
 mod inbound;
 mod recycle;
 mod ring;
-mod stack;
 mod unlink;
 
 pub(crate) use inbound::{Inbound, Pop};

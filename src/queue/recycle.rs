@@ -9,7 +9,7 @@
 //!
 //! - During a turn the shard collects the lane's dead, unshared entries in a `Vec`; at the end
 //!   of the turn it links them through their `next` links and pushes the whole chain onto the
-//!   lane's `returned` stack (a take-all stack, `queue::stack`) with one compare-and-swap
+//!   lane's `returned` stack (a take-all stack, `sync::stack`) with one compare-and-swap
 //!   ([`Recycler::give`]).
 //! - The owner keeps a private stash. When it runs dry, the owner takes the whole stack with
 //!   one swap, then reuses entries from the stash one by one with no atomic operation at all
@@ -26,9 +26,8 @@
 
 use std::ptr;
 
-use super::stack::TakeAllStack;
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{prefetch, Ordering, UnsafeCell};
+use crate::sync::{prefetch, Ordering, TakeAllStack, UnsafeCell};
 
 /// The most entries a shard leaves on one lane's stack before it sees the stack emptied.
 pub(crate) const RETURN_LIMIT: usize = 4096;
@@ -36,7 +35,7 @@ pub(crate) const RETURN_LIMIT: usize = 4096;
 /// A lane's spare entries: the stack the shard fills and the stash its owner draws from.
 pub(crate) struct Recycler {
     /// A chain of spare entries linked through `next`, each carrying one strong count.
-    returned: TakeAllStack,
+    returned: TakeAllStack<Entry>,
     /// The owner's chain, taken from `returned`. Only the lane's owner touches it, inside a
     /// call on its engine, or `TimerEngine::drop`.
     stash: UnsafeCell<*mut Entry>,

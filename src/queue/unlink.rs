@@ -4,7 +4,7 @@
 //! memory, until the shard unlinks it; the shard must hear of it within about a tick. The
 //! canceller has just won the lifecycle CAS and emptied the entry's callback cell, which is
 //! then its own (ground rule 3 of `entry::node`), so the cell serves as the link of a
-//! take-all stack (`queue::stack`), one per lane:
+//! take-all stack (`sync::stack`), one per lane:
 //!
 //! - a canceller writes the current top into its entry's cell and swings the top to the entry
 //!   with one compare-and-swap (Release), with no allocation;
@@ -28,8 +28,8 @@
 
 use std::ptr::{self, NonNull};
 
-use super::stack::TakeAllStack;
 use crate::entry::{Entry, EntryRef};
+use crate::sync::TakeAllStack;
 
 /// A reusable buffer of requests taken off a stack (see [`Unlinks::take_all`]).
 #[derive(Default)]
@@ -40,7 +40,7 @@ pub(crate) struct Requests(pub(crate) Vec<NonNull<Entry>>);
 unsafe impl Send for Requests {}
 
 pub(crate) struct Unlinks {
-    stack: TakeAllStack,
+    stack: TakeAllStack<Entry>,
 }
 
 impl Unlinks {

@@ -12,16 +12,17 @@
 //! schedules through a lane becomes its *owner*, until it exits. The owner counts with a plain
 //! load and store where every other thread needs a read-modify-write, queues new timers through
 //! the lane's single-producer ring (see `queue::ring`), and alone reuses the lane's spare
-//! entries (see `queue::recycle`). A timer handle keeps its lane alive, so a cancel can reach
-//! the shard even after the engine is gone.
+//! entries (see `queue::recycle`) and carves new ones from the lane's chunks (see `slab`);
+//! other threads' entries are blocks of their own. A timer handle keeps its lane alive, so a
+//! cancel can reach the shard even after the engine is gone.
 //!
 //! Ownership is handed over when the owner thread exits: a thread-local record of the lanes a
-//! thread owns releases them in its destructor (a Release store of `NO_OWNER`), and the next
-//! thread to schedule through the lane claims it (an Acquire CAS) and takes over the owner's
-//! private state (its counter cells, the ring's producer side, the spare stash) as the previous
-//! owner left it. Without the hand-over, a short-lived first thread (a set-up thread, or one
-//! criterion sample's worker) would keep a lane for good, and the threads that do the work
-//! would all take the shared paths.
+//! thread owns releases them in its destructor (a Release store of `NO_OWNER`), and the next thread
+//! to schedule through the lane claims it (an Acquire CAS) and takes over the owner's private state
+//! (its counter cells, the ring's producer side, the spare stash, the chunks) as the previous owner
+//! left it. Without the hand-over, a short-lived first thread (a set-up thread, or one criterion
+//! sample's worker) would keep a lane for good, and the threads that do the work would all take the
+//! shared paths.
 //!
 //! The lane is also where a timer is admitted and queued ([`Lane::admit`], [`Lane::enqueue`]):
 //! the producer's half of the shutdown hand-off. Shutdown sets the shard's `stop` flag and
@@ -32,7 +33,7 @@
 //!
 //! The queues' consumer side (taking from them) is reachable only from this layer: the shard
 //! thread's `worker`, and [`Lane::empty_after_stop`] for shutdown. The spare entries go the
-//! other way, to the lane's owner ([`Lane::spare`]).
+//! other way, to the lane's owner ([`Lane::new_entry`]).
 
 use std::marker::PhantomData;
 
@@ -43,6 +44,7 @@ use std::ptr::NonNull;
 use super::core::ShardCore;
 use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
+use crate::slab::Allocator;
 use crate::sync::{fence, owner_slot, thread, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
 
 /// One lane of a shard: the queues from a group of producer threads into it.
@@ -55,6 +57,9 @@ pub(crate) struct Lane {
     changes: Queue<EntryRef>,
     counts: LaneCounts,
     spares: Recycler,
+    /// The chunks the owner's new entries are carved from (see `slab`): used by the owner,
+    /// and given up when the engine or the lane is dropped.
+    slab: Allocator<Entry>,
     shard: Arc<ShardCore>,
 }
 
@@ -215,6 +220,7 @@ impl Lane {
             changes: Queue::new(),
             counts: LaneCounts::new(),
             spares: Recycler::new(),
+            slab: Allocator::new(),
             shard,
         }
     }
@@ -368,14 +374,20 @@ impl Lane {
         released
     }
 
-    /// Frees the owner's stash of spare entries.
+    /// Frees the owner's stash of spare entries and gives up the lane's chunks (each freed once its
+    /// last timer is), rather than leaving both to the lane, which handles may keep alive long
+    /// after.
     ///
     /// # Safety
     /// As `Recycler::free_stash`: no call on the lane's engine is in progress (it is being
     /// dropped).
     pub(crate) unsafe fn free_spares(&self) {
-        // SAFETY: by this function's contract.
-        unsafe { self.spares.free_stash() }
+        // SAFETY: by this function's contract no owner is in `new_entry`, and every earlier
+        // call on the engine (so every allocation) happens before the engine's drop.
+        unsafe {
+            self.spares.free_stash();
+            self.slab.give_up();
+        }
     }
 
     /// Whether an unlink request waits on the lane (for the models).
@@ -418,19 +430,32 @@ impl Lane {
         false
     }
 
-    /// A spare entry for the calling thread to reuse, if it owns the lane (as `ownership`
-    /// says, taken by this thread for this lane) and the lane has one.
+    /// `entry`, in a spare entry reused or a slot of the lane's chunks if the calling thread
+    /// owns the lane (as `ownership` says, taken by this thread for this lane), or in a block
+    /// of its own if it does not.
     ///
     /// # Safety
     /// The caller is inside a call on the lane's engine (so the engine is not being dropped).
     #[inline]
-    pub(crate) unsafe fn spare(&self, ownership: Ownership) -> Option<EntryRef> {
+    pub(crate) unsafe fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
         if !ownership.mine() {
-            return None;
+            return EntryRef::new(entry);
         }
         // SAFETY: the calling thread owns the lane, and by this function's contract it is
         // inside a call on the engine.
-        unsafe { self.spares.take() }
+        match unsafe { self.spares.take() } {
+            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
+                Some(unshared) => {
+                    *unshared = entry;
+                    spare
+                }
+                None => unreachable!("a spare entry is held by its lane alone"),
+            },
+            // SAFETY: as above: the owner alone allocates from the lane's chunks, and each
+            // earlier allocation happened before this one (on this thread, or on the previous
+            // owner's before its Release hand-over, which this thread's claim acquired).
+            None => unsafe { self.slab.alloc(entry) },
+        }
     }
 }
 

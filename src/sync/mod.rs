@@ -1,16 +1,18 @@
 //! The one place the crate takes its synchronisation primitives from: the lowest layer.
 //!
-//! Under `cfg(loom)` every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, thread function and
-//! the multi-producer queue come from loom (or a loom-visible stand-in), so the model checker
-//! sees every interleaving of the engine's protocols. Otherwise they are std's and crossbeam's.
-//! The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code reads the
-//! same either way. No other module imports `std::sync::atomic` for a modelled protocol.
+//! Under `cfg(loom)` every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, thread function, raw
+//! allocation and the multi-producer queue come from loom (or a loom-visible stand-in), so the
+//! model checker sees every interleaving of the engine's protocols. Otherwise they are std's and
+//! crossbeam's. The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code
+//! reads the same either way. No other module imports `std::sync::atomic` for a modelled protocol.
 //!
 //! - [`barrier`]: the asymmetric fences of the wake-up and shutdown hand-offs.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
 //! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
 //! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
+//! - `stack`: a take-all stack (many push, a taker takes everything), under the unlink and
+//!   recycle stacks and a lane's free slots.
 //! - `ids`: per-thread slots, per-engine ids, and blocks of ids for delay-queue keys.
 //! - `prefetch`: a cache prefetch hint.
 
@@ -21,6 +23,7 @@ mod ids;
 mod mutex;
 mod prefetch;
 mod queue;
+mod stack;
 
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;
@@ -28,35 +31,32 @@ pub(crate) use ids::{next_engine_id, next_ids, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
 pub(crate) use queue::Queue;
+pub(crate) use stack::TakeAllStack;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc, Weak,
 };
-
-#[cfg(loom)]
-pub(crate) use loom::sync::Arc as EntryArc;
-/// Under the sanitizers (`--cfg shardwheel_sanitize`, see `.ci/sanitizers`), std's `Arc`:
-/// triomphe's drop orders the free with a standalone `fence(Acquire)`, which ThreadSanitizer
-/// does not model (it would report every entry's free as a race), while std's `Arc` uses an
-/// Acquire load instead when built for ThreadSanitizer.
-#[cfg(all(not(loom), shardwheel_sanitize))]
-pub(crate) use std::sync::Arc as EntryArc;
-/// The reference-counted pointer a timer entry lives in: `triomphe::Arc` (std's `Arc` without
-/// the weak count, 8 bytes less per timer), or loom's `Arc` under loom.
-#[cfg(not(any(loom, shardwheel_sanitize)))]
-pub(crate) use triomphe::Arc as EntryArc;
 
 /// std's `Arc`, for what never takes part in a modelled protocol: a user's rayon pool, and
 /// what a manual clock holds weakly.
 pub(crate) type StdArc<T> = std::sync::Arc<T>;
+
+/// Raw allocation: loom's under `cfg(loom)` (which reports a block never freed as a leak),
+/// std's otherwise.
+pub(crate) mod alloc {
+    #[cfg(loom)]
+    pub(crate) use loom::alloc::{alloc, dealloc};
+    #[cfg(not(loom))]
+    pub(crate) use std::alloc::{alloc, dealloc};
+}
 
 /// Thread functions: loom's under `cfg(loom)`, std's otherwise.
 pub(crate) mod thread {

@@ -63,14 +63,14 @@ impl TimerHandle {
     where
         F: FnOnce() + Send + 'static,
     {
-        TimerHandle::schedule_into(lane, tick, callback, |_| None)
+        TimerHandle::schedule_into(lane, tick, callback, |_, entry| EntryRef::new(entry))
     }
 
-    /// As [`schedule`](Self::schedule), reusing a spare entry of the lane's owner if the
-    /// calling thread owns the lane and it has one.
+    /// As [`schedule`](Self::schedule), with the entry from the lane's owner's spares or chunk
+    /// if the calling thread owns the lane (see `Lane::new_entry`).
     ///
     /// # Safety
-    /// The caller is inside a call on the lane's engine (as `Lane::spare` requires).
+    /// The caller is inside a call on the lane's engine (as `Lane::new_entry` requires).
     pub(crate) unsafe fn schedule_reusing<F>(
         lane: &Arc<Lane>,
         tick: Option<u64>,
@@ -80,8 +80,8 @@ impl TimerHandle {
         F: FnOnce() + Send + 'static,
     {
         // SAFETY: passed on from the caller.
-        TimerHandle::schedule_into(lane, tick, callback, |ownership| unsafe {
-            lane.spare(ownership)
+        TimerHandle::schedule_into(lane, tick, callback, |ownership, entry| unsafe {
+            lane.new_entry(ownership, entry)
         })
     }
 
@@ -89,7 +89,7 @@ impl TimerHandle {
         lane: &Arc<Lane>,
         tick: Option<u64>,
         callback: F,
-        spare: impl FnOnce(Ownership) -> Option<EntryRef>,
+        make: impl FnOnce(Ownership, Entry) -> EntryRef,
     ) -> Result<TimerHandle, NotQueued<F>>
     where
         F: FnOnce() + Send + 'static,
@@ -100,16 +100,7 @@ impl TimerHandle {
         };
         let callback = CallbackBox::new(callback);
         let ownership = Lane::ownership(lane);
-        let entry = match spare(ownership) {
-            Some(mut spare) => match EntryRef::get_mut(&mut spare) {
-                Some(unshared) => {
-                    unshared.reuse(tick, callback);
-                    spare
-                }
-                None => unreachable!("a spare entry is held by its lane alone"),
-            },
-            None => EntryRef::new(Entry::new(tick, callback)),
-        };
+        let entry = make(ownership, Entry::new(tick, callback));
         TimerHandle::enqueue(lane, ownership, entry).map_err(NotQueued::TakenBack)
     }
 

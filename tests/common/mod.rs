@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 pub struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+static BLOCKS: AtomicUsize = AtomicUsize::new(0);
 
 impl Counting {
     /// The bytes allocated and not yet freed, over the whole process.
@@ -17,6 +18,13 @@ impl Counting {
         // SeqCst: tests read it between phases driven from other threads; a statistic either
         // way, and never on a hot path.
         LIVE.load(Ordering::SeqCst)
+    }
+
+    /// The blocks allocated and not yet freed, over the whole process.
+    #[allow(dead_code)] // not every test that counts bytes counts blocks
+    pub fn blocks() -> usize {
+        // SeqCst: as in `live`.
+        BLOCKS.load(Ordering::SeqCst)
     }
 }
 
@@ -30,6 +38,7 @@ unsafe impl GlobalAlloc for Counting {
             // Relaxed: a count only; `live` reads it after the allocating threads were joined
             // or waited for.
             LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            BLOCKS.fetch_add(1, Ordering::Relaxed);
         }
         block
     }
@@ -37,6 +46,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
         // Relaxed: as above.
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        BLOCKS.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: as the impl says.
         unsafe { System.dealloc(block, layout) }
     }

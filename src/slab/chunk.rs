@@ -1,0 +1,440 @@
+//! Chunks of slots, and the allocator one thread carves them with.
+//!
+//! A chunk is one block: a header, then `slots` slots of one type. Its allocator (used by one
+//! thread at a time) hands out slots: first free slots it took back, then slots of its newest
+//! chunk never used, then whatever was freed since, taken whole off the allocator's free stack;
+//! only when that is empty too does it start a new chunk.
+//!
+//! Any thread frees a slot: it pushes the slot onto its allocator's free stack (a take-all
+//! stack, `sync::stack`, which the chunk's header names) and counts one free in the chunk's
+//! `live` word. So a freed slot of any of the allocator's chunks is handed out again, and the
+//! allocator holds no more slots than were ever live at once.
+//!
+//! The allocator does not count its allocations in `live` one by one, which would touch a
+//! shared word on every allocation: it counts them in the header, where only it reads and
+//! writes, and adds them to `live` when it gives the chunk up (when its engine or itself is
+//! dropped). So `live`,
+//! wrapping, is the frees' negative until then, and the number of live slots after; whoever
+//! brings it to zero (the last freer, or the allocator if nothing is live) frees the chunk.
+//! Before the give-up it never reaches zero from above, since a slot is freed only after it
+//! was allocated. A timer that outlives its engine keeps its own chunk, not the others.
+
+use std::alloc::Layout;
+use std::mem;
+use std::ptr::{self, NonNull};
+
+use super::slot::{SlabArc, Slot, ALONE};
+use crate::sync::{alloc, prefetch, Arc, AtomicUsize, Ordering, TakeAllStack, UnsafeCell};
+
+/// The size a chunk aims at: 16 KiB, 408 slots of 40 bytes behind a 32-byte header.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// An allocator's free stack: freed slots of all its chunks, linked through their bodies.
+type FreeSlots<T> = TakeAllStack<Slot<T>>;
+
+#[repr(C)]
+struct Header<T> {
+    /// The allocations added at the give-up, minus the frees; wrapping (see the module
+    /// documentation).
+    live: AtomicUsize,
+    /// Where this chunk's freed slots go.
+    free: Arc<FreeSlots<T>>,
+    /// Slots of this chunk handed out; the allocator's alone.
+    allocated: UnsafeCell<usize>,
+    /// How many slots follow the header.
+    slots: u32,
+}
+
+/// A chunk of `slots` slots, and where its first slot starts.
+fn layout<T>(slots: u32) -> (Layout, usize) {
+    let Ok(array) = Layout::array::<Slot<T>>(slots as usize) else {
+        unreachable!("a chunk's slots are bounded by `CHUNK_BYTES` or a test's small count")
+    };
+    let Ok((layout, first)) = Layout::new::<Header<T>>().extend(array) else {
+        unreachable!("as above")
+    };
+    (layout.pad_to_align(), first)
+}
+
+/// Bytes from a chunk's start to its slot at `index`.
+fn offset_of_slot<T>(index: u32) -> usize {
+    layout::<T>(0).1 + index as usize * mem::size_of::<Slot<T>>()
+}
+
+/// The slot at `index` of `chunk`.
+///
+/// # Safety
+/// `index` is below the chunk's slot count.
+unsafe fn slot_at<T>(chunk: NonNull<Header<T>>, index: u32) -> NonNull<Slot<T>> {
+    // SAFETY: by this function's contract the slot lies within the chunk's block.
+    unsafe { chunk.byte_add(offset_of_slot::<T>(index)) }.cast()
+}
+
+/// The chunk a slot at `index` belongs to.
+///
+/// # Safety
+/// `slot` is a slot of a live chunk, at `index`.
+unsafe fn chunk_of<T>(slot: NonNull<Slot<T>>, index: u32) -> NonNull<Header<T>> {
+    // SAFETY: by this function's contract the chunk starts that many bytes before the slot,
+    // within the same block.
+    unsafe { slot.byte_sub(offset_of_slot::<T>(index)) }.cast()
+}
+
+/// Frees a chunk's slot whose value has been dropped; frees the chunk too if that was its last
+/// live slot and its allocator has given it up.
+///
+/// # Safety
+/// `slot` is a slot of a live chunk at `index`, its value dropped, its last count released
+/// by the calling thread.
+pub(super) unsafe fn free<T>(slot: NonNull<Slot<T>>, index: u32) {
+    // SAFETY: by this function's contract.
+    let raw = unsafe { chunk_of(slot, index) };
+    // SAFETY: the chunk lives until `live` reaches zero, which this slot's free has not yet
+    // counted. Only `live` and `free` are read through this reference; `allocated` is the
+    // allocator's (in an `UnsafeCell`).
+    let chunk = unsafe { raw.as_ref() };
+    chunk.free.push_chain(slot.as_ptr(), |top| {
+        // SAFETY: the slot is this thread's until the push publishes it.
+        unsafe { Slot::set_next(slot, top) }
+    });
+    // AcqRel: Release so that this thread's push (and every use of the slot before it) happens
+    // before the chunk is freed by whoever brings `live` to zero; Acquire for when that is this
+    // thread, so the other freers' pushes and the allocator's writes happen before its free.
+    if chunk.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // SAFETY: `live` reached zero: the allocator gave the chunk up and no slot is live.
+        unsafe { dealloc_chunk(raw) };
+    }
+}
+
+/// # Safety
+/// `chunk` is no one's any more: given up, with no live slot.
+unsafe fn dealloc_chunk<T>(chunk: NonNull<Header<T>>) {
+    // SAFETY: the chunk is live until the `dealloc` below; `slots` was written by `new_chunk`.
+    let slots = unsafe { chunk.as_ref() }.slots;
+    // SAFETY: the header was written by `new_chunk`, and is dropped once, here (which lets go
+    // of the free stack); the block was allocated there with this layout.
+    unsafe {
+        ptr::drop_in_place(chunk.as_ptr());
+        alloc::dealloc(chunk.as_ptr().cast(), layout::<T>(slots).0);
+    }
+}
+
+fn new_chunk<T>(slots: u32, free: Arc<FreeSlots<T>>) -> NonNull<Header<T>> {
+    let layout = layout::<T>(slots).0;
+    // SAFETY: the layout has a header, so it is not zero-sized.
+    let raw = unsafe { alloc::alloc(layout) }.cast::<Header<T>>();
+    let Some(chunk) = NonNull::new(raw) else {
+        std::alloc::handle_alloc_error(layout)
+    };
+    let header = Header {
+        live: AtomicUsize::new(0),
+        free,
+        allocated: UnsafeCell::new(0),
+        slots,
+    };
+    // SAFETY: a fresh block of the header's layout, this thread's alone.
+    unsafe { chunk.as_ptr().write(header) };
+    chunk
+}
+
+/// The allocator's state.
+struct Carver<T> {
+    /// Every chunk not yet given up; the last is the newest.
+    chunks: Vec<NonNull<Header<T>>>,
+    /// The slots freed into this allocator's chunks.
+    free: Arc<FreeSlots<T>>,
+    /// Slots per new chunk.
+    slots: u32,
+    /// The next slot of the newest chunk never handed out.
+    unused: u32,
+    /// Free slots taken off `free`, linked through their bodies.
+    reuse: *mut Slot<T>,
+}
+
+/// Hands out slots of chunks, one thread at a time (see the module documentation).
+pub(crate) struct Allocator<T> {
+    carver: UnsafeCell<Carver<T>>,
+}
+
+// SAFETY: the state is reached only under `alloc`'s and `give_up`'s contract (no two
+// accesses race); the slots it hands out are `SlabArc`s, `Send` and `Sync` as `T` allows.
+unsafe impl<T: Send + Sync> Send for Allocator<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Allocator<T> {}
+
+impl<T> Allocator<T> {
+    /// An allocator whose chunks are about 16 KiB each.
+    pub(crate) fn new() -> Self {
+        let first = layout::<T>(0).1;
+        let fit = (CHUNK_BYTES.saturating_sub(first) / mem::size_of::<Slot<T>>()).max(1);
+        Allocator::with_slots(u32::try_from(fit).unwrap_or(ALONE - 1))
+    }
+
+    /// An allocator whose chunks have `slots` slots each (at least one).
+    pub(crate) fn with_slots(slots: u32) -> Self {
+        Allocator {
+            carver: UnsafeCell::new(Carver {
+                chunks: Vec::new(),
+                free: Arc::new(TakeAllStack::new()),
+                slots: slots.clamp(1, ALONE - 1),
+                unused: 0,
+                reuse: ptr::null_mut(),
+            }),
+        }
+    }
+
+    /// `value` in a free slot of one of the allocator's chunks, or of a new one.
+    ///
+    /// # Safety
+    /// Every earlier call of `alloc` or `give_up` on this allocator happens before this one
+    /// (one thread at a time, each handing over to the next with a Release and an Acquire).
+    pub(crate) unsafe fn alloc(&self, value: T) -> SlabArc<T> {
+        // SAFETY: by this function's contract this thread alone touches the state.
+        self.carver
+            .with_mut(|carver| unsafe { (*carver).alloc(value) })
+    }
+
+    /// Gives up every chunk: each is freed once its last live slot is. A later `alloc` starts
+    /// afresh.
+    ///
+    /// # Safety
+    /// As [`alloc`](Self::alloc).
+    pub(crate) unsafe fn give_up(&self) {
+        // SAFETY: by this function's contract this thread alone touches the state.
+        self.carver
+            .with_mut(|carver| unsafe { (*carver).give_up() })
+    }
+}
+
+impl<T> Drop for Allocator<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no other thread can be in `alloc` or `give_up`.
+        unsafe { self.give_up() };
+    }
+}
+
+impl<T> Carver<T> {
+    fn alloc(&mut self, value: T) -> SlabArc<T> {
+        let (slot, index) = self.next_slot();
+        // SAFETY: the slot is free and this thread's (see `next_slot`).
+        unsafe {
+            Slot::init(slot, index, value);
+            SlabArc::from_slot(slot)
+        }
+    }
+
+    /// A free slot, counted as handed out in its chunk.
+    fn next_slot(&mut self) -> (NonNull<Slot<T>>, u32) {
+        loop {
+            if let Some(slot) = NonNull::new(self.reuse) {
+                // SAFETY: a slot of the reuse chain is free and this thread's: it was taken off
+                // the stack whole, and its link and index were published by the push. Its
+                // chunk has not been given up (`give_up` empties the chain), so it is live.
+                unsafe {
+                    self.reuse = Slot::next(slot);
+                    // Start loading the next free slot now, an allocation before it is needed:
+                    // it was freed on another thread, most likely on another core.
+                    prefetch(self.reuse);
+                    let index = Slot::index(slot);
+                    count_handed_out(chunk_of(slot, index));
+                    return (slot, index);
+                }
+            }
+            if let Some(&newest) = self.chunks.last() {
+                if self.unused < self.slots {
+                    let index = self.unused;
+                    self.unused += 1;
+                    // SAFETY: `index` is below the chunk's slot count, no slot at or above
+                    // `unused` has been handed out, and the chunk is live (not given up).
+                    unsafe {
+                        count_handed_out(newest);
+                        return (slot_at(newest, index), index);
+                    }
+                }
+            }
+            self.reuse = self.free.take_all();
+            if self.reuse.is_null() {
+                self.chunks.push(new_chunk(self.slots, self.free.clone()));
+                self.unused = 0;
+            }
+        }
+    }
+
+    fn give_up(&mut self) {
+        if self.chunks.is_empty() {
+            return;
+        }
+        self.reuse = ptr::null_mut();
+        for chunk in self.chunks.drain(..) {
+            // SAFETY: the chunk is live until `live` reaches zero, which needs this addition;
+            // `allocated` is this thread's.
+            let allocated = unsafe { chunk.as_ref() }
+                .allocated
+                .with_mut(|allocated| unsafe { *allocated });
+            // SAFETY: as above.
+            let live = unsafe { chunk.as_ref() }
+                .live
+                // AcqRel: as in `free`: Release so this thread's writes to the chunk happen
+                // before its free by a later freer, Acquire for when that is this thread.
+                .fetch_add(allocated, Ordering::AcqRel)
+                .wrapping_add(allocated);
+            if live == 0 {
+                // SAFETY: given up just now, and no slot is live.
+                unsafe { dealloc_chunk(chunk) };
+            }
+        }
+        // The slots on the old stack belong to chunks given up (some perhaps freed already):
+        // a later `alloc` must not take them.
+        self.free = Arc::new(TakeAllStack::new());
+    }
+}
+
+/// Counts one more slot of `chunk` handed out.
+///
+/// # Safety
+/// The chunk is live and not given up, and the calling thread is its allocator's user.
+unsafe fn count_handed_out<T>(chunk: NonNull<Header<T>>) {
+    // SAFETY: by this function's contract.
+    unsafe { chunk.as_ref() }
+        .allocated
+        .with_mut(|allocated| unsafe { *allocated = (*allocated).wrapping_add(1) });
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    use std::sync::Arc;
+
+    /// Counts its drops.
+    struct Tracked(Arc<StdAtomicUsize>, [u64; 4]);
+
+    impl Drop for Tracked {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_16_kib_chunk_holds_408_entry_sized_slots() {
+        let slab = Allocator::<[u64; 4]>::new();
+        // SAFETY: the test thread is the only one using the allocator.
+        let slots = slab.carver.with_mut(|carver| unsafe { (*carver).slots });
+        assert_eq!((slots, layout::<[u64; 4]>(0).1), (408, 32));
+        assert!(layout::<[u64; 4]>(slots).0.size() <= CHUNK_BYTES);
+    }
+
+    #[test]
+    fn freed_slots_are_handed_out_again_before_a_new_chunk() {
+        let slab = Allocator::with_slots(4);
+        // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
+        let first: Vec<_> = (0..4u64).map(|i| unsafe { slab.alloc(i) }).collect();
+        let addresses: Vec<_> = first.iter().map(SlabArc::as_ptr).collect();
+        drop(first);
+        let again: Vec<_> = (0..4u64).map(|i| unsafe { slab.alloc(i + 10) }).collect();
+        let mut reused: Vec<_> = again.iter().map(SlabArc::as_ptr).collect();
+        reused.sort();
+        let mut expected = addresses.clone();
+        expected.sort();
+        assert_eq!(reused, expected, "the same four slots, not a new chunk");
+        assert_eq!(again.iter().map(|a| **a).sum::<u64>(), 10 + 11 + 12 + 13);
+        // A fifth while all four are live: a new chunk.
+        let fifth = unsafe { slab.alloc(99) };
+        assert!(!addresses.contains(&SlabArc::as_ptr(&fifth)));
+    }
+
+    #[test]
+    fn a_freed_slot_of_an_older_chunk_is_handed_out_again() {
+        let slab = Allocator::with_slots(2);
+        // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
+        let mut held: Vec<_> = (0..4u64).map(|i| unsafe { slab.alloc(i) }).collect();
+        let older = SlabArc::as_ptr(&held[0]);
+        drop(held.remove(0));
+        // A long-lived value in every chunk, and churn beside it: the slots go round.
+        for round in 0..100u64 {
+            let churn = unsafe { slab.alloc(round) };
+            assert_eq!(SlabArc::as_ptr(&churn), older, "round {round}");
+        }
+    }
+
+    #[test]
+    fn every_value_is_dropped_once_whoever_lets_go_last() {
+        let drops = Arc::new(StdAtomicUsize::new(0));
+        let slab = Allocator::with_slots(3);
+        let mut kept = Vec::new();
+        for i in 0..10u64 {
+            // SAFETY: the test thread is the only one using the allocator.
+            let a = unsafe { slab.alloc(Tracked(drops.clone(), [i; 4])) };
+            let b = a.clone();
+            assert_eq!(SlabArc::strong_count(&a), 2);
+            if i % 2 == 0 {
+                kept.push(b);
+            }
+        }
+        // The allocator goes first: its chunks live on in the values still held.
+        drop(slab);
+        assert_eq!(drops.load(Ordering::SeqCst), 5);
+        let held = std::thread::spawn(move || {
+            kept.iter().map(|t| t.1[0]).sum::<u64>() // 0 + 2 + 4 + 6 + 8
+        })
+        .join()
+        .unwrap();
+        assert_eq!(held, 20);
+        assert_eq!(drops.load(Ordering::SeqCst), 10);
+    }
+
+    #[test]
+    fn raw_round_trip_and_get_mut() {
+        let slab = Allocator::with_slots(2);
+        // SAFETY: the test thread is the only one using the allocator.
+        let mut a = unsafe { slab.alloc(7u64) };
+        *SlabArc::get_mut(&mut a).unwrap() += 1;
+        let b = a.clone();
+        assert!(SlabArc::get_mut(&mut a).is_none());
+        let raw = SlabArc::into_raw(b);
+        // SAFETY: from `into_raw`, taken back once.
+        let b = unsafe { SlabArc::from_raw(raw) };
+        assert_eq!(*b, 8);
+        drop(b);
+        assert!(SlabArc::get_mut(&mut a).is_some());
+        let alone = SlabArc::new(5u64);
+        let raw = SlabArc::into_raw(alone);
+        // SAFETY: as above.
+        assert_eq!(*unsafe { SlabArc::from_raw(raw) }, 5);
+    }
+
+    #[test]
+    fn a_value_whose_drop_panics_still_frees_its_slot() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("drop panics");
+            }
+        }
+        let slab = Allocator::with_slots(1);
+        // SAFETY: the test thread is the only one using the allocator.
+        let bomb = unsafe { slab.alloc(Bomb) };
+        drop(slab);
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(bomb)));
+        assert!(unwound.is_err());
+        // Under Miri, a chunk left allocated here fails the test as a leak.
+        let alone = SlabArc::new(Bomb);
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(alone)));
+        assert!(unwound.is_err());
+    }
+
+    #[test]
+    fn slots_freed_on_other_threads_come_back() {
+        let slab = Allocator::with_slots(8);
+        for round in 0..50u64 {
+            // SAFETY: only the test thread allocates.
+            let batch: Vec<_> = (0..8)
+                .map(|i| unsafe { slab.alloc(round * 8 + i) })
+                .collect();
+            let sum = std::thread::spawn(move || batch.iter().map(|v| **v).sum::<u64>())
+                .join()
+                .unwrap();
+            assert_eq!(sum, (0..8).map(|i| round * 8 + i).sum::<u64>());
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Where timer entries live: a counted pointer ([`SlabArc`]) whose block is a slot of a chunk
+//! that one thread carves up ([`Allocator`]), or a block of its own.
+//!
+//! A pending timer is one entry of 32 bytes and a count. Malloc rounds a 40-byte block up to
+//! 48 (glibc's chunk header, mimalloc's size classes, which step by 16 bytes there), so a
+//! block per entry costs 48 bytes whichever allocator the program links. A slot of a chunk
+//! costs its 40 and nothing more: a 16 KiB chunk holds 408 of them behind a 32-byte header.
+//!
+//! - `slot`: [`SlabArc`] (std's `Arc` without the weak count, its count 32 bits wide beside
+//!   the slot's index in its chunk) and the slot it points at.
+//! - `chunk`: the chunk, and [`Allocator`], which hands out its slots. Any thread frees a
+//!   slot; the allocator takes the freed slots back and hands them out again; a chunk is freed
+//!   once its allocator has moved on and its last slot is freed. The module explains the
+//!   protocol; the loom model `slab_chunk_is_freed_once_by_its_last_user` checks it.
+//!
+//! An allocator hands out again the freed slots of all its chunks, so it holds as many chunks
+//! as were ever needed at once, and keeps them until it is given up (when its engine is
+//! dropped). After that a chunk goes back to the system allocator when its last slot is
+//! freed: a long-lived timer keeps its whole chunk (16 KiB) allocated.
+
+mod chunk;
+mod slot;
+
+pub(crate) use chunk::Allocator;
+pub(crate) use slot::SlabArc;
