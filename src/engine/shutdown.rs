@@ -7,11 +7,11 @@
 //! racing it takes its own timer back (the producer's half, in `shard::lane`), so every timer
 //! lands in exactly one place: fired, cancelled, handed back here, or refused.
 //!
-//! Callers of `shutdown` (and `drop`) meet in one [`Phase`]: the first does the work, and every
-//! other caller from outside the engine's callbacks waits until it is done, so none returns
-//! while a callback of the engine still runs. A shutdown begun inside one of the engine's own
-//! callbacks cannot wait for that callback: it finishes on a thread of its own, and the next
-//! caller from outside joins that thread and receives the timers it handed back.
+//! Callers of `shutdown` (and `drop`) meet in one [`Phase`](super::closing::Phase): the first does
+//! the work, and every other caller from outside the engine's callbacks waits until it is done, so
+//! none returns while a callback of the engine still runs. A shutdown begun inside one of the
+//! engine's own callbacks cannot wait for that callback: it finishes on a thread of its own, and
+//! the next caller from outside joins that thread and receives the timers it handed back.
 
 use std::fmt;
 use std::thread::JoinHandle;

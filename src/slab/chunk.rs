@@ -10,14 +10,13 @@
 //! `live` word. So a freed slot of any of the allocator's chunks is handed out again, and the
 //! allocator holds no more slots than were ever live at once.
 //!
-//! The allocator does not count its allocations in `live` one by one, which would touch a
-//! shared word on every allocation: it counts them in the header, where only it reads and
-//! writes, and adds them to `live` when it gives the chunk up (when its engine or itself is
-//! dropped). So `live`,
-//! wrapping, is the frees' negative until then, and the number of live slots after; whoever
-//! brings it to zero (the last freer, or the allocator if nothing is live) frees the chunk.
-//! Before the give-up it never reaches zero from above, since a slot is freed only after it
-//! was allocated. A timer that outlives its engine keeps its own chunk, not the others.
+//! The allocator does not count its allocations in `live` one by one, which would touch a shared
+//! word on every allocation: it counts them in the header, where only it reads and writes, and adds
+//! them to `live` when it gives the chunk up (when its engine or itself is dropped). So `live`,
+//! wrapping, is the frees' negative until then, and the number of live slots after; whoever brings
+//! it to zero (the last freer, or the allocator if nothing is live) frees the chunk. Before the
+//! give-up it never reaches zero from above, since a slot is freed only after it was allocated. A
+//! timer that outlives its engine keeps its own chunk, not the others.
 
 use std::alloc::Layout;
 use std::mem;

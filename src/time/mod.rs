@@ -3,8 +3,8 @@
 //! - `tick`: [`TickClock`], instants as ticks counted from the engine's start (deadlines round
 //!   up, the present rounds down, so a timer is never early), with division by a reciprocal
 //!   multiply.
-//! - `tsc`: [`Ceiling`], a cheap upper bound on the monotonic clock extrapolated from the
-//!   processor's time-stamp counter, for rounding a new timer's deadline up.
+//! - `tsc`: [`Ceiling`](tsc::Ceiling), a cheap upper bound on the monotonic clock extrapolated
+//!   from the processor's time-stamp counter, for rounding a new timer's deadline up.
 //! - `manual`: [`ManualClock`], which moves only when told to, and the [`CatchUp`] trait through
 //!   which it asks the engines on it to fire what came due.
 
