@@ -23,6 +23,7 @@ use std::mem::{self, ManuallyDrop};
 use std::ptr::{self, NonNull};
 
 use super::node::EntryRef;
+use crate::sync::drop_then_free;
 
 /// What a timer runs, turned into a [`CallbackBox`] by [`CallbackBox::new`].
 pub(crate) trait Callback: Send + Sized + 'static {
@@ -201,16 +202,9 @@ impl<C: Callback> std::ops::DerefMut for Boxed<C> {
 
 impl<C: Callback> Drop for Boxed<C> {
     fn drop(&mut self) {
-        /// Frees the block once the value is dropped, also if its drop panics.
-        struct Free<'a, C: Callback>(&'a Boxed<C>);
-        impl<C: Callback> Drop for Free<'_, C> {
-            fn drop(&mut self) {
-                self.0.free();
-            }
-        }
-        let this = Free(self);
-        // SAFETY: the box owns a live `C`, dropped once here; `this` then frees its block.
-        unsafe { ptr::drop_in_place(this.0.value().as_ptr()) };
+        // SAFETY: the box owns a live `C`, dropped once here; then its block is freed, also if
+        // the drop panics.
+        unsafe { drop_then_free(self.value().as_ptr(), || self.free()) };
     }
 }
 

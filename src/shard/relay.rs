@@ -159,11 +159,19 @@ impl Relay {
     /// Runs the callbacks queued for shard `shard` on the calling thread.
     fn run_queued(&self, shard: usize) {
         let mut ran = 0;
-        while let Some(fired) = self.queues[shard].pop() {
-            run_one(fired, &self.shards[shard], Runner::Other);
+        while self.run_next(shard) {
             ran += 1;
         }
         self.inflight.end(ran);
+    }
+
+    /// Takes one callback off shard `shard`'s queue and runs it; false if the queue was empty.
+    fn run_next(&self, shard: usize) -> bool {
+        let Some(fired) = self.queues[shard].pop() else {
+            return false;
+        };
+        run_one(fired, &self.shards[shard], Runner::Other);
+        true
     }
 
     /// Takes callbacks off the queues, one per queue in turn, until all are empty; returns how
@@ -172,9 +180,8 @@ impl Relay {
         let mut ran = 0;
         loop {
             let before = ran;
-            for (queue, shard) in self.queues.iter().zip(self.shards.iter()) {
-                if let Some(fired) = queue.pop() {
-                    run_one(fired, shard, Runner::Other);
+            for shard in 0..self.queues.len() {
+                if self.run_next(shard) {
                     ran += 1;
                 }
             }

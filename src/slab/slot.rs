@@ -9,7 +9,7 @@ use std::ops::Deref;
 use std::ptr::{self, NonNull};
 
 use super::chunk;
-use crate::sync::{alloc, AtomicU32, Ordering};
+use crate::sync::{alloc, drop_then_free, AtomicU32, Ordering};
 
 /// The index of a slot that is a block of its own, in no chunk.
 pub(super) const ALONE: u32 = u32::MAX;
@@ -227,25 +227,24 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SlabArc<T> {
 /// # Safety
 /// The caller released the slot's last count.
 unsafe fn release<T>(slot: NonNull<Slot<T>>) {
-    struct Free<T>(NonNull<Slot<T>>, u32);
-    impl<T> Drop for Free<T> {
-        fn drop(&mut self) {
-            let Free(slot, index) = *self;
-            if index == ALONE {
-                // SAFETY: the block was allocated by `SlabArc::new` with this layout, and its
-                // value has been dropped.
-                unsafe { alloc::dealloc(slot.as_ptr().cast(), Layout::new::<Slot<T>>()) };
-            } else {
-                // SAFETY: the slot is in a chunk (its index says so) and its value dropped.
-                unsafe { chunk::free(slot, index) };
-            }
-        }
-    }
     // SAFETY: by this function's contract the slot is live and this thread its last holder.
-    let free = Free(slot, unsafe { Slot::index(slot) });
-    // SAFETY: as above; the value is dropped once, here.
-    unsafe { ManuallyDrop::drop(&mut (*slot.as_ptr()).body.value) };
-    drop(free);
+    let index = unsafe { Slot::index(slot) };
+    let free = || {
+        if index == ALONE {
+            // SAFETY: the block was allocated by `SlabArc::new` with this layout, and its
+            // value has been dropped.
+            unsafe { alloc::dealloc(slot.as_ptr().cast(), Layout::new::<Slot<T>>()) };
+        } else {
+            // SAFETY: the slot is in a chunk (its index says so) and its value dropped.
+            unsafe { chunk::free(slot, index) };
+        }
+    };
+    // SAFETY: as above; the value is dropped once, here (`ManuallyDrop` is
+    // `repr(transparent)`, so the value's address is the field's), and the slot freed after.
+    unsafe {
+        let value = ptr::addr_of_mut!((*slot.as_ptr()).body.value).cast::<T>();
+        drop_then_free(value, free);
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -15,10 +15,12 @@
 //!   recycle stacks and a lane's free slots.
 //! - `ids`: per-thread slots, per-engine ids, and blocks of ids for delay-queue keys.
 //! - `prefetch`: a cache prefetch hint.
+//! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
 pub(crate) mod barrier;
 mod cell;
 mod counter;
+mod drop;
 mod ids;
 mod mutex;
 mod prefetch;
@@ -27,6 +29,7 @@ mod stack;
 
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;
+pub(crate) use drop::drop_then_free;
 pub(crate) use ids::{next_engine_id, next_ids, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
