@@ -354,12 +354,18 @@
 //! The callbacks fired in one turn go to the executor (src/shard/executor.rs) as one batch. To
 //! the rayon pool they go through a relay (src/shard/relay.rs, whose module documentation is
 //! the protocol): onto the shard's queue, from which runners, long-lived jobs on pool threads,
-//! take one callback at a time and park on a condition variable when all queues are empty (an
-//! idle runner ends after 50 ms, giving its thread back). A batch of several callbacks wakes
-//! two runners; a shard whose queue still holds callbacks from an earlier turn starts another
-//! runner, up to the pool's size, and polls once a tick until its queue is empty. So a slow
-//! callback holds up only itself, never a tick thread, and a callback queued behind it for at
-//! most about a tick while the pool has a thread free. A job per batch instead made rayon wake
+//! take whole batches, and park on a condition variable when there is nothing left to take (an
+//! idle runner ends after 50 ms, giving its thread back). A runner holds the batch it took as a
+//! range and runs its callbacks one at a time from the front; a runner with nothing else to do
+//! steals the back half of the fullest range (src/sync/claims.rs: the range's two ends share
+//! one word, which the holder and the thieves change only by `compare_exchange`, so each
+//! callback is handed out once, and a holder alone in its range pays one uncontended exchange
+//! per callback). A batch of several callbacks wakes two runners; a shard whose callbacks still
+//! wait from an earlier turn, on its queue or in a range, starts another runner, up to the
+//! pool's size, and polls once a tick until none wait. So a slow callback holds up only
+//! itself, never a tick thread, and a callback behind it for at most about a tick while the
+//! pool has a thread free. A queue entry per callback instead held a burst on the pool to
+//! about three quarters of its rate now (see BENCHMARKS.md). A job per batch instead made rayon wake
 //! a sleeping thread for every batch, which then spun through rounds of `yield_now` before it
 //! slept: at a 100 µs tick that kept both cores of a two-core machine busy. The default pool
 //! has four threads per core (at least 8): callbacks that block must not starve the rest. Each

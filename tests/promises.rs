@@ -243,26 +243,28 @@ fn the_cap_bounds_callbacks_waiting_for_a_busy_pool() {
     assert_eq!(engine.stats().pending, 0);
 }
 
-#[test]
-fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() {
-    const FAST: usize = 1_000;
+/// Schedules a batch of `fast` timers and `slow` ones that block until let go, all due at one
+/// instant on one shard with a pool of `threads`, and returns how many fast ones ran while the
+/// slow ones blocked.
+fn fast_run_beside_slow(threads: usize, fast: usize, slow: usize) -> usize {
     let engine = TimerEngine::builder()
         .shards(1)
-        .callback_threads(2)
+        .callback_threads(threads)
         .pin_threads(false)
         .build()
         .unwrap();
-    // All due at one instant, so the shard fires them in one batch, the slow one among them.
+    // All due at one instant, so the shard fires them in one batch, the slow ones among them.
     let due = std::time::Instant::now() + Duration::from_millis(50);
     let ran = Arc::new(AtomicUsize::new(0));
     let (go, wait_for_go) = mpsc::channel::<()>();
-    let mut wait_for_go = Some(wait_for_go);
-    for i in 0..=FAST {
-        if i == FAST / 2 {
-            let wait = wait_for_go.take().unwrap();
+    let wait_for_go = Arc::new(Mutex::new(wait_for_go));
+    let every = (fast + slow) / slow;
+    for i in 0..fast + slow {
+        if i % every == every / 2 {
+            let wait = wait_for_go.clone();
             engine
                 .schedule_at(due, move || {
-                    let _ = wait.recv();
+                    let _ = wait.lock().unwrap().recv();
                 })
                 .unwrap();
         } else {
@@ -279,14 +281,34 @@ fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() 
         "scheduling ran past the due instant: the batch may have been split"
     );
     let deadline = std::time::Instant::now() + PATIENCE;
-    while ran.load(Ordering::SeqCst) < FAST && std::time::Instant::now() < deadline {
+    while ran.load(Ordering::SeqCst) < fast && std::time::Instant::now() < deadline {
         thread::sleep(Duration::from_millis(1));
     }
     let done = ran.load(Ordering::SeqCst);
-    go.send(()).unwrap();
+    for _ in 0..slow {
+        go.send(()).unwrap();
+    }
+    done
+}
+
+#[test]
+fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() {
     assert_eq!(
-        done, FAST,
+        fast_run_beside_slow(2, 1_000, 1),
+        1_000,
         "timers waited behind the slow callback of their batch"
+    );
+}
+
+/// Two slow callbacks on a pool of three threads: once each of the first two runners is stuck
+/// in one, with callbacks left behind it, the shard sees that their ranges make no progress
+/// and starts the third runner, which steals the rest.
+#[test]
+fn two_slow_callbacks_hold_up_no_timer_of_their_batch_while_a_pool_thread_is_free() {
+    assert_eq!(
+        fast_run_beside_slow(3, 1_000, 2),
+        1_000,
+        "timers waited behind the two slow callbacks of their batch"
     );
 }
 

@@ -8,8 +8,9 @@
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `executor`: where expired callbacks run (a rayon pool, the tick thread, or a user's
 //!   spawner, as [`Task`]s).
-//! - `relay`: the hand-over of callbacks to the pool: a queue per shard, and runners that
-//!   park when there is nothing to run.
+//! - `relay`: the hand-over of callbacks to the pool: a queue of batches per shard, and
+//!   runners that share the batches out (`sync::claims`) and park when there is nothing to
+//!   run.
 //! - `run`: running one callback (caught panics, counts, the cap).
 //! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `pinning`: letting go of a pinned core too busy to keep the shard on time.

@@ -1,5 +1,5 @@
-//! Handing fired callbacks to the callback pool: a queue per shard, and runners on the pool that
-//! take callbacks off the queues and park when there are none.
+//! Handing fired callbacks to the callback pool: a queue of batches per shard, and runners on
+//! the pool that share the batches out (see `claims`) and park when there are none.
 //!
 //! Why not a pool job per batch: at every job a rayon pool wakes a sleeping thread, which
 //! then spins through a few dozen rounds of `yield_now` before it sleeps again. A shard hands
@@ -7,24 +7,36 @@
 //! cores of a two-core machine busy with spinning pool threads (1.9 s of CPU in a one-second
 //! run of 100,000 trivial callbacks), and the tick threads waited behind them.
 //!
+//! Why batches shared out rather than a queue entry per callback: a push and a contended pop
+//! per callback held a burst fired on the pool to under half the rate of one run on the tick
+//! threads (see BENCHMARKS.md).
+//!
 //! The protocol, under one mutex (`State`):
 //!
-//! - **Shard** (`hand_over`): push the callbacks onto its queue, then lock. If a runner is
-//!   idle, notify one; else, if no runner is alive, start one on the pool.
-//! - **Shard, each turn** (`look_again`): if its queue still holds callbacks from an earlier
+//! - **Shard** (`hand_over`): push the batch onto its queue, then lock. If a runner is idle,
+//!   notify one; else, if no runner is alive, start one on the pool. A batch of more than one
+//!   callback does this twice, so that a second runner shares it.
+//! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn are
+//!   stalled, still on its queue or in a range whose holder has taken none since the last
 //!   turn (the runners are stuck in slow callbacks, or were not scheduled for a whole tick),
-//!   lock; notify an idle runner, or else start another runner, up to the pool's size.
-//! - **Runner**: take callbacks off every queue in turn, one per queue per round, until all
-//!   are empty. Then lock and look at the queues again: if one has callbacks, go on. If
-//!   another runner is idle already, or the relay is closed, end. Else wait, as the idle
-//!   runner, until notified or until `LINGER` passes with nothing to do, and then end.
+//!   lock; notify an idle runner, or else start another runner, up to the pool's size. A
+//!   range its holder is working through is not stalled: starting runners for it would only
+//!   put more threads on the cores.
+//! - **Runner**: each holds a slot of its own (`claims`). It runs the callbacks of its range
+//!   one at a time; when the range is empty it takes a batch off the queues (in turn) into
+//!   it; when they are empty too, it steals half of the fullest range of another runner. When
+//!   there is nothing to take anywhere, it locks and looks again: if a queue or a range has
+//!   callbacks, go on. If another runner is idle already, or the relay is closed, end. Else
+//!   wait, as the idle runner, until notified or until `LINGER` passes with nothing to do,
+//!   and then end.
 //!
-//! A shard pushes before it locks, and a runner looks at the queues under the lock before it
-//! waits: whichever of them locks second sees the other's side, so no callback waits for a
-//! runner that went idle past it. A slow callback holds up only itself: while it runs, the
-//! callbacks queued behind it stay queued for a tick, and the shard's next turn starts another
-//! runner for them. A shard keeps polling once a tick while its queue holds callbacks (see
-//! `worker`), so it is there to see that even when it has nothing else to do.
+//! A shard pushes before it locks, a runner fills its range before it locks, and a runner
+//! looks at the queues and the ranges under the lock before it waits: whichever of them locks
+//! second sees the other's side, so no callback waits for a runner that went idle past it. A
+//! slow callback holds up only itself: the rest of its runner's range is there for the other
+//! runners to steal, and if they are all busy, the shard's next turn starts another runner for
+//! it. A shard keeps polling once a tick while callbacks it handed over wait (see `worker`),
+//! so it is there to see that even when it has nothing else to do.
 //!
 //! Runners are started through a closure (the pool's `spawn`), which `close` drops, so the
 //! pool can be joined; a shard that hands over callbacks after that runs them itself.
@@ -34,7 +46,9 @@ use std::time::Duration;
 use super::core::ShardCore;
 use super::run::{run_one, Runner};
 use crate::entry::Fired;
-use crate::sync::{Arc, Condvar, Mutex, Queue, StdArc};
+use crate::sync::{
+    in_batches, Arc, AtomicU64, Condvar, Holder, Mutex, Ordering, Queue, Slot, StdArc,
+};
 
 /// How long an idle runner waits for callbacks before it ends, giving its pool thread back.
 const LINGER: Duration = Duration::from_millis(50);
@@ -51,13 +65,16 @@ pub(crate) type Spawn = StdArc<dyn Fn(Job) + Send + Sync>;
 
 /// The hand-over from the shards to the pool's runners (see the module documentation).
 pub(crate) struct Relay {
-    /// One queue per shard, indexed as `shards`.
-    queues: Box<[Queue<Fired>]>,
+    /// One queue of batches per shard, indexed as `shards`.
+    queues: Box<[Queue<Vec<Fired>>]>,
     shards: Box<[Arc<ShardCore>]>,
+    /// One per runner that may be alive at once (the pool's size): the range it holds.
+    slots: Box<[Slot<Fired>]>,
+    /// For each shard, what its last `look_again` saw of each slot's progress (`u64::MAX`:
+    /// none of its callbacks there); only that shard's thread touches its row.
+    seen: Box<[Box<[AtomicU64]>]>,
     state: Mutex<State>,
     wake: Condvar,
-    /// The most runners alive at once: the pool's size.
-    max_runners: usize,
     inflight: Arc<Inflight>,
 }
 
@@ -68,6 +85,8 @@ struct State {
     alive: usize,
     /// Runners waiting for callbacks.
     idle: usize,
+    /// The slots no runner holds.
+    free: Vec<usize>,
 }
 
 impl Relay {
@@ -79,16 +98,22 @@ impl Relay {
         max_runners: usize,
         inflight: Arc<Inflight>,
     ) -> StdArc<Self> {
+        let max_runners = max_runners.max(1);
+        let seen = (0..shards.len())
+            .map(|_| (0..max_runners).map(|_| AtomicU64::new(u64::MAX)).collect())
+            .collect();
         StdArc::new(Relay {
             queues: shards.iter().map(|_| Queue::new()).collect(),
             shards: shards.into_boxed_slice(),
+            slots: (0..max_runners).map(|_| Slot::new()).collect(),
+            seen,
             state: Mutex::new(State {
                 spawn: Some(spawn),
                 alive: 0,
                 idle: 0,
+                free: (0..max_runners).rev().collect(),
             }),
             wake: Condvar::new(),
-            max_runners: max_runners.max(1),
             inflight,
         })
     }
@@ -98,20 +123,30 @@ impl Relay {
         let queue = &self.queues[shard];
         let many = batch.len() > 1;
         self.inflight.begin(batch.len());
-        for fired in batch {
-            queue.push(fired);
+        for batch in in_batches(batch) {
+            queue.push(batch);
         }
         self.find_runner(shard, false);
         if many {
-            // A second runner, so that a slow callback in the batch holds up none of the rest.
+            // A second runner, to steal half of the first one's range: the batch is shared, and
+            // a slow callback in it holds up none of the rest.
             self.find_runner(shard, true);
         }
     }
 
     /// Shard `shard`, at the start of each turn: callbacks it handed over in an earlier turn
-    /// that still wait to begin are stalled, so another runner is started for them.
+    /// that no runner has taken up yet, or that sit in a range whose holder has taken none
+    /// since the last look (it is in a slow callback, or not scheduled), are stalled, so
+    /// another runner is started for them.
     pub(crate) fn look_again(self: &StdArc<Self>, shard: usize) {
-        if self.has_queued(shard) {
+        let mut stalled = !self.queues[shard].is_empty();
+        for (slot, seen) in self.slots.iter().zip(self.seen[shard].iter()) {
+            let now = slot.progress_from(shard).unwrap_or(u64::MAX);
+            // Relaxed: only this shard's thread reads and writes its row.
+            let before = seen.swap(now, Ordering::Relaxed);
+            stalled |= now != u64::MAX && now == before;
+        }
+        if stalled {
             self.find_runner(shard, true);
         }
     }
@@ -124,7 +159,7 @@ impl Relay {
             self.wake.notify_one();
             return;
         }
-        if (state.alive > 0 && !stalled) || state.alive >= self.max_runners {
+        if (state.alive > 0 && !stalled) || state.free.is_empty() {
             return;
         }
         let Some(spawn) = state.spawn.clone() else {
@@ -134,14 +169,16 @@ impl Relay {
             return;
         };
         state.alive += 1;
+        let slot = state.free.pop().expect("a free slot");
         drop(state);
         let relay = self.clone();
-        spawn(Box::new(move || relay.runner()));
+        spawn(Box::new(move || relay.runner(slot)));
     }
 
-    /// Whether shard `shard` has callbacks waiting for a runner.
+    /// Whether shard `shard` has callbacks waiting for a runner: on its queue, or in a
+    /// runner's range (a glance, see `Slot::holds_from`).
     pub(crate) fn has_queued(&self, shard: usize) -> bool {
-        !self.queues[shard].is_empty()
+        !self.queues[shard].is_empty() || self.slots.iter().any(|slot| slot.holds_from(shard))
     }
 
     /// Ends the idle runners, and makes every runner end once the queues are empty; no runner
@@ -152,49 +189,76 @@ impl Relay {
         self.wake.notify_all();
     }
 
+    /// Whether any callback waits for a runner, on a queue or in a range.
     fn any_queued(&self) -> bool {
         self.queues.iter().any(|queue| !queue.is_empty())
+            || self.slots.iter().any(|slot| slot.left() > 0)
     }
 
     /// Runs the callbacks queued for shard `shard` on the calling thread.
     fn run_queued(&self, shard: usize) {
         let mut ran = 0;
-        while self.run_next(shard) {
-            ran += 1;
+        while let Some(batch) = self.queues[shard].pop() {
+            for fired in batch {
+                run_one(fired, &self.shards[shard], Runner::Other);
+                ran += 1;
+            }
         }
         self.inflight.end(ran);
     }
 
-    /// Takes one callback off shard `shard`'s queue and runs it; false if the queue was empty.
-    fn run_next(&self, shard: usize) -> bool {
-        let Some(fired) = self.queues[shard].pop() else {
-            return false;
-        };
-        run_one(fired, &self.shards[shard], Runner::Other);
-        true
-    }
-
-    /// Takes callbacks off the queues, one per queue in turn, until all are empty; returns how
-    /// many it ran.
-    fn run_all(&self) -> usize {
+    /// Runs callbacks until there are none to take: those of `holder`'s range, then a batch
+    /// off the queues (looking first at `next`'s), then half of another runner's range.
+    /// Returns how many it ran.
+    fn run_all(&self, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
         let mut ran = 0;
         loop {
-            let before = ran;
-            for shard in 0..self.queues.len() {
-                if self.run_next(shard) {
-                    ran += 1;
-                }
+            while let Some((fired, shard)) = holder.take() {
+                run_one(fired, &self.shards[shard], Runner::Other);
+                ran += 1;
             }
-            if ran == before {
+            if let Some((batch, shard)) = self.pop_any(next) {
+                holder.hold(batch, shard);
+            } else if !self.steal(holder) {
                 return ran;
             }
         }
     }
 
-    /// A runner, on a pool thread (see the module documentation).
-    fn runner(&self) {
+    /// A batch off the first non-empty queue from `next` on, with its shard; `next` moves past
+    /// it, so runners take the shards' batches in turn.
+    fn pop_any(&self, next: &mut usize) -> Option<(Vec<Fired>, usize)> {
+        let shards = self.queues.len();
+        (0..shards).find_map(|i| {
+            let shard = (*next + i) % shards;
+            let batch = self.queues[shard].pop()?;
+            *next = shard + 1;
+            Some((batch, shard))
+        })
+    }
+
+    /// Steals half of the fullest range into `holder`'s; false if every range is empty.
+    fn steal(&self, holder: &mut Holder<'_, Fired>) -> bool {
         loop {
-            let ran = self.run_all();
+            let Some(victim) = self.slots.iter().max_by_key(|slot| slot.left()) else {
+                return false;
+            };
+            if victim.left() == 0 {
+                return false;
+            }
+            // It may have emptied since: look again.
+            if holder.steal(victim) {
+                return true;
+            }
+        }
+    }
+
+    /// A runner, on a pool thread, holding slot `slot` (see the module documentation).
+    fn runner(&self, slot: usize) {
+        let mut holder = Holder::new(&self.slots[slot]);
+        let mut next = slot;
+        loop {
+            let ran = self.run_all(&mut holder, &mut next);
             if ran > 0 {
                 self.inflight.end(ran);
             }
@@ -204,7 +268,7 @@ impl Relay {
                     break;
                 }
                 if state.idle >= IDLE_RUNNERS || state.spawn.is_none() {
-                    state.alive -= 1;
+                    state.end_runner(slot);
                     return;
                 }
                 state.idle += 1;
@@ -212,11 +276,19 @@ impl Relay {
                 state = woken;
                 state.idle -= 1;
                 if timed_out && !self.any_queued() {
-                    state.alive -= 1;
+                    state.end_runner(slot);
                     return;
                 }
             }
         }
+    }
+}
+
+impl State {
+    /// A runner ends, giving its slot back.
+    fn end_runner(&mut self, slot: usize) {
+        self.alive -= 1;
+        self.free.push(slot);
     }
 }
 

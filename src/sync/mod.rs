@@ -11,6 +11,8 @@
 //! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
 //! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
+//! - `claims`: a batch shared out in ranges, each taken from the front by its holder and
+//!   split in half by thieves (the callback pool's runners share fired batches so).
 //! - `stack`: a take-all stack (many push, a taker takes everything), under the unlink and
 //!   recycle stacks and a lane's free slots.
 //! - `ids`: per-thread slots, per-engine ids, and blocks of ids for delay-queue keys.
@@ -19,6 +21,7 @@
 
 pub(crate) mod barrier;
 mod cell;
+mod claims;
 mod counter;
 mod drop;
 mod ids;
@@ -28,6 +31,7 @@ mod queue;
 mod stack;
 
 pub(crate) use cell::UnsafeCell;
+pub(crate) use claims::{in_batches, Holder, Slot};
 pub(crate) use counter::Counter;
 pub(crate) use drop::drop_then_free;
 pub(crate) use ids::{next_engine_id, next_ids, owner_slot, thread_slot};

@@ -1,0 +1,415 @@
+//! Batches shared out among workers in ranges: each worker holds a range of a batch in its
+//! slot and takes the items one at a time from the front, and a worker with nothing to do
+//! steals the back half of another's range. (The callback pool's runners share the batches of
+//! fired callbacks so, see `shard::relay`.)
+//!
+//! This is the range-splitting form of work stealing (as in the deques of Chase and Lev, but
+//! over a batch that never grows): the holder of a range and its thieves agree through one
+//! word, `range`, which packs the range's two ends and changes only by `compare_exchange`. The
+//! holder moves the front end up by one to take an item; a thief moves the back end down by
+//! half the length (rounded up) to take that half. Whichever exchange lands first wins, so
+//! each index is handed out once; nothing else is shared per item, and while no one steals,
+//! the holder's exchanges stay in its own cache.
+//!
+//! Which batch a range indexes changes only when its holder, whose range is then empty, puts a
+//! new one in; it does so under the slot's lock, and a thief reads the range and exchanges it
+//! under that same lock. So a thief never takes from a range whose batch changed under it, and
+//! as a range's ends only move towards each other while its batch stays, the word never comes
+//! back to a value it had (no ABA).
+//!
+//! A range is taken apart only by its holder and its thieves: items never taken stay in some
+//! slot's range (or a thief's hands, on their way to its own slot), and a slot dropped with
+//! items in its range drops them.
+
+use std::mem::{ManuallyDrop, MaybeUninit};
+
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+
+/// The most items in one batch: a range's ends are 32-bit.
+const MAX_BATCH: usize = u32::MAX as usize;
+
+/// `items` cut into batches small enough for a slot, in order: `items` itself, unless it holds
+/// more than a range can index.
+pub(crate) fn in_batches<T>(items: Vec<T>) -> impl Iterator<Item = Vec<T>> {
+    split(items, MAX_BATCH)
+}
+
+/// `items` cut into pieces of at most `max`, in order.
+fn split<T>(items: Vec<T>, max: usize) -> impl Iterator<Item = Vec<T>> {
+    let mut rest = Some(items);
+    std::iter::from_fn(move || {
+        let mut items = rest.take()?;
+        if items.len() > max {
+            rest = Some(items.split_off(max));
+        }
+        Some(items)
+    })
+}
+
+/// A batch of items, each read out once (by whoever was handed its index), never dropped in
+/// place: the ranges of the slots own the items not yet taken.
+struct Batch<T> {
+    items: Vec<MaybeUninit<T>>,
+    /// Where the batch came from (a tag for the taker: the callback pool's is the shard).
+    from: usize,
+}
+
+// SAFETY: threads sharing a batch only read items out of it, each item by the one thread that
+// was handed its index, so sharing one moves items between threads: sound if `T` is `Send`.
+unsafe impl<T: Send> Sync for Batch<T> {}
+
+impl<T> Batch<T> {
+    fn new(items: Vec<T>, from: usize) -> Self {
+        assert!(items.len() <= MAX_BATCH, "a batch of more than MAX_BATCH");
+        let mut items = ManuallyDrop::new(items);
+        // SAFETY: `MaybeUninit<T>` has the size and alignment of `T`, so the allocation is one
+        // of `capacity` of them; `ManuallyDrop` keeps the old vector from freeing it.
+        let items = unsafe {
+            Vec::from_raw_parts(
+                items.as_mut_ptr().cast::<MaybeUninit<T>>(),
+                items.len(),
+                items.capacity(),
+            )
+        };
+        Batch { items, from }
+    }
+
+    /// Reads item `index` out of the batch.
+    ///
+    /// # Safety
+    /// `index` was handed to the caller by an exchange of a range of this batch (or the caller
+    /// has the only reference), so no one else reads it, now or later.
+    unsafe fn read(&self, index: u32) -> T {
+        // SAFETY: every item was written by `new`, and by the contract this is its only read.
+        unsafe { self.items[index as usize].assume_init_read() }
+    }
+}
+
+/// A range of a batch's indexes, `lo..hi`, packed in a word: `lo` low, `hi` high.
+#[derive(Clone, Copy)]
+struct Range {
+    lo: u32,
+    hi: u32,
+}
+
+impl Range {
+    const EMPTY: Range = Range { lo: 0, hi: 0 };
+
+    fn unpack(word: u64) -> Self {
+        Range {
+            lo: word as u32,
+            hi: (word >> 32) as u32,
+        }
+    }
+
+    fn pack(self) -> u64 {
+        u64::from(self.lo) | u64::from(self.hi) << 32
+    }
+
+    fn len(self) -> u32 {
+        self.hi - self.lo
+    }
+}
+
+/// A runner's place: the batch it holds a range of, and the range.
+pub(crate) struct Slot<T> {
+    /// The batch `range` indexes; replaced only by the slot's holder, whose range is empty
+    /// then, under the lock, under which thieves read and exchange `range`.
+    batch: Mutex<Option<Arc<Batch<T>>>>,
+    /// The range of `batch` left to take (see `Range`).
+    range: AtomicU64,
+    /// `batch`'s `from`, readable without the lock (see `Slot::holds_from`).
+    from: AtomicUsize,
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new() -> Self {
+        Slot {
+            batch: Mutex::new(None),
+            range: AtomicU64::new(Range::EMPTY.pack()),
+            from: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// How many items are left in the range. Relaxed: a glance, which the holder or a thief
+    /// acts on only through the exchanges.
+    pub(crate) fn left(&self) -> u32 {
+        Range::unpack(self.range.load(Ordering::Relaxed)).len()
+    }
+
+    /// Whether the range has items left from a batch that came from `from`. A glance, without
+    /// the lock: while the holder puts a new batch in or a thief its loot, it may see the old
+    /// state for a moment, but items in that moment are in the hands of a runner at work.
+    pub(crate) fn holds_from(&self, from: usize) -> bool {
+        self.progress_from(from).is_some()
+    }
+
+    /// If the range has items left from a batch that came from `from` (a glance, as
+    /// `holds_from`), a word that changes whenever an item is taken or stolen from it, so
+    /// that the same word seen twice means no one took any in between.
+    pub(crate) fn progress_from(&self, from: usize) -> Option<u64> {
+        // Relaxed: a glance, as `left`.
+        let word = self.range.load(Ordering::Relaxed);
+        let held = Range::unpack(word).len() > 0 && self.from.load(Ordering::Relaxed) == from;
+        held.then_some(word)
+    }
+}
+
+impl<T> Drop for Slot<T> {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self` orders every exchange before this (loom has no `get_mut`).
+        let range = Range::unpack(self.range.load(Ordering::Relaxed));
+        if let Some(batch) = self.batch.lock().take() {
+            for index in range.lo..range.hi {
+                // SAFETY: the slot owns the items of its range, and with `&mut self` no one
+                // can take them any more.
+                drop(unsafe { batch.read(index) });
+            }
+        }
+    }
+}
+
+/// The runner that holds a slot: the only one that takes from its range's front and puts new
+/// batches in.
+pub(crate) struct Holder<'a, T> {
+    slot: &'a Slot<T>,
+    /// The slot's batch, for taking items without the lock.
+    batch: Option<Arc<Batch<T>>>,
+}
+
+impl<'a, T> Holder<'a, T> {
+    /// The holder of `slot`, taking over what an earlier holder left in its range. Only one
+    /// may exist per slot at a time.
+    pub(crate) fn new(slot: &'a Slot<T>) -> Self {
+        let batch = slot.batch.lock().clone();
+        Holder { slot, batch }
+    }
+
+    /// Takes the next item of the range, with what its batch came from; `None` once the range
+    /// is empty, which also lets go of the batch.
+    pub(crate) fn take(&mut self) -> Option<(T, usize)> {
+        let batch = self.batch.as_ref()?;
+        // Relaxed, here and in the exchange: the items were written before the batch reached
+        // this slot (through the relay's queue or a thief's lock), the exchange alone decides
+        // who gets an index, and an item is read by the one runner that got it.
+        let mut word = self.slot.range.load(Ordering::Relaxed);
+        loop {
+            let range = Range::unpack(word);
+            if range.len() == 0 {
+                self.let_go();
+                return None;
+            }
+            let taken = Range {
+                lo: range.lo + 1,
+                ..range
+            };
+            match self.slot.range.compare_exchange_weak(
+                word,
+                taken.pack(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                // SAFETY: the exchange handed index `range.lo` to this holder alone.
+                Ok(_) => return Some((unsafe { batch.read(range.lo) }, batch.from)),
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Puts `items`, which came from `from`, in the slot, whose range must be empty.
+    pub(crate) fn hold(&mut self, items: Vec<T>, from: usize) {
+        let len = items.len() as u32;
+        self.put(Arc::new(Batch::new(items, from)), Range { lo: 0, hi: len });
+    }
+
+    /// Steals the back half of `victim`'s range into this holder's (empty) slot; false if the
+    /// victim's range was empty.
+    pub(crate) fn steal(&mut self, victim: &Slot<T>) -> bool {
+        let loot = {
+            let batch = victim.batch.lock();
+            // Relaxed, here and in the exchange: the lock orders this after the batch was put
+            // in, and the exchange alone decides who gets the indexes (see `take`).
+            let mut word = victim.range.load(Ordering::Relaxed);
+            loop {
+                let range = Range::unpack(word);
+                if range.len() == 0 {
+                    return false;
+                }
+                let half = range.len().div_ceil(2);
+                let kept = Range {
+                    hi: range.hi - half,
+                    ..range
+                };
+                match victim.range.compare_exchange_weak(
+                    word,
+                    kept.pack(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        let batch = batch.clone().expect("a range has a batch");
+                        break (
+                            batch,
+                            Range {
+                                lo: kept.hi,
+                                ..range
+                            },
+                        );
+                    }
+                    Err(now) => word = now,
+                }
+            }
+        };
+        self.put(loot.0, loot.1);
+        true
+    }
+
+    /// Puts `range` of `batch` in the slot, whose range must be empty.
+    fn put(&mut self, batch: Arc<Batch<T>>, range: Range) {
+        debug_assert_eq!(self.slot.left(), 0, "a slot's range is empty when filled");
+        let mut held = self.slot.batch.lock();
+        // Relaxed: thieves read both under the lock; `holds_from` is a glance.
+        self.slot.from.store(batch.from, Ordering::Relaxed);
+        self.slot.range.store(range.pack(), Ordering::Relaxed);
+        *held = Some(batch.clone());
+        drop(held);
+        self.batch = Some(batch);
+    }
+
+    /// Lets go of the batch once the range is empty, so that its memory goes with the last
+    /// range of it.
+    fn let_go(&mut self) {
+        if self.batch.take().is_some() {
+            self.slot.batch.lock().take();
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc as StdArc;
+
+    use super::*;
+
+    /// Takes everything left in `holder`'s range.
+    fn take_all<T>(holder: &mut Holder<'_, T>) -> Vec<(T, usize)> {
+        std::iter::from_fn(|| holder.take()).collect()
+    }
+
+    #[test]
+    fn a_holder_takes_its_items_in_order_then_lets_go_of_the_batch() {
+        let slot = Slot::new();
+        let mut holder = Holder::new(&slot);
+        assert!(holder.take().is_none(), "a new slot is empty");
+        holder.hold(vec![10, 11, 12], 7);
+        assert!(slot.holds_from(7) && !slot.holds_from(6));
+        assert_eq!(take_all(&mut holder), [(10, 7), (11, 7), (12, 7)]);
+        assert_eq!(slot.left(), 0);
+        assert!(!slot.holds_from(7));
+        assert!(slot.batch.lock().is_none(), "the batch goes with its range");
+    }
+
+    #[test]
+    fn a_thief_takes_the_back_half_rounded_up() {
+        let (victim, thief) = (Slot::new(), Slot::new());
+        let mut holder = Holder::new(&victim);
+        holder.hold((0..5).collect(), 1);
+        let mut stealer = Holder::new(&thief);
+        assert!(stealer.steal(&victim));
+        assert_eq!((victim.left(), thief.left()), (2, 3));
+        assert!(thief.holds_from(1), "the loot keeps its batch's origin");
+        assert_eq!(take_all(&mut stealer), [(2, 1), (3, 1), (4, 1)]);
+        assert_eq!(take_all(&mut holder), [(0, 1), (1, 1)]);
+        assert!(!stealer.steal(&victim), "nothing left to steal");
+    }
+
+    #[test]
+    fn the_last_item_goes_to_the_thief_or_the_holder_once() {
+        let (victim, thief) = (Slot::new(), Slot::new());
+        let mut holder = Holder::new(&victim);
+        holder.hold(vec!["last"], 0);
+        let mut stealer = Holder::new(&thief);
+        assert!(stealer.steal(&victim));
+        assert!(holder.take().is_none());
+        assert_eq!(take_all(&mut stealer), [("last", 0)]);
+    }
+
+    /// Counts its drops.
+    struct Counted(StdArc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_slot_dropped_with_items_left_drops_each_of_them_once() {
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let (victim, thief) = (Slot::new(), Slot::new());
+        let mut holder = Holder::new(&victim);
+        holder.hold((0..6).map(|_| Counted(drops.clone())).collect(), 0);
+        drop(holder.take());
+        let mut stealer = Holder::new(&thief);
+        assert!(stealer.steal(&victim));
+        drop(stealer.take());
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        drop((holder, stealer));
+        drop(victim);
+        assert_eq!(drops.load(Ordering::SeqCst), 4);
+        drop(thief);
+        assert_eq!(drops.load(Ordering::SeqCst), 6, "each item dropped once");
+    }
+
+    #[test]
+    fn a_new_holder_takes_over_what_its_slot_has_left() {
+        let slot = Slot::new();
+        let mut holder = Holder::new(&slot);
+        holder.hold(vec![1, 2, 3], 0);
+        assert_eq!(holder.take(), Some((1, 0)));
+        drop(holder);
+        assert_eq!(take_all(&mut Holder::new(&slot)), [(2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn a_batch_too_long_for_a_range_is_cut_in_order() {
+        let pieces: Vec<Vec<u32>> = split((0..7).collect(), 3).collect();
+        assert_eq!(pieces, [vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
+        let whole: Vec<Vec<u32>> = in_batches(vec![1, 2]).collect();
+        assert_eq!(whole, [vec![1, 2]]);
+    }
+
+    /// A holder and two thieves on threads of their own, stealing from each other until the
+    /// batch is gone: every item is taken once.
+    #[test]
+    fn holders_and_thieves_on_other_threads_take_each_item_once() {
+        const ITEMS: usize = 2_000;
+        let taken: Vec<AtomicUsize> = (0..ITEMS).map(|_| AtomicUsize::new(0)).collect();
+        let slots: Vec<Slot<usize>> = (0..3).map(|_| Slot::new()).collect();
+        let total = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for me in 0..slots.len() {
+                let (slots, taken, total) = (&slots, &taken, &total);
+                scope.spawn(move || {
+                    let mut holder = Holder::new(&slots[me]);
+                    if me == 0 {
+                        holder.hold((0..ITEMS).collect(), 0);
+                    }
+                    while total.load(Ordering::SeqCst) < ITEMS {
+                        while let Some((item, _)) = holder.take() {
+                            taken[item].fetch_add(1, Ordering::SeqCst);
+                            total.fetch_add(1, Ordering::SeqCst);
+                        }
+                        for victim in slots {
+                            if holder.steal(victim) {
+                                break;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert!(taken.iter().all(|n| n.load(Ordering::SeqCst) == 1));
+    }
+}
