@@ -1,4 +1,5 @@
-//! Model 13: a shard handing callbacks to the pool's relay while a runner runs dry and parks.
+//! Model 13: a shard handing callbacks to the pool's relay while a runner runs dry and parks,
+//! and while a runner moves a batch from the queue into its range.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,6 +21,27 @@ fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
     )
 }
 
+/// The threads a relay's runners were started on, to join.
+type Runners = StdArc<Mutex<Vec<loom::thread::JoinHandle<()>>>>;
+
+/// A relay for one shard, starting up to `max_runners` runners on loom threads.
+fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCore>, Arc<Inflight>, Runners) {
+    let tick = std::time::Duration::from_millis(1);
+    let shard = Arc::new(ShardCore::new(
+        1,
+        TickClock::new(tick, 1 << 36, u64::MAX, None),
+        None,
+    ));
+    let runners: Runners = StdArc::new(Mutex::new(Vec::new()));
+    let started = runners.clone();
+    let spawn: Spawn = StdArc::new(move |job: Job| {
+        started.lock().push(loom::thread::spawn(job));
+    });
+    let inflight = Arc::new(Inflight::new());
+    let relay = Relay::new(vec![shard.clone()], spawn, max_runners, inflight.clone());
+    (relay, shard, inflight, runners)
+}
+
 /// Two batches handed over one after the other, the first starting a runner that then runs
 /// dry and parks while the second arrives: every callback runs, `Inflight::wait_idle` returns,
 /// and `close` ends the runner.
@@ -32,19 +54,7 @@ fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
 #[test]
 fn relay_hand_over_vs_runner_parking() {
     loom::model(|| {
-        let tick = std::time::Duration::from_millis(1);
-        let shard = Arc::new(ShardCore::new(
-            1,
-            TickClock::new(tick, 1 << 36, u64::MAX, None),
-            None,
-        ));
-        let runners = StdArc::new(Mutex::new(Vec::new()));
-        let started = runners.clone();
-        let spawn: Spawn = StdArc::new(move |job: Job| {
-            started.lock().push(loom::thread::spawn(job));
-        });
-        let inflight = Arc::new(Inflight::new());
-        let relay = Relay::new(vec![shard], spawn, 2, inflight.clone());
+        let (relay, _shard, inflight, runners) = relay(2);
         let ran = StdArc::new(AtomicUsize::new(0));
         relay.hand_over(0, vec![fired(&ran)]);
         relay.hand_over(0, vec![fired(&ran)]);
@@ -54,6 +64,36 @@ fn relay_hand_over_vs_runner_parking() {
         let runners = std::mem::take(&mut *runners.lock());
         assert_eq!(runners.len(), 1, "one runner was enough");
         for runner in runners {
+            runner.join().unwrap();
+        }
+    });
+}
+
+/// A batch of two handed over while the shard looks at whether its callbacks have all begun:
+/// whenever it answers no, both have begun, even while the runner holds the batch between
+/// taking it off the queue and putting it in its range, where neither the queue nor the ranges
+/// show it.
+///
+/// Catches: a shard that tells whether its callbacks wait by looking at the queue and the
+/// ranges (checked once by putting that in: the model fails in that gap); the shard would
+/// then sleep while the callbacks of a runner stuck at the first one wait for it.
+#[test]
+fn relay_counts_a_batch_in_a_runners_hands_as_waiting() {
+    loom::model(|| {
+        let (relay, shard, inflight, runners) = relay(1);
+        let ran = StdArc::new(AtomicUsize::new(0));
+        shard.count_fired(2);
+        relay.hand_over(0, vec![fired(&ran), fired(&ran)]);
+        let waiting = relay.has_queued(0);
+        let (not_begun, _) = shard.callbacks_queued_and_running();
+        assert!(
+            waiting || not_begun == 0,
+            "the shard saw no callback waiting while one had not begun"
+        );
+        inflight.wait_idle();
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "both callbacks ran");
+        relay.close();
+        for runner in std::mem::take(&mut *runners.lock()) {
             runner.join().unwrap();
         }
     });

@@ -360,14 +360,16 @@
 //! steals the back half of the fullest range (src/sync/claims.rs: the range's two ends share
 //! one word, which the holder and the thieves change only by `compare_exchange`, so each
 //! callback is handed out once, and a holder alone in its range pays one uncontended exchange
-//! per callback). A batch of several callbacks wakes two runners; a shard whose callbacks still
-//! wait from an earlier turn, on its queue or in a range, starts another runner, up to the
-//! pool's size, and polls once a tick until none wait. So a slow callback holds up only
-//! itself, never a tick thread, and a callback behind it for at most about a tick while the
-//! pool has a thread free. A queue entry per callback instead held a burst on the pool to
-//! about three quarters of its rate now (see BENCHMARKS.md). A job per batch instead made rayon wake
-//! a sleeping thread for every batch, which then spun through rounds of `yield_now` before it
-//! slept: at a 100 µs tick that kept both cores of a two-core machine busy. The default pool
+//! per callback). A batch of several callbacks wakes two runners; a shard some of whose
+//! callbacks from an earlier turn have not begun (it counts what it fired against what the
+//! runners began, so a callback counts wherever it waits) starts another runner, up to the
+//! pool's size, and polls once a tick until all have begun. So a slow callback holds up only
+//! itself, never a tick thread: a callback behind it waits about a tick for another runner,
+//! and then for that runner to reach its range (thieves take from the fullest range first).
+//! A queue entry per callback held a burst on the pool to about three quarters of its rate
+//! now (see BENCHMARKS.md). A job per batch made rayon wake a sleeping thread for every batch,
+//! which then spun through rounds of `yield_now` before it slept: at a 100 µs tick that kept
+//! both cores of a two-core machine busy. The default pool
 //! has four threads per core (at least 8): callbacks that block must not starve the rest. Each
 //! callback runs under `catch_unwind`; a panic is counted and the others run on.
 //! `inline_callbacks()` runs them on the tick thread instead, for callbacks known to be cheap;

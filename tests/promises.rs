@@ -301,8 +301,8 @@ fn a_slow_callback_holds_up_no_timer_of_its_batch_while_a_pool_thread_is_free() 
 }
 
 /// Two slow callbacks on a pool of three threads: once each of the first two runners is stuck
-/// in one, with callbacks left behind it, the shard sees that their ranges make no progress
-/// and starts the third runner, which steals the rest.
+/// in one, with callbacks left behind it, the shard sees callbacks it handed over that have
+/// not begun and starts the third runner, which steals the rest.
 #[test]
 fn two_slow_callbacks_hold_up_no_timer_of_their_batch_while_a_pool_thread_is_free() {
     assert_eq!(

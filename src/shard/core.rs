@@ -189,6 +189,13 @@ impl ShardCore {
         (fired.saturating_sub(begun), begun.saturating_sub(ended))
     }
 
+    /// Counts `n` callbacks fired, as a turn does before it hands them over (for the models,
+    /// which hand batches to the relay by hand).
+    #[cfg(all(test, loom))]
+    pub(crate) fn count_fired(&self, n: u64) {
+        self.counts.add_fired(n);
+    }
+
     pub(crate) fn lateness(&self) -> &Lateness {
         &self.lateness
     }

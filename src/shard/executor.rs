@@ -4,8 +4,9 @@
 //! A shard hands over the callbacks it fired in one tick as one batch. To the pool it goes
 //! through the `relay`: onto the shard's queue, from which runners on pool threads take it
 //! into a range of their own and run one callback at a time, while other runners steal halves
-//! of the range. So a slow callback holds up only itself, never the tick thread, and never for
-//! more than about a tick a callback behind it while the pool has a thread free. A spawner gets each callback as a `Task` of its own. Every callback runs under
+//! of the range. So a slow callback holds up only itself, never the tick thread; a callback
+//! behind it waits about a tick for another runner while the pool has a thread free. A
+//! spawner gets each callback as a `Task` of its own. Every callback runs under
 //! `catch_unwind` (see `run`); a panic is counted and the others run on.
 
 use std::fmt;

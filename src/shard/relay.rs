@@ -16,12 +16,12 @@
 //! - **Shard** (`hand_over`): push the batch onto its queue, then lock. If a runner is idle,
 //!   notify one; else, if no runner is alive, start one on the pool. A batch of more than one
 //!   callback does this twice, so that a second runner shares it.
-//! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn are
-//!   stalled, still on its queue or in a range whose holder has taken none since the last
-//!   turn (the runners are stuck in slow callbacks, or were not scheduled for a whole tick),
-//!   lock; notify an idle runner, or else start another runner, up to the pool's size. A
-//!   range its holder is working through is not stalled: starting runners for it would only
-//!   put more threads on the cores.
+//! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn have
+//!   not all begun (the runners are stuck in slow callbacks, or were not scheduled for a
+//!   whole tick), lock; notify an idle runner, or else start another runner, up to the pool's
+//!   size. The shard counts what has begun (`ShardCore::callbacks_queued_and_running`), so a
+//!   callback counts as waiting wherever it is: on the queue, in a range, or in the hands of
+//!   a runner moving a batch from the queue into its range or loot into its own.
 //! - **Runner**: each holds a slot of its own (`claims`). It runs the callbacks of its range
 //!   one at a time; when the range is empty it takes a batch off the queues (in turn) into
 //!   it; when they are empty too, it steals half of the fullest range of another runner. When
@@ -30,13 +30,15 @@
 //!   wait, as the idle runner, until notified or until `LINGER` passes with nothing to do,
 //!   and then end.
 //!
-//! A shard pushes before it locks, a runner fills its range before it locks, and a runner
-//! looks at the queues and the ranges under the lock before it waits: whichever of them locks
-//! second sees the other's side, so no callback waits for a runner that went idle past it. A
-//! slow callback holds up only itself: the rest of its runner's range is there for the other
-//! runners to steal, and if they are all busy, the shard's next turn starts another runner for
-//! it. A shard keeps polling once a tick while callbacks it handed over wait (see `worker`),
-//! so it is there to see that even when it has nothing else to do.
+//! A shard pushes before it locks, and a runner looks at the queues and the ranges under the
+//! lock before it waits: whichever of them locks second sees the other's side, so no batch
+//! waits on a queue for a runner that went idle past it. (A batch a runner has taken off a
+//! queue and not yet put in its range is seen by neither; that runner is at work and runs
+//! it.) A slow callback holds up only itself: the rest of its runner's range is there for the
+//! other runners to steal, and if they are all busy, the shard's next turn starts another
+//! runner, which steals from the fullest range first. A shard keeps polling once a tick while
+//! callbacks it handed over have not all begun (see `worker`), so it is there to see that even
+//! when it has nothing else to do.
 //!
 //! Runners are started through a closure (the pool's `spawn`), which `close` drops, so the
 //! pool can be joined; a shard that hands over callbacks after that runs them itself.
@@ -46,9 +48,7 @@ use std::time::Duration;
 use super::core::ShardCore;
 use super::run::{run_one, Runner};
 use crate::entry::Fired;
-use crate::sync::{
-    in_batches, Arc, AtomicU64, Condvar, Holder, Mutex, Ordering, Queue, Slot, StdArc,
-};
+use crate::sync::{in_batches, Arc, Condvar, Holder, Mutex, Queue, Slot, StdArc};
 
 /// How long an idle runner waits for callbacks before it ends, giving its pool thread back.
 const LINGER: Duration = Duration::from_millis(50);
@@ -70,9 +70,6 @@ pub(crate) struct Relay {
     shards: Box<[Arc<ShardCore>]>,
     /// One per runner that may be alive at once (the pool's size): the range it holds.
     slots: Box<[Slot<Fired>]>,
-    /// For each shard, what its last `look_again` saw of each slot's progress (`u64::MAX`:
-    /// none of its callbacks there); only that shard's thread touches its row.
-    seen: Box<[Box<[AtomicU64]>]>,
     state: Mutex<State>,
     wake: Condvar,
     inflight: Arc<Inflight>,
@@ -99,14 +96,10 @@ impl Relay {
         inflight: Arc<Inflight>,
     ) -> StdArc<Self> {
         let max_runners = max_runners.max(1);
-        let seen = (0..shards.len())
-            .map(|_| (0..max_runners).map(|_| AtomicU64::new(u64::MAX)).collect())
-            .collect();
         StdArc::new(Relay {
             queues: shards.iter().map(|_| Queue::new()).collect(),
             shards: shards.into_boxed_slice(),
             slots: (0..max_runners).map(|_| Slot::new()).collect(),
-            seen,
             state: Mutex::new(State {
                 spawn: Some(spawn),
                 alive: 0,
@@ -135,18 +128,9 @@ impl Relay {
     }
 
     /// Shard `shard`, at the start of each turn: callbacks it handed over in an earlier turn
-    /// that no runner has taken up yet, or that sit in a range whose holder has taken none
-    /// since the last look (it is in a slow callback, or not scheduled), are stalled, so
-    /// another runner is started for them.
+    /// that still wait to begin are stalled, so another runner is started for them.
     pub(crate) fn look_again(self: &StdArc<Self>, shard: usize) {
-        let mut stalled = !self.queues[shard].is_empty();
-        for (slot, seen) in self.slots.iter().zip(self.seen[shard].iter()) {
-            let now = slot.progress_from(shard).unwrap_or(u64::MAX);
-            // Relaxed: only this shard's thread reads and writes its row.
-            let before = seen.swap(now, Ordering::Relaxed);
-            stalled |= now != u64::MAX && now == before;
-        }
-        if stalled {
+        if self.has_queued(shard) {
             self.find_runner(shard, true);
         }
     }
@@ -175,14 +159,16 @@ impl Relay {
         spawn(Box::new(move || relay.runner(slot)));
     }
 
-    /// Whether shard `shard` has callbacks waiting for a runner: on its queue, or in a
-    /// runner's range (a glance, see `Slot::holds_from`).
+    /// Whether callbacks shard `shard` handed over have not all begun. Called by the shard's
+    /// own thread, which counts what it fires; the counts of what has begun may lag, which
+    /// only makes the shard look once more.
     pub(crate) fn has_queued(&self, shard: usize) -> bool {
-        !self.queues[shard].is_empty() || self.slots.iter().any(|slot| slot.holds_from(shard))
+        let (queued, _running) = self.shards[shard].callbacks_queued_and_running();
+        queued > 0
     }
 
-    /// Ends the idle runners, and makes every runner end once the queues are empty; no runner
-    /// is started after this. Drops the closure that starts them.
+    /// Ends the idle runners, and makes every runner end once the queues and the ranges are
+    /// empty; no runner is started after this. Drops the closure that starts them.
     pub(crate) fn close(&self) {
         let spawn = self.state.lock().spawn.take();
         drop(spawn);
@@ -295,8 +281,8 @@ impl State {
 /// Counts callbacks handed to the pool and not yet run, so shutdown and a manual clock can
 /// wait for callbacks in flight. (Tasks handed to a spawner are not counted: they run when the
 /// user's executor runs them, which may need the very thread that would wait.) A runner counts
-/// the callbacks it ran when it finds the queues empty, so the count reaches zero only once
-/// nothing is queued and nothing runs.
+/// the callbacks it ran when it finds nothing left to take, so the count reaches zero only
+/// once nothing is queued and nothing runs.
 pub(crate) struct Inflight {
     callbacks: Mutex<usize>,
     idle: Condvar,

@@ -23,7 +23,7 @@
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 
-use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// The most items in one batch: a range's ends are 32-bit.
 const MAX_BATCH: usize = u32::MAX as usize;
@@ -118,8 +118,6 @@ pub(crate) struct Slot<T> {
     batch: Mutex<Option<Arc<Batch<T>>>>,
     /// The range of `batch` left to take (see `Range`).
     range: AtomicU64,
-    /// `batch`'s `from`, readable without the lock (see `Slot::holds_from`).
-    from: AtomicUsize,
 }
 
 impl<T> Slot<T> {
@@ -127,31 +125,15 @@ impl<T> Slot<T> {
         Slot {
             batch: Mutex::new(None),
             range: AtomicU64::new(Range::EMPTY.pack()),
-            from: AtomicUsize::new(usize::MAX),
         }
     }
 
-    /// How many items are left in the range. Relaxed: a glance, which the holder or a thief
-    /// acts on only through the exchanges.
+    /// How many items are left in the range: a glance, which may be out of date by the time
+    /// it is acted on. Relaxed: whoever takes acts through the exchanges; a runner deciding to
+    /// park looks under the relay's lock, after the holder filled the range (see
+    /// `shard::relay`).
     pub(crate) fn left(&self) -> u32 {
         Range::unpack(self.range.load(Ordering::Relaxed)).len()
-    }
-
-    /// Whether the range has items left from a batch that came from `from`. A glance, without
-    /// the lock: while the holder puts a new batch in or a thief its loot, it may see the old
-    /// state for a moment, but items in that moment are in the hands of a runner at work.
-    pub(crate) fn holds_from(&self, from: usize) -> bool {
-        self.progress_from(from).is_some()
-    }
-
-    /// If the range has items left from a batch that came from `from` (a glance, as
-    /// `holds_from`), a word that changes whenever an item is taken or stolen from it, so
-    /// that the same word seen twice means no one took any in between.
-    pub(crate) fn progress_from(&self, from: usize) -> Option<u64> {
-        // Relaxed: a glance, as `left`.
-        let word = self.range.load(Ordering::Relaxed);
-        let held = Range::unpack(word).len() > 0 && self.from.load(Ordering::Relaxed) == from;
-        held.then_some(word)
     }
 }
 
@@ -268,8 +250,7 @@ impl<'a, T> Holder<'a, T> {
     fn put(&mut self, batch: Arc<Batch<T>>, range: Range) {
         debug_assert_eq!(self.slot.left(), 0, "a slot's range is empty when filled");
         let mut held = self.slot.batch.lock();
-        // Relaxed: thieves read both under the lock; `holds_from` is a glance.
-        self.slot.from.store(batch.from, Ordering::Relaxed);
+        // Relaxed: thieves read it under the lock; `left` is a glance.
         self.slot.range.store(range.pack(), Ordering::Relaxed);
         *held = Some(batch.clone());
         drop(held);
@@ -303,10 +284,9 @@ mod tests {
         let mut holder = Holder::new(&slot);
         assert!(holder.take().is_none(), "a new slot is empty");
         holder.hold(vec![10, 11, 12], 7);
-        assert!(slot.holds_from(7) && !slot.holds_from(6));
+        assert_eq!(slot.left(), 3);
         assert_eq!(take_all(&mut holder), [(10, 7), (11, 7), (12, 7)]);
         assert_eq!(slot.left(), 0);
-        assert!(!slot.holds_from(7));
         assert!(slot.batch.lock().is_none(), "the batch goes with its range");
     }
 
@@ -318,7 +298,6 @@ mod tests {
         let mut stealer = Holder::new(&thief);
         assert!(stealer.steal(&victim));
         assert_eq!((victim.left(), thief.left()), (2, 3));
-        assert!(thief.holds_from(1), "the loot keeps its batch's origin");
         assert_eq!(take_all(&mut stealer), [(2, 1), (3, 1), (4, 1)]);
         assert_eq!(take_all(&mut holder), [(0, 1), (1, 1)]);
         assert!(!stealer.steal(&victim), "nothing left to steal");

@@ -1,9 +1,12 @@
 //! Statistics counters: std atomics even under loom.
 //!
-//! A counter takes part in no protocol: nothing is published through it and no decision
-//! depends on it, so loom need not model it, and leaving it out keeps the models' interleavings
-//! to the protocols themselves. Every access is Relaxed for the same reason: a reader wants a
-//! value that was true at some moment, not an order with anything else.
+//! A counter takes part in no protocol: nothing is published through it, so loom need not model
+//! it, and leaving it out keeps the models' interleavings to the protocols themselves. Every
+//! access is Relaxed for the same reason: a reader wants a value that was true at some moment,
+//! not an order with anything else. One decision reads counters: whether the callbacks a
+//! shard handed to the pool have all begun (`shard::relay`). The shard reads its own count of
+//! what it fired, and a read of what has begun can only lag, so a stale read makes the shard
+//! look again a tick later; it never makes it miss a callback that waits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
