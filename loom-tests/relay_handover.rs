@@ -31,6 +31,7 @@ fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCore>, Arc<Inflight>, R
         1,
         TickClock::new(tick, 1 << 36, u64::MAX, None),
         None,
+        max_runners,
     ));
     let runners: Runners = StdArc::new(Mutex::new(Vec::new()));
     let started = runners.clone();

@@ -1,5 +1,5 @@
 //! Where callbacks run (a spawner of the caller's own, tokio), and what the stats say about
-//! them: callbacks queued and running, and how late timers fired.
+//! them: callbacks queued and running (on a spawner and on the pool), and how late timers fired.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -238,4 +238,39 @@ fn tokio_callbacks_run_on_the_runtime() {
         .schedule(Duration::from_millis(1), move || tx.send(false).unwrap())
         .unwrap();
     assert!(!rx.recv_timeout(Duration::from_secs(60)).unwrap());
+}
+
+#[test]
+fn the_stats_count_the_pools_callbacks_queued_then_running_then_done() {
+    const N: usize = 5_000;
+    let engine = TimerEngine::builder()
+        .shards(2)
+        .callback_threads(3)
+        .pin_threads(false)
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (release, blocked) = mpsc::channel::<()>();
+    engine
+        .schedule(Duration::from_millis(10), move || {
+            blocked.recv().unwrap();
+        })
+        .unwrap();
+    for _ in 0..N {
+        engine
+            .schedule(Duration::from_millis(10), counting(&ran))
+            .unwrap();
+    }
+    wait_until("the other callbacks to run beside the blocked one", || {
+        ran.load(Ordering::SeqCst) == N && engine.stats().callbacks_running == 1
+    });
+    let stats = engine.stats();
+    assert_eq!(stats.fired, N as u64 + 1);
+    assert_eq!(stats.callbacks_queued, 0, "every callback has begun");
+    release.send(()).unwrap();
+    wait_until("the blocked callback to end", || {
+        engine.stats().callbacks_running == 0
+    });
+    let stats = engine.stats();
+    assert_eq!((stats.callbacks_queued, stats.callbacks_running), (0, 0));
 }

@@ -324,8 +324,16 @@ impl Builder {
         let clock = TickClock::new(self.tick, SPAN, StateWord::MAX_DEADLINE, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
+        let pool_slots = pool.as_ref().map_or(0, OwnedPool::threads);
         let shard_cores: Vec<Arc<ShardCore>> = (0..shard_count)
-            .map(|_| Arc::new(ShardCore::new(engine, clock.clone(), cap.clone())))
+            .map(|_| {
+                Arc::new(ShardCore::new(
+                    engine,
+                    clock.clone(),
+                    cap.clone(),
+                    pool_slots,
+                ))
+            })
             .collect();
         let executor = match (&self.callbacks, &mut pool) {
             (Callbacks::Inline, _) => Executor::Inline,

@@ -57,6 +57,11 @@ impl OwnedPool {
         })
     }
 
+    /// How many threads the pool has: the most runners its relay starts at once.
+    pub(super) fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
     /// The relay through which `shards` (in shard order) hand their callbacks to this pool,
     /// with as many runners at most as the pool has threads.
     pub(super) fn relay_for(
@@ -66,7 +71,7 @@ impl OwnedPool {
     ) -> StdArc<Relay> {
         let pool = self.pool.clone();
         let spawn: Spawn = StdArc::new(move |job: Job| pool.spawn(job));
-        let relay = Relay::new(shards, spawn, self.threads.len(), inflight);
+        let relay = Relay::new(shards, spawn, self.threads(), inflight);
         self.relay = Some(relay.clone());
         relay
     }

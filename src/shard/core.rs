@@ -5,6 +5,7 @@ use crossbeam_utils::CachePadded;
 
 use super::cap::Cap;
 use super::lateness::Lateness;
+use super::run::Runner;
 use super::signal::Signal;
 use crate::sync::{thread_slot, Arc, AtomicBool, AtomicU64, AtomicUsize, Counter, Ordering};
 use crate::time::TickClock;
@@ -39,18 +40,27 @@ pub(crate) struct ShardCounts {
     turns: AtomicU64,
 }
 
-/// Callbacks of a shard begun and ended (statistics), counted in stripes: a burst's callbacks
+/// Callbacks of a shard begun and ended (statistics, and what tells the shard whether the
+/// callbacks it handed to the pool have all begun), counted in stripes: a burst's callbacks
 /// run on many pool threads at once, and one pair of counters that every one of them bumps
-/// twice was measured to cost a burst about a sixth of its rate. A thread counts in the stripe
-/// of its thread slot, except the shard's own tick thread (running inline callbacks), which
-/// has a stripe to itself and counts there without read-modify-writes; readers add them up.
+/// twice was measured to cost a burst about a sixth of its rate. The shard's own tick thread
+/// (running inline callbacks) and each of the first `MAX_POOL_STRIPES` of the pool's runner
+/// slots (see `relay`) have a stripe to themselves and count there without read-modify-writes;
+/// any other thread counts in the stripe of its thread slot. Readers add them up.
 pub(super) struct Runs {
     tick_thread: CachePadded<Stripe>,
+    /// By the pool's runner slot: a slot is held by one runner at a time, and the next holder
+    /// takes it under the relay's lock after the last gave it back.
+    pool: Box<[CachePadded<Stripe>]>,
     stripes: [CachePadded<Stripe>; RUN_STRIPES],
 }
 
-/// Stripes of `Runs`: as many as a pool usually has threads per core pair.
+/// Shared stripes of `Runs`: as many as a pool usually has threads per core pair.
 const RUN_STRIPES: usize = 8;
+
+/// The most runner slots with a stripe of their own, per shard: enough for a pool of four
+/// threads per core on 16 cores, at 8 KiB a shard.
+const MAX_POOL_STRIPES: usize = 64;
 
 #[derive(Default)]
 struct Stripe {
@@ -59,33 +69,41 @@ struct Stripe {
 }
 
 impl Runs {
-    fn new() -> Self {
+    fn new(pool_slots: usize) -> Self {
         Runs {
             tick_thread: CachePadded::new(Stripe::default()),
+            pool: (0..pool_slots.min(MAX_POOL_STRIPES))
+                .map(|_| CachePadded::new(Stripe::default()))
+                .collect(),
             stripes: std::array::from_fn(|_| CachePadded::new(Stripe::default())),
         }
     }
-    fn stripe(&self) -> &Stripe {
-        &self.stripes[thread_slot() % RUN_STRIPES]
+    /// The stripe `runner` counts in, and whether it writes there alone.
+    fn stripe(&self, runner: Runner) -> (&Stripe, bool) {
+        match runner {
+            Runner::TickThread => (&self.tick_thread, true),
+            Runner::Pool(slot) if slot < self.pool.len() => (&self.pool[slot], true),
+            Runner::Pool(_) | Runner::Other => (&self.stripes[thread_slot() % RUN_STRIPES], false),
+        }
     }
-    /// A callback begins; `on_tick_thread` if the shard's tick thread runs it.
-    pub(super) fn begin(&self, on_tick_thread: bool) {
-        if on_tick_thread {
-            self.tick_thread.begun.add_single_writer(1);
-        } else {
-            self.stripe().begun.add(1);
+    /// A callback begins, run by `runner`.
+    pub(super) fn begin(&self, runner: Runner) {
+        match self.stripe(runner) {
+            (stripe, true) => stripe.begun.add_single_writer(1),
+            (stripe, false) => stripe.begun.add(1),
         }
     }
     /// A callback ended; as `begin`.
-    pub(super) fn end(&self, on_tick_thread: bool) {
-        if on_tick_thread {
-            self.tick_thread.ended.add_single_writer(1);
-        } else {
-            self.stripe().ended.add(1);
+    pub(super) fn end(&self, runner: Runner) {
+        match self.stripe(runner) {
+            (stripe, true) => stripe.ended.add_single_writer(1),
+            (stripe, false) => stripe.ended.add(1),
         }
     }
     fn all(&self) -> impl Iterator<Item = &Stripe> {
-        std::iter::once(&*self.tick_thread).chain(self.stripes.iter().map(|s| &**s))
+        std::iter::once(&*self.tick_thread)
+            .chain(self.pool.iter().map(|s| &**s))
+            .chain(self.stripes.iter().map(|s| &**s))
     }
     fn ended(&self) -> u64 {
         self.all().map(|s| s.ended.get()).sum()
@@ -146,13 +164,19 @@ impl ShardCounts {
 }
 
 impl ShardCore {
-    pub(crate) fn new(engine: u64, clock: TickClock, cap: Option<Arc<Cap>>) -> Self {
+    /// A shard of engine `engine`, whose callback pool (if any) has `pool_slots` runner slots.
+    pub(crate) fn new(
+        engine: u64,
+        clock: TickClock,
+        cap: Option<Arc<Cap>>,
+        pool_slots: usize,
+    ) -> Self {
         ShardCore {
             engine,
             signal: Signal::new(),
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
-            runs: Runs::new(),
+            runs: Runs::new(pool_slots),
             lateness: Lateness::new(),
             clock,
             cap,

@@ -108,7 +108,7 @@ mod tests {
 
     fn shard_core() -> ShardCore {
         let tick = std::time::Duration::from_millis(1);
-        ShardCore::new(1, TickClock::new(tick, 1 << 36, u64::MAX, None), None)
+        ShardCore::new(1, TickClock::new(tick, 1 << 36, u64::MAX, None), None, 0)
     }
 
     #[test]

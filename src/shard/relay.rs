@@ -193,14 +193,14 @@ impl Relay {
         self.inflight.end(ran);
     }
 
-    /// Runs callbacks until there are none to take: those of `holder`'s range, then a batch
-    /// off the queues (looking first at `next`'s), then half of another runner's range.
-    /// Returns how many it ran.
-    fn run_all(&self, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
+    /// Runs callbacks, as the runner holding slot `slot`, until there are none to take: those
+    /// of `holder`'s range, then a batch off the queues (looking first at `next`'s), then half
+    /// of another runner's range. Returns how many it ran.
+    fn run_all(&self, slot: usize, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
         let mut ran = 0;
         loop {
             while let Some((fired, shard)) = holder.take() {
-                run_one(fired, &self.shards[shard], Runner::Other);
+                run_one(fired, &self.shards[shard], Runner::Pool(slot));
                 ran += 1;
             }
             if let Some((batch, shard)) = self.pop_any(next) {
@@ -244,7 +244,7 @@ impl Relay {
         let mut holder = Holder::new(&self.slots[slot]);
         let mut next = slot;
         loop {
-            let ran = self.run_all(&mut holder, &mut next);
+            let ran = self.run_all(slot, &mut holder, &mut next);
             if ran > 0 {
                 self.inflight.end(ran);
             }

@@ -24,6 +24,9 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 pub(super) enum Runner {
     /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
     TickThread,
+    /// The pool's runner holding this slot of the relay (the only one that may, see `relay`):
+    /// counted without read-modify-writes, as far as the shard has stripes for the slots.
+    Pool(usize),
     /// Any other thread.
     Other,
 }
@@ -33,10 +36,9 @@ pub(super) enum Runner {
 pub(super) fn run_one(fired: Fired, shard: &ShardCore, runner: Runner) {
     let ends = !fired.repeats();
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
-    let on_tick_thread = matches!(runner, Runner::TickThread);
-    shard.runs().begin(on_tick_thread);
+    shard.runs().begin(runner);
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
-    shard.runs().end(on_tick_thread);
+    shard.runs().end(runner);
     RUNNING_FOR.with(|running| running.set(outer));
     if ends {
         // Its place under the cap, held until now (see `Executor::run`); nothing without one.
