@@ -77,7 +77,10 @@ fn relay_hand_over_vs_runner_parking() {
 ///
 /// Catches: a shard that tells whether its callbacks wait by looking at the queue and the
 /// ranges (checked once by putting that in: the model fails in that gap); the shard would
-/// then sleep while the callbacks of a runner stuck at the first one wait for it.
+/// then sleep while the callbacks of a runner stuck at the first one wait for it. With the
+/// counts the answer and the check read the same counters, so the model guards the way the
+/// answer is got rather than proving the counts right (they are std atomics, which loom does
+/// not model; see `sync::counter`).
 #[test]
 fn relay_counts_a_batch_in_a_runners_hands_as_waiting() {
     loom::model(|| {

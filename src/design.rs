@@ -364,8 +364,9 @@
 //! callbacks from an earlier turn have not begun (it counts what it fired against what the
 //! runners began, so a callback counts wherever it waits) starts another runner, up to the
 //! pool's size, and polls once a tick until all have begun. So a slow callback holds up only
-//! itself, never a tick thread: a callback behind it waits about a tick for another runner,
-//! and then for that runner to reach its range (thieves take from the fullest range first).
+//! itself, never a tick thread: while the pool has a thread free, a callback behind it waits
+//! about a tick for another runner, and then for that runner to reach its range (thieves
+//! take from the fullest range first).
 //! A queue entry per callback held a burst on the pool to about three quarters of its rate
 //! now (see BENCHMARKS.md). A job per batch made rayon wake a sleeping thread for every batch,
 //! which then spun through rounds of `yield_now` before it slept: at a 100 µs tick that kept
@@ -380,7 +381,8 @@
 //! them; a spawner's tasks are not waited for, since they may need the very thread that waits.
 //!
 //! What operators read: each callback's start and end are counted in stripes (the tick thread
-//! and each of the pool's runner slots in a stripe of its own, without read-modify-writes,
+//! and each of the first 64 of the pool's runner slots in a stripe of its own, without
+//! read-modify-writes,
 //! which took a burst on the pool from 21 to 28 M/s; any other thread by its thread slot),
 //! giving the callbacks queued and running, which also tell a shard whether its callbacks
 //! have all begun; and the tick thread keeps a histogram of how late it fired

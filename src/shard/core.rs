@@ -17,8 +17,8 @@ pub(crate) struct ShardCore {
     signal: Signal,
     stop: AtomicBool,
     counts: CachePadded<ShardCounts>,
-    /// Callbacks begun and ended by the executor, apart from the shard thread's own counts:
-    /// callback threads write them.
+    /// Callbacks begun and ended, by whichever thread runs them (see `Runs`); read for the
+    /// statistics and by the relay, to tell whether the shard's callbacks have all begun.
     runs: Runs,
     lateness: Lateness,
     clock: TickClock,
@@ -49,8 +49,9 @@ pub(crate) struct ShardCounts {
 /// any other thread counts in the stripe of its thread slot. Readers add them up.
 pub(super) struct Runs {
     tick_thread: CachePadded<Stripe>,
-    /// By the pool's runner slot: a slot is held by one runner at a time, and the next holder
-    /// takes it under the relay's lock after the last gave it back.
+    /// By the pool's runner slot: a slot is held by one runner at a time. A runner gives its
+    /// slot back under the relay's lock, and the next is started with it only after the lock
+    /// was taken again to pop it, so each holder's counts are ordered after the last's.
     pool: Box<[CachePadded<Stripe>]>,
     stripes: [CachePadded<Stripe>; RUN_STRIPES],
 }

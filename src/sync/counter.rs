@@ -21,10 +21,13 @@ impl Counter {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Adds `n` without a read-modify-write, for a counter only one thread ever writes (then a
-    /// load and a store cost less than a locked add, and lose nothing).
+    /// Adds `n` without a read-modify-write, for a counter one thread at a time writes, each
+    /// writer ordered after the last (then a load and a store cost less than a locked add, and
+    /// lose nothing).
     pub(crate) fn add_single_writer(&self, n: u64) {
-        // Relaxed: a statistic (module docs); the one writer reads its own last store.
+        // Relaxed: a statistic (module docs); the writer reads its own last store, or, if the
+        // counter passed to it from another thread, the last store of that thread, which the
+        // hand-over ordered before this.
         self.0
             .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
