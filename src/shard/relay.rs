@@ -78,11 +78,9 @@ pub(crate) struct Relay {
 struct State {
     /// Starts a runner; `None` once closed.
     spawn: Option<Spawn>,
-    /// Runners started and not yet ended.
-    alive: usize,
     /// Runners waiting for callbacks.
     idle: usize,
-    /// The slots no runner holds.
+    /// The slots no runner holds: a runner is alive for each slot missing.
     free: Vec<usize>,
 }
 
@@ -102,7 +100,6 @@ impl Relay {
             slots: (0..max_runners).map(|_| Slot::new()).collect(),
             state: Mutex::new(State {
                 spawn: Some(spawn),
-                alive: 0,
                 idle: 0,
                 free: (0..max_runners).rev().collect(),
             }),
@@ -143,7 +140,8 @@ impl Relay {
             self.wake.notify_one();
             return;
         }
-        if (state.alive > 0 && !stalled) || state.free.is_empty() {
+        let alive = state.free.len() < self.slots.len();
+        if (alive && !stalled) || state.free.is_empty() {
             return;
         }
         let Some(spawn) = state.spawn.clone() else {
@@ -152,7 +150,6 @@ impl Relay {
             self.run_queued(shard);
             return;
         };
-        state.alive += 1;
         let slot = state.free.pop().expect("a free slot");
         drop(state);
         let relay = self.clone();
@@ -273,7 +270,6 @@ impl Relay {
 impl State {
     /// A runner ends, giving its slot back.
     fn end_runner(&mut self, slot: usize) {
-        self.alive -= 1;
         self.free.push(slot);
     }
 }
