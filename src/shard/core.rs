@@ -214,6 +214,15 @@ impl ShardCore {
         (fired.saturating_sub(begun), begun.saturating_sub(ended))
     }
 
+    /// Callbacks handed to the executor that have not begun: the first half of
+    /// `callbacks_queued_and_running`, without reading the ended counts (the relay asks this
+    /// every turn).
+    pub(crate) fn callbacks_queued(&self) -> u64 {
+        // Begun before fired, as in `callbacks_queued_and_running`.
+        let begun = self.runs.begun();
+        self.counts.fired().saturating_sub(begun)
+    }
+
     /// Counts `n` callbacks fired, as a turn does before it hands them over (for the models,
     /// which hand batches to the relay by hand).
     #[cfg(all(test, loom))]

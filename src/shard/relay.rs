@@ -19,7 +19,7 @@
 //! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn have
 //!   not all begun (the runners are stuck in slow callbacks, or were not scheduled for a
 //!   whole tick), lock; notify an idle runner, or else start another runner, up to the pool's
-//!   size. The shard counts what has begun (`ShardCore::callbacks_queued_and_running`), so a
+//!   size. The shard counts what has begun (`ShardCore::callbacks_queued`), so a
 //!   callback counts as waiting wherever it is: on the queue, in a range, or in the hands of
 //!   a runner moving a batch from the queue into its range or loot into its own.
 //! - **Runner**: each holds a slot of its own (`claims`). It runs the callbacks of its range
@@ -160,8 +160,7 @@ impl Relay {
     /// own thread, which counts what it fires; the counts of what has begun may lag, which
     /// only makes the shard look once more.
     pub(crate) fn has_queued(&self, shard: usize) -> bool {
-        let (queued, _running) = self.shards[shard].callbacks_queued_and_running();
-        queued > 0
+        self.shards[shard].callbacks_queued() > 0
     }
 
     /// Ends the idle runners, and makes every runner end once the queues and the ranges are
