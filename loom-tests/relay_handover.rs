@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::entry::{CallbackBox, Entry, EntryRef, Fired};
+use crate::entry::{CallbackBox, Fired};
 use crate::shard::{Inflight, Job, Relay, ShardCore, Spawn};
 use crate::sync::{Arc, Mutex, StdArc};
 use crate::time::TickClock;
@@ -11,13 +11,11 @@ use crate::time::TickClock;
 /// A fired one-shot callback that counts its run in `ran`.
 fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
     let ran = ran.clone();
-    let entry = EntryRef::new(Entry::new(1, CallbackBox::new(|| {})));
     Fired::new(
         CallbackBox::new(move || {
             ran.fetch_add(1, Ordering::SeqCst);
         }),
-        entry,
-        false,
+        None,
     )
 }
 

@@ -279,7 +279,9 @@
 //! 2. take new timers from every lane's ring (whole) and `inserts` queue (a bounded number per
 //!    lane per turn, so a flood of inserts cannot hold back firing), and place them (an entry
 //!    cancelled while queued is dropped or recycled here);
-//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
+//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer, and free
+//!    together the slots of the fired one-shot entries no one else holds (src/slab/chunk.rs
+//!    `Frees`: no read-modify-write per entry);
 //! 4. hand the turn's callbacks to the executor as one batch, and the dead, unshared entries
 //!    back to their lanes.
 //!
@@ -571,3 +573,9 @@
 //!   chunk, which loom reports; a freer that frees at another count than the last failed the
 //!   model once, when a later free read the freed block, which loom does not itself track:
 //!   Miri's run of the slab's unit tests is the check on that).
+//! - `slab_slots_freed_together_free_each_chunk_once`: slots of two chunks freed together on
+//!   one thread while the allocator's user drops a reference to one of them and gives its
+//!   chunks up: each value is dropped once, by its last holder, and each chunk freed once (a
+//!   run of slots counted as one free leaks the chunk; a batch that takes a value another
+//!   reference holds drops it under that holder). The order of pushes and counts is plain
+//!   memory, for Miri (see the model's documentation).

@@ -289,13 +289,10 @@ pub(crate) struct Fired {
 }
 
 impl Fired {
-    /// `callback`, taken from `entry` by the shard's INIT→EXPIRED; `repeating` if the entry
-    /// repeats, so the runner needs it to re-arm it.
-    pub(crate) fn new(callback: CallbackBox, entry: EntryRef, repeating: bool) -> Self {
-        Fired {
-            callback,
-            rearm: repeating.then_some(entry),
-        }
+    /// `callback`, taken from its entry by the shard's INIT→EXPIRED; with the entry if it
+    /// repeats, for the runner to re-arm it.
+    pub(crate) fn new(callback: CallbackBox, rearm: Option<EntryRef>) -> Self {
+        Fired { callback, rearm }
     }
 
     /// Whether the timer runs again after this run.

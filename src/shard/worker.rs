@@ -6,7 +6,8 @@
 //!    reset to an earlier deadline (the `changes` queue);
 //! 2. take new timers off every lane's owner ring and `inserts` queue and place them (a timer
 //!    cancelled while still queued is dropped here, having cost its canceller one CAS);
-//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer;
+//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer (and
+//!    freeing the slots of the fired one-shots together);
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
 //!

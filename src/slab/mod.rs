@@ -9,9 +9,11 @@
 //! - `slot`: [`SlabArc`] (std's `Arc` without the weak count, its count 32 bits wide beside
 //!   the slot's index in its chunk) and the slot it points at.
 //! - `chunk`: the chunk, and [`Allocator`], which hands out its slots. Any thread frees a
-//!   slot; the allocator takes the freed slots back and hands them out again; a chunk is freed
-//!   once its allocator has moved on and its last slot is freed. The module explains the
-//!   protocol; the loom model `slab_chunk_is_freed_once_by_its_last_user` checks it.
+//!   slot, alone or with others in [`Frees`] (one push and one count for many); the allocator
+//!   takes the freed slots back and hands them out again; a chunk is freed once its allocator
+//!   has moved on and its last slot is freed. The module explains the protocol; the loom
+//!   models `slab_chunk_is_freed_once_by_its_last_user` and
+//!   `slab_slots_freed_together_free_each_chunk_once` check it.
 //!
 //! An allocator hands out again the freed slots of all its chunks, so it holds as many chunks
 //! as were ever needed at once, and keeps them until it is given up (when its engine is
@@ -21,5 +23,5 @@
 mod chunk;
 mod slot;
 
-pub(crate) use chunk::Allocator;
+pub(crate) use chunk::{Allocator, Frees};
 pub(crate) use slot::SlabArc;

@@ -169,6 +169,23 @@ impl<T> SlabArc<T> {
         this.slot == other.slot
     }
 
+    /// Lets go of the reference as `drop` does; but if it is the last, as seen with a load
+    /// rather than a decrement, the value is dropped now and its slot, if in a chunk, freed
+    /// with the others `frees` gathers (see [`Frees`](chunk::Frees)).
+    pub(crate) fn drop_into(this: Self, frees: &mut chunk::Frees<T>) {
+        // Acquire: as in `get_mut`: pairs with the Release decrement of every holder that let
+        // go, so their uses of the value happen before its drop here. A count of one cannot
+        // grow under this reference: a new one is only ever made from an existing one.
+        if this.count().load(Ordering::Acquire) != 1 {
+            drop(this);
+            return;
+        }
+        let slot = ManuallyDrop::new(this).slot;
+        // SAFETY: this reference holds the last count, given up here; the slot goes to `frees`
+        // alone.
+        unsafe { release(slot, |slot, index| frees.add(slot, index)) };
+    }
+
     /// How many references hold the value (a snapshot).
     #[cfg(test)]
     pub(crate) fn strong_count(this: &Self) -> usize {
@@ -209,8 +226,8 @@ impl<T> Drop for SlabArc<T> {
         // Acquire: pairs with the other holders' Release decrements. A load rather than a
         // fence, as std's `Arc` does under ThreadSanitizer, which does not model fences.
         self.count().load(Ordering::Acquire);
-        // SAFETY: this was the last count.
-        unsafe { release(self.slot) };
+        // SAFETY: this was the last count; a chunk's slot is freed at once.
+        unsafe { release(self.slot, |slot, index| chunk::free(slot, index)) };
     }
 }
 
@@ -221,12 +238,14 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SlabArc<T> {
 }
 
 /// Drops a slot's value and frees the slot: a block of its own goes back to the allocator, a
-/// chunk's slot to its chunk (see `chunk::free`). The slot is freed even if the value's drop
-/// panics.
+/// chunk's slot to `free_in_chunk` (`chunk::free`, or a batch of frees). The slot is freed even
+/// if the value's drop panics.
 ///
 /// # Safety
-/// The caller released the slot's last count.
-unsafe fn release<T>(slot: NonNull<Slot<T>>) {
+/// The caller gave up the slot's last count (released it, or saw that no other holder is
+/// left); `free_in_chunk` frees a chunk's slot whose value has been dropped, as `chunk::free`
+/// does.
+unsafe fn release<T>(slot: NonNull<Slot<T>>, free_in_chunk: impl FnOnce(NonNull<Slot<T>>, u32)) {
     // SAFETY: by this function's contract the slot is live and this thread its last holder.
     let index = unsafe { Slot::index(slot) };
     let free = || {
@@ -235,8 +254,7 @@ unsafe fn release<T>(slot: NonNull<Slot<T>>) {
             // value has been dropped.
             unsafe { alloc::dealloc(slot.as_ptr().cast(), Layout::new::<Slot<T>>()) };
         } else {
-            // SAFETY: the slot is in a chunk (its index says so) and its value dropped.
-            unsafe { chunk::free(slot, index) };
+            free_in_chunk(slot, index);
         }
     };
     // SAFETY: as above; the value is dropped once, here (`ManuallyDrop` is

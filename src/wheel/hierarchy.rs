@@ -3,6 +3,7 @@
 use std::ptr::NonNull;
 
 use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
+use crate::slab::Frees;
 use crate::sync::prefetch;
 
 use super::level::{slot_of, Expiration, Heads, Level, SLOTS};
@@ -40,6 +41,9 @@ pub(crate) struct Wheel {
     len: usize,
     /// Reused buffer for the entries of a slot being processed.
     scratch: Vec<EntryRef>,
+    /// The slots of the one-shot entries fired, freed together at the end of each `advance`
+    /// (and when the wheel is dropped).
+    frees: Frees<Entry>,
 }
 
 // SAFETY: the raw pointers in the slot lists each stand for a strong count of an
@@ -62,6 +66,7 @@ impl Wheel {
             levels: (0..LEVELS).map(Level::new).collect(),
             len: 0,
             scratch: Vec::new(),
+            frees: Frees::new(),
         }
     }
 
@@ -102,14 +107,21 @@ impl Wheel {
     }
 
     /// Fires `entry` if it is due, links it into its slot if not, or lets it go if it was
-    /// resolved elsewhere. The entry must not be linked into the wheel.
+    /// resolved elsewhere. The entry must not be linked into the wheel. A fired one-shot's slot
+    /// is freed by the next [`advance`](Self::advance).
     pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
         loop {
             let word = match entry.expire(self.elapsed) {
                 Ok((word, callback)) => {
-                    // A repeating timer's runner needs the entry to re-arm it.
-                    let repeating = word.is_repeating();
-                    return Settled::Fired(Fired::new(callback, entry, repeating), word.deadline());
+                    // A repeating timer's runner needs the entry to re-arm it; a one-shot's is
+                    // let go of with the turn's others.
+                    let rearm = if word.is_repeating() {
+                        Some(entry)
+                    } else {
+                        EntryRef::drop_into(entry, &mut self.frees);
+                        None
+                    };
+                    return Settled::Fired(Fired::new(callback, rearm), word.deadline());
                 }
                 Err(word) => word,
             };
@@ -206,7 +218,8 @@ impl Wheel {
 
     /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
     /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due and
-    /// the timer's deadline tick.
+    /// the timer's deadline tick. Then frees together the slots of the one-shot entries fired
+    /// since the last call (here or by `settle`) that no one else holds.
     pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, u64, Fired)) {
         let mut due = std::mem::take(&mut self.scratch);
         while let Some(expiration) = self.next_expiration() {
@@ -227,6 +240,7 @@ impl Wheel {
             }
         }
         self.scratch = due;
+        self.frees.flush();
         if now > self.elapsed {
             self.elapsed = now;
         }

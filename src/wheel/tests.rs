@@ -181,6 +181,45 @@ fn a_due_entry_fires_on_insert_and_a_cancelled_one_is_unlinked_at_once() {
 }
 
 #[test]
+fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
+    let slab = crate::slab::Allocator::with_slots(4);
+    let mut wheel = Wheel::new();
+    let ran = Arc::new(Mutex::new(0));
+    let mut addresses = Vec::new();
+    let mut kept = None;
+    for i in 0..4 {
+        let ran = ran.clone();
+        let callback = CallbackBox::new(move || *ran.lock().unwrap() += 1);
+        // SAFETY: the test thread is the allocator's only user.
+        let entry = unsafe { slab.alloc(Entry::new(3, callback)) };
+        addresses.push(EntryRef::as_ptr(&entry));
+        if i == 0 {
+            kept = Some(entry.clone());
+        }
+        assert!(matches!(wheel.settle(entry), Settled::Placed));
+    }
+    let mut fired = Vec::new();
+    wheel.advance(3, |_, _, callback| fired.push(callback));
+    assert_eq!(fired.len(), 4);
+    fired.into_iter().for_each(Fired::run);
+    assert_eq!(*ran.lock().unwrap(), 4);
+    // The chunk is full: the next timers take the three slots the advance freed, and not the
+    // one a handle still holds.
+    let next: Vec<_> = (0..3)
+        // SAFETY: as above.
+        .map(|_| unsafe { slab.alloc(Entry::new(9, CallbackBox::new(|| {}))) })
+        .collect();
+    let mut reused: Vec<_> = next.iter().map(EntryRef::as_ptr).collect();
+    reused.sort();
+    let mut freed = addresses[1..].to_vec();
+    freed.sort();
+    assert_eq!(reused, freed);
+    let kept = kept.unwrap();
+    assert_eq!(kept.state().lifecycle(), Lifecycle::Expired);
+    assert_eq!(EntryRef::strong_count(&kept), 1);
+}
+
+#[test]
 fn a_deadline_beyond_the_span_fires_exactly_on_time() {
     let mut h = Harness::new();
     let when = SPAN * 3 + 12345;
