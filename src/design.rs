@@ -293,15 +293,16 @@
 //! So every turn compares the tick it begins at with the tick it meant to begin at (the next
 //! tick when polling, the wheel's next deadline when sleeping; nothing when it slept until
 //! woken); a turn woken early by new work counts neither way, and a manual clock's jumps are
-//! not watched at all. The time a turn itself takes counts: a thread preempted in the middle
-//! of its turns is as starved as one that wakes late (excusing it let lateness under a hog
-//! grow back to 30–120 ms). So a turn that runs long on its own (inline callbacks of 10 ms or
-//! more, a flood of inserts) counts as late too, and three in a row let go of the core even
-//! with no other process on it: harmless beyond the pinning lost, and the stats show it. A turn more than 10 ms, and two ticks, late counts as late (`late_turns` in the
-//! stats); after three in a row the thread widens its affinity to every core the engine was
-//! built with and stays unpinned. With eight busy loops pinned to core 0 of the 2-core machine,
-//! this took the accuracy workload's worst lateness from 26–53 ms to 18–23 ms and rpc-churn's
-//! peak resident set from 95–111 MB to 39–79 MB (see BENCHMARKS.md).
+//! not watched at all. The time a turn itself takes counts: a thread preempted in the middle of
+//! its turns is as starved as one that wakes late (excusing it let lateness under a hog grow
+//! back to 30–120 ms). So a turn that runs long on its own (inline callbacks of 10 ms or more,
+//! a flood of inserts) counts as late too, and three in a row let go of the core even with no
+//! other process on it: harmless beyond the pinning lost, and the stats show it. A turn more
+//! than 10 ms, and two ticks, late counts as late (`late_turns` in the stats); after three in a
+//! row the thread widens its affinity to every core the engine was built with and stays
+//! unpinned. With eight busy loops pinned to core 0 of the 2-core machine, this took the
+//! accuracy workload's worst lateness from 26–53 ms to 18–23 ms and rpc-churn's peak resident
+//! set from 95–111 MB to 39–79 MB (see BENCHMARKS.md).
 //!
 //! # Sleeping and waking
 //!
@@ -489,11 +490,12 @@
 //!
 //! `max_pending` sets a cap on the timers the engine holds (src/shard/cap.rs): one shared
 //! counter, taken by `fetch_add` on each schedule and released when the engine is done with a
-//! timer: when its callback has returned, when it is handed back, or, once cancelled, when its shard lets go of its entry (a timer cancelled
-//! while queued, when the shard takes it off the queue; one cancelled while placed, when the
-//! shard takes its unlink request). So the cap bounds the engine's timer memory even while a
-//! shard or the callback pool is stalled: a producer that outruns it gets `Full`.
-//! Engines without a cap have no counter and pay nothing for it.
+//! timer: when its callback has returned, when it is handed back, or, once cancelled, when its
+//! shard lets go of its entry (a timer cancelled while queued, when the shard takes it off the
+//! queue; one cancelled while placed, when the shard takes its unlink request). So the cap
+//! bounds the engine's timer memory even while a shard or the callback pool is stalled: a
+//! producer that outruns it gets `Full`. Engines without a cap have no counter and pay nothing
+//! for it.
 //!
 //! A zero or past delay is due at the current tick and fires on the shard's next turn.
 //! `max_delay()` is always accepted: the wheel's span less two ticks, and never more than

@@ -4,11 +4,12 @@
 //! compare-and-swap, and taking swaps `top` for null. The ABA problem of a Treiber stack is a
 //! pop that swings `top` to a successor read before the node was taken and pushed back; here
 //! nothing reads a successor through `top`, and a push's compare-and-swap succeeds only while
-//! `top` is still the node its chain's last link was just set to, so the stack stays whole
-//! even when a taken node is pushed again while another pusher holds a stale `top`. The stack stores only the top pointer; which field of a node links it to the
-//! next is the user's choice (the unlink stack links through an entry's emptied callback cell,
-//! the recycler through its `next`, a slab chunk through a free slot's body), so the pusher is
-//! handed a closure that writes that link.
+//! `top` is still the node its chain's last link was just set to, so the stack stays whole even
+//! when a taken node is pushed again while another pusher holds a stale `top`. The stack stores
+//! only the top pointer; which field of a node links it to the next is the user's choice (the
+//! unlink stack links through an entry's emptied callback cell, the recycler through its
+//! `next`, a slab chunk through a free slot's body), so the pusher is handed a closure that
+//! writes that link.
 
 use std::ptr;
 
