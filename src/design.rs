@@ -296,11 +296,10 @@
 //! not watched at all. The time a turn itself takes counts: a thread preempted in the middle of
 //! its turns is as starved as one that wakes late (excusing it let lateness under a hog grow
 //! back to 30–120 ms). So a turn that runs long on its own (inline callbacks of 10 ms or more,
-//! a flood of inserts) counts as late too, and three in a row let go of the core even with no
-//! other process on it: harmless beyond the pinning lost, and the stats show it. A turn more
-//! than 10 ms, and two ticks, late counts as late (`late_turns` in the stats); after three in a
-//! row the thread widens its affinity to every core the engine was built with and stays
-//! unpinned. With eight busy loops pinned to core 0 of the 2-core machine, this took the
+//! a flood of inserts) counts as late too. A turn more than 10 ms, and two ticks, late counts as
+//! late (`late_turns` in the stats); after three in a row the thread widens its affinity to
+//! every core the engine was built with and stays unpinned, even if no other process was on
+//! its core: harmless beyond the pinning lost, and the stats show it. With eight busy loops pinned to core 0 of the 2-core machine, this took the
 //! accuracy workload's worst lateness from 26–53 ms to 18–23 ms and rpc-churn's peak resident
 //! set from 95–111 MB to 39–79 MB (see BENCHMARKS.md).
 //!

@@ -86,8 +86,8 @@ unsafe fn chunk_of<T>(slot: NonNull<Slot<T>>, index: u32) -> NonNull<Header<T>> 
 /// live slot and its allocator has given it up.
 ///
 /// # Safety
-/// `slot` is a slot of a live chunk at `index`, its value dropped, its last count released
-/// by the calling thread.
+/// `slot` is a slot of a live chunk at `index`, its value dropped, its last count given up by
+/// the calling thread (released, or seen to be the last).
 pub(super) unsafe fn free<T>(slot: NonNull<Slot<T>>, index: u32) {
     // SAFETY: by this function's contract; the chunk (and so its free stack) is live until
     // this slot's free is counted, after the push.
@@ -134,11 +134,12 @@ unsafe fn count_freed<T>(chunk: NonNull<Header<T>>, n: usize) {
 /// on how long the slots wait before their allocator can hand them out again.
 const MAX_RUNS: usize = 1024;
 
-/// Freed slots of chunks, waiting to be freed together. [`free`] takes three read-modify-writes
-/// per slot once its count is released (the count, the push, the chunk's `live`); a slot let
-/// go of into a `Frees` (`SlabArc::drop_into`) takes none: its count is seen to be the last
-/// with a load, and [`flush`](Self::flush) pushes a chain per free stack with one
-/// compare-and-swap and counts a run of slots of one chunk with one subtraction.
+/// Freed slots of chunks, waiting to be freed together. Letting go of a last reference one at a
+/// time takes three read-modify-writes (`SlabArc`'s drop decrements the count, then [`free`]
+/// pushes the slot and counts it off the chunk's `live`); a slot let go of into a `Frees`
+/// (`SlabArc::drop_into`) takes none of its own: its count is seen to be the last with a load,
+/// and [`flush`](Self::flush) pushes a chain per free stack with one compare-and-swap and
+/// counts a run of slots of one chunk with one subtraction.
 ///
 /// The pushes come before the counts: a slot waiting here still counts as live in its chunk,
 /// so every chunk a chain reaches into, and the chain's stack (which chunk headers hold), stay

@@ -9,10 +9,10 @@
 //! - `slot`: [`SlabArc`] (std's `Arc` without the weak count, its count 32 bits wide beside
 //!   the slot's index in its chunk) and the slot it points at.
 //! - `chunk`: the chunk, and [`Allocator`], which hands out its slots. Any thread frees a
-//!   slot, alone or with others in [`Frees`] (one push and one count for many); the allocator
-//!   takes the freed slots back and hands them out again; a chunk is freed once its allocator
-//!   has moved on and its last slot is freed. The module explains the protocol; the loom
-//!   models `slab_chunk_is_freed_once_by_its_last_user` and
+//!   slot, alone or with others in [`Frees`] (one push per free stack and one count per run of
+//!   a chunk's slots); the allocator takes the freed slots back and hands them out again; a
+//!   chunk is freed once its allocator has moved on and its last slot is freed. The module
+//!   explains the protocol; the loom models `slab_chunk_is_freed_once_by_its_last_user` and
 //!   `slab_slots_freed_together_free_each_chunk_once` check it.
 //!
 //! An allocator hands out again the freed slots of all its chunks, so it holds as many chunks

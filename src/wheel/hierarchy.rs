@@ -46,9 +46,15 @@ pub(crate) struct Wheel {
     frees: Frees<Entry>,
 }
 
+const _: () = {
+    const fn is_send<T: Send>() {}
+    is_send::<Frees<Entry>>();
+};
+
 // SAFETY: the raw pointers in the slot lists each stand for a strong count of an
 // `EntryRef`, and `EntryRef` is `Send`. Moving the wheel moves those counts and the sole
 // right to touch the entries' links to the receiving thread (the shard thread, then shutdown).
+// `frees` is `Send` of its own (see `Frees`).
 unsafe impl Send for Wheel {}
 
 /// The level an entry due at `when` belongs to, seen from `elapsed`.
