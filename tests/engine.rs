@@ -735,3 +735,53 @@ fn a_panic_whose_payload_panics_on_drop_is_contained() {
     assert!(ran.load(Ordering::SeqCst), "the shard kept ticking");
     assert_eq!(engine.stats().panicked, 1);
 }
+
+#[test]
+fn the_stats_count_the_memory_held_for_entries_which_is_kept_for_reuse() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .manual_clock(&clock)
+        .build()
+        .unwrap();
+    assert_eq!(
+        engine.stats().entry_bytes,
+        0,
+        "nothing carved before a timer"
+    );
+    let timers = scaled(2_000);
+    let schedule_all = || -> Vec<TimerHandle> {
+        (0..timers)
+            .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+            .collect()
+    };
+    let handles = schedule_all();
+    let stats = engine.stats();
+    let held = stats.entry_bytes;
+    assert_eq!(
+        held,
+        stats.shards.iter().map(|s| s.entry_bytes).sum::<u64>()
+    );
+    // Each timer's 40-byte slot, in 16 KiB chunks: no more than a chunk beyond what they need.
+    let needed = 40 * timers as u64;
+    assert!(
+        (needed..needed + 16 * 1024).contains(&held),
+        "{held} bytes held for {timers} timers"
+    );
+    // All cancelled and let go of: the memory stays, and the next timers reuse it.
+    for handle in handles {
+        assert!(handle.cancel());
+    }
+    clock.advance(Duration::from_millis(1));
+    wait_until("the shard lets go of the cancelled timers", || {
+        engine.stats().shards[0].in_wheel == 0
+    });
+    assert_eq!(
+        engine.stats().entry_bytes,
+        held,
+        "kept after the timers are gone"
+    );
+    let again = schedule_all();
+    assert_eq!(engine.stats().entry_bytes, held, "reused, not grown");
+    drop(again);
+}

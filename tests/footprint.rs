@@ -43,6 +43,12 @@ fn live_per_timer<F: FnOnce() + Send + 'static>(callback: impl Fn() -> F) -> (f6
                 == TIMERS as u64 + 1
         });
         let after = (Counting::live(), Counting::blocks());
+        // What the stats say the entries' chunks hold: the slots, and the chunks' rounding.
+        let held = engine.stats().entry_bytes as f64 / TIMERS as f64;
+        assert!(
+            (ENTRY_SLOT..ENTRY_SLOT + 0.5).contains(&held),
+            "the stats count {held} bytes per timer for the entries"
+        );
         drop(handles);
         drop(engine.shutdown());
         let per_timer =

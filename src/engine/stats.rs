@@ -40,6 +40,9 @@ pub struct Stats {
     /// the shard pays for the barrier when it goes to sleep instead. False means every
     /// schedule and cancel pays a full fence; the engine is correct either way.
     pub asymmetric_barrier: bool,
+    /// Bytes of memory held for timer entries, all shards together (see
+    /// [`ShardStats::entry_bytes`]).
+    pub entry_bytes: u64,
     /// One entry per shard.
     pub shards: Vec<ShardStats>,
 }
@@ -67,6 +70,12 @@ pub struct ShardStats {
     pub callbacks_running: u64,
     /// How late this shard fired its timers.
     pub lateness: Lateness,
+    /// Bytes of the 16 KiB chunks this shard's lanes carve their owners' timer entries from.
+    /// A lane keeps as many chunks as its timers ever needed at once, and hands their slots
+    /// out again, until the engine is dropped; so after a spike this stays at the spike's
+    /// size. (Entries of threads that schedule through a lane they do not own are blocks of
+    /// their own, not counted here.)
+    pub entry_bytes: u64,
 }
 
 /// How late timers fired: a histogram with one bucket per power of two of nanoseconds, recorded
@@ -201,6 +210,7 @@ impl EngineCore {
             callbacks_running: 0,
             lateness: Lateness::new([0; LATENESS_BUCKETS], 0),
             asymmetric_barrier: barrier::is_asymmetric(),
+            entry_bytes: 0,
             shards: Vec::with_capacity(self.shards.len()),
         };
         for (shard, lanes) in self.shards_with_lanes() {
@@ -228,6 +238,11 @@ impl EngineCore {
             let (buckets, max) = shard.lateness().snapshot();
             let lateness = Lateness::new(buckets, max);
             stats.lateness.merge(&lateness);
+            let entry_bytes: u64 = lanes
+                .iter()
+                .map(|lane| u64::try_from(lane.entry_bytes()).unwrap_or(u64::MAX))
+                .sum();
+            stats.entry_bytes += entry_bytes;
             stats.shards.push(ShardStats {
                 pending,
                 in_wheel: counts.in_wheel(),
@@ -236,6 +251,7 @@ impl EngineCore {
                 callbacks_queued: queued,
                 callbacks_running: running,
                 lateness,
+                entry_bytes,
             });
         }
         stats

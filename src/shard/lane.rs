@@ -234,6 +234,11 @@ impl Lane {
         &self.counts
     }
 
+    /// The bytes of the chunks the lane carves its owner's entries from (a snapshot).
+    pub(crate) fn entry_bytes(&self) -> usize {
+        self.slab.bytes()
+    }
+
     /// Checks that the shard takes a timer due at `tick` (`None`: too far away), and takes a
     /// place under the cap. A refusal is counted.
     #[inline]

@@ -292,6 +292,10 @@ struct Carver<T> {
 /// Hands out slots of chunks, one thread at a time (see the module documentation).
 pub(crate) struct Allocator<T> {
     carver: UnsafeCell<Carver<T>>,
+    /// Chunks not yet given up, for the statistics; written by the allocator's user alone.
+    held: AtomicUsize,
+    /// The size of a chunk's block.
+    chunk_bytes: usize,
 }
 
 // SAFETY: the state is reached only under `alloc`'s and `give_up`'s contract (no two
@@ -310,14 +314,17 @@ impl<T> Allocator<T> {
 
     /// An allocator whose chunks have `slots` slots each (at least one).
     pub(crate) fn with_slots(slots: u32) -> Self {
+        let slots = slots.clamp(1, ALONE - 1);
         Allocator {
             carver: UnsafeCell::new(Carver {
                 chunks: Vec::new(),
                 free: Arc::new(TakeAllStack::new()),
-                slots: slots.clamp(1, ALONE - 1),
+                slots,
                 unused: 0,
                 reuse: ptr::null_mut(),
             }),
+            held: AtomicUsize::new(0),
+            chunk_bytes: layout::<T>(slots).0.size(),
         }
     }
 
@@ -329,7 +336,7 @@ impl<T> Allocator<T> {
     pub(crate) unsafe fn alloc(&self, value: T) -> SlabArc<T> {
         // SAFETY: by this function's contract this thread alone touches the state.
         self.carver
-            .with_mut(|carver| unsafe { (*carver).alloc(value) })
+            .with_mut(|carver| unsafe { (*carver).alloc(value, &self.held) })
     }
 
     /// Gives up every chunk: each is freed once its last live slot is. A later `alloc` starts
@@ -340,7 +347,16 @@ impl<T> Allocator<T> {
     pub(crate) unsafe fn give_up(&self) {
         // SAFETY: by this function's contract this thread alone touches the state.
         self.carver
-            .with_mut(|carver| unsafe { (*carver).give_up() })
+            .with_mut(|carver| unsafe { (*carver).give_up() });
+        // Relaxed: a statistic (see `bytes`).
+        self.held.store(0, Ordering::Relaxed);
+    }
+
+    /// The bytes of the chunks the allocator holds (not yet given up), read from any thread: a
+    /// snapshot for the statistics.
+    pub(crate) fn bytes(&self) -> usize {
+        // Relaxed: a snapshot; nothing is read through it.
+        self.held.load(Ordering::Relaxed) * self.chunk_bytes
     }
 }
 
@@ -352,8 +368,9 @@ impl<T> Drop for Allocator<T> {
 }
 
 impl<T> Carver<T> {
-    fn alloc(&mut self, value: T) -> SlabArc<T> {
-        let (slot, index) = self.next_slot();
+    /// `value` in a free slot; a new chunk, if one is started, is counted in `held`.
+    fn alloc(&mut self, value: T, held: &AtomicUsize) -> SlabArc<T> {
+        let (slot, index) = self.next_slot(held);
         // SAFETY: the slot is free and this thread's (see `next_slot`).
         unsafe {
             Slot::init(slot, index, value);
@@ -362,7 +379,7 @@ impl<T> Carver<T> {
     }
 
     /// A free slot, counted as handed out in its chunk.
-    fn next_slot(&mut self) -> (NonNull<Slot<T>>, u32) {
+    fn next_slot(&mut self, held: &AtomicUsize) -> (NonNull<Slot<T>>, u32) {
         loop {
             if let Some(slot) = NonNull::new(self.reuse) {
                 // SAFETY: a slot of the reuse chain is free and this thread's: it was taken off
@@ -393,6 +410,8 @@ impl<T> Carver<T> {
             self.reuse = self.free.take_all();
             if self.reuse.is_null() {
                 self.chunks.push(new_chunk(self.slots, self.free.clone()));
+                // Relaxed: a statistic; one writer, the allocator's user.
+                held.store(self.chunks.len(), Ordering::Relaxed);
                 self.unused = 0;
             }
         }
