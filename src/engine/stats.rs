@@ -40,8 +40,9 @@ pub struct Stats {
     /// the shard pays for the barrier when it goes to sleep instead. False means every
     /// schedule and cancel pays a full fence; the engine is correct either way.
     pub asymmetric_barrier: bool,
-    /// Bytes of memory held for timer entries, all shards together (see
-    /// [`ShardStats::entry_bytes`]).
+    /// Bytes of the chunks the lanes hold for their owners' timer entries, all shards together
+    /// (see [`ShardStats::entry_bytes`]); not the captures of callbacks, nor the entries of
+    /// threads that do not own their lane.
     pub entry_bytes: u64,
     /// One entry per shard.
     pub shards: Vec<ShardStats>,
@@ -70,11 +71,13 @@ pub struct ShardStats {
     pub callbacks_running: u64,
     /// How late this shard fired its timers.
     pub lateness: Lateness,
-    /// Bytes of the 16 KiB chunks this shard's lanes carve their owners' timer entries from.
-    /// A lane keeps as many chunks as its timers ever needed at once, and hands their slots
-    /// out again, until the engine is dropped; so after a spike this stays at the spike's
-    /// size. (Entries of threads that schedule through a lane they do not own are blocks of
-    /// their own, not counted here.)
+    /// Bytes of the chunks (about 16 KiB each) this shard's lanes carve their owners' timer
+    /// entries from. A lane's owner is the first thread to schedule through it; the lane keeps
+    /// as many chunks as its owner's timers ever needed at once, and hands their slots out
+    /// again, until the engine is dropped, so after a spike this stays at the spike's size.
+    /// Not counted: the captures of callbacks (a block each, for a callback that captures
+    /// anything), and the entries of threads that schedule through a lane they do not own
+    /// (a block each).
     pub entry_bytes: u64,
 }
 

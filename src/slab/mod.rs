@@ -17,8 +17,9 @@
 //!
 //! An allocator hands out again the freed slots of all its chunks, so it holds as many chunks
 //! as were ever needed at once, and keeps them until it is given up (when its engine is
-//! dropped); the engine's statistics report their bytes (`Stats::entry_bytes`). After that a chunk goes back to the system allocator when its last slot is
-//! freed: a long-lived timer keeps its whole chunk (16 KiB) allocated.
+//! dropped); the engine's statistics report their bytes (`Stats::entry_bytes`). After that a
+//! chunk goes back to the system allocator when its last slot is freed: a long-lived timer
+//! keeps its whole chunk (16 KiB) allocated.
 
 mod chunk;
 mod slot;
