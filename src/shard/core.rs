@@ -209,18 +209,22 @@ impl ShardCore {
         // so each figure is mostly read after the one subtracted from it; Relaxed reads of
         // different counters may still disagree by a callback or two, which saturates to 0.
         let ended = self.runs.ended();
-        let begun = self.runs.begun();
-        let fired = self.counts.fired();
-        (fired.saturating_sub(begun), begun.saturating_sub(ended))
+        let (queued, begun) = self.queued_and_begun();
+        (queued, begun.saturating_sub(ended))
     }
 
     /// Callbacks handed to the executor that have not begun: the first half of
     /// `callbacks_queued_and_running`, without reading the ended counts (the relay asks this
     /// every turn).
     pub(crate) fn callbacks_queued(&self) -> u64 {
-        // Begun before fired, as in `callbacks_queued_and_running`.
+        self.queued_and_begun().0
+    }
+
+    /// Callbacks not yet begun, and those begun; begun read before fired, as
+    /// `callbacks_queued_and_running` explains.
+    fn queued_and_begun(&self) -> (u64, u64) {
         let begun = self.runs.begun();
-        self.counts.fired().saturating_sub(begun)
+        (self.counts.fired().saturating_sub(begun), begun)
     }
 
     /// Counts `n` callbacks fired, as a turn does before it hands them over (for the models,
