@@ -268,7 +268,9 @@
 //! on one registers with it, weakly, and `advance` moves the time (a Release store the shards
 //! read with Acquire, so they see every timer scheduled before the move), then waits until
 //! each engine's shards have completed a turn that read the new time and the callbacks they
-//! fired have returned, repeating while callbacks schedule timers that are already due.
+//! fired have returned, repeating while callbacks schedule timers that are already due (at
+//! most 1,024 rounds, so that a timer scheduling itself again with a zero delay cannot keep it
+//! from returning).
 //!
 //! # The tick loop
 //!

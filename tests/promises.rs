@@ -17,9 +17,14 @@ use shardwheel::{ManualClock, ScheduleError, Sleep, TimerEngine, TimerState};
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn manual_engine(clock: &ManualClock) -> TimerEngine {
+    manual_engine_ticking(clock, Duration::from_millis(1))
+}
+
+fn manual_engine_ticking(clock: &ManualClock, tick: Duration) -> TimerEngine {
     TimerEngine::builder()
         .shards(1)
         .pin_threads(false)
+        .tick(tick)
         .manual_clock(clock)
         .build()
         .unwrap()
@@ -149,13 +154,7 @@ fn max_delay_is_accepted_at_every_tick_the_builder_allows() {
     ];
     for tick in ticks {
         let clock = ManualClock::new();
-        let engine = TimerEngine::builder()
-            .shards(1)
-            .pin_threads(false)
-            .tick(tick)
-            .manual_clock(&clock)
-            .build()
-            .unwrap();
+        let engine = manual_engine_ticking(&clock, tick);
         clock.advance(tick * 3 + Duration::from_millis(1));
         let max = engine.max_delay();
         assert!(engine.schedule(max, || {}).is_ok(), "tick {tick:?}");
@@ -437,14 +436,42 @@ fn handed_back_timers_can_be_matched_to_their_handles() {
 
 #[test]
 fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
-    let clock = ManualClock::new();
-    let engine = manual_engine(&clock);
-    clock.advance(Duration::MAX);
-    let ran = Arc::new(AtomicBool::new(false));
-    let r = ran.clone();
-    engine
-        .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
-        .unwrap();
-    clock.advance(Duration::from_millis(1));
-    assert!(ran.load(Ordering::SeqCst), "a zero-delay timer never fired");
+    // Below 4.096 µs a tick's 2^51 ticks (the most a deadline can count) end before the manual
+    // clock does (at 2^63 ns); a zero or past deadline is due all the same.
+    for tick in [
+        Duration::from_micros(1),
+        Duration::from_nanos(4_095),
+        Duration::from_millis(1),
+    ] {
+        let clock = ManualClock::new();
+        let engine = manual_engine_ticking(&clock, tick);
+        clock.advance(Duration::MAX);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (r, s) = (ran.clone(), ran.clone());
+        engine
+            .schedule(Duration::ZERO, move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap_or_else(|e| panic!("a zero delay at a {tick:?} tick: {e}"));
+        engine
+            .schedule_at(clock.now() - Duration::from_secs(1), move || {
+                s.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap_or_else(|e| panic!("a past deadline at a {tick:?} tick: {e}"));
+        let mut sleep = Box::pin(engine.sleep(Duration::ZERO));
+        let mut queue = shardwheel::DelayQueue::new(&engine);
+        queue.insert("due", Duration::ZERO);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "at a {tick:?} tick");
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(
+            sleep.as_mut().poll(&mut cx).is_ready(),
+            "a zero sleep, {tick:?}"
+        );
+        match queue.poll_expired(&mut cx) {
+            Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "due"),
+            other => panic!("a value due now did not come out at a {tick:?} tick: {other:?}"),
+        }
+    }
 }

@@ -346,3 +346,41 @@ fn advance_waits_for_due_timers_that_callbacks_schedule() {
     clock.advance(SEC);
     assert!(ran.load(Ordering::SeqCst));
 }
+
+/// A timer that schedules itself again with a zero delay, each run from the last one's
+/// callback: `engine` is held weakly, so the chain ends with the engine (or at `stop`).
+fn chain(engine: std::sync::Weak<TimerEngine>, links: Arc<AtomicUsize>, stop: Arc<AtomicBool>) {
+    let Some(strong) = engine.upgrade() else {
+        return;
+    };
+    let _ = strong.schedule(Duration::ZERO, move || {
+        links.fetch_add(1, Ordering::SeqCst);
+        if !stop.load(Ordering::SeqCst) {
+            chain(engine, links, stop);
+        }
+    });
+}
+
+#[test]
+fn advance_returns_while_a_timer_keeps_scheduling_itself_due_at_once() {
+    let (clock, engine) = manual();
+    let engine = Arc::new(engine);
+    let (links, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    chain(Arc::downgrade(&engine), links.clone(), stop.clone());
+    let (done, returned) = std::sync::mpsc::channel();
+    let (advancing, counted) = (clock.clone(), links.clone());
+    thread::spawn(move || {
+        advancing.advance(Duration::from_millis(1));
+        done.send(counted.load(Ordering::SeqCst)).unwrap();
+    });
+    let waited = returned.recv_timeout(Duration::from_secs(60));
+    stop.store(true, Ordering::SeqCst);
+    let ran = waited.expect("advance never returned");
+    // The advance gives up after 1,024 rounds of a few links each (about three here; without
+    // the bound it went on for hundreds of thousands, until a round happened to miss one).
+    assert!(ran > 1, "the chain ran within the advance");
+    assert!(ran <= 64 * 1024, "advance waited through {ran} links");
+}

@@ -43,6 +43,12 @@ impl EngineCore {
     }
 }
 
+/// The most rounds one catch-up waits through while callbacks schedule timers that are due
+/// already: a timer that schedules itself again with a zero delay (or a task sleeping zero in a
+/// loop) would otherwise keep `advance` from ever returning. Its later links fire as the shards
+/// go on turning.
+const MAX_ROUNDS: usize = 1024;
+
 /// Brings an engine on a manual clock up to the clock's time; registered with the clock (which
 /// holds it weakly) by the engine, which holds it strongly.
 pub(super) struct ClockWatch(pub(super) Arc<EngineCore>);
@@ -50,11 +56,12 @@ pub(super) struct ClockWatch(pub(super) Arc<EngineCore>);
 impl CatchUp for ClockWatch {
     /// Waits for each shard to complete a turn that began after this call (so it read the new
     /// time and found every timer scheduled before the clock moved), and for the callbacks it
-    /// fired; again while callbacks keep scheduling timers that are due already.
+    /// fired; again while callbacks keep scheduling timers that are due already, up to
+    /// `MAX_ROUNDS` rounds.
     fn catch_up(&self) {
         let core = &*self.0;
         let target = core.clock.now_tick();
-        loop {
+        for _ in 0..MAX_ROUNDS {
             // A turn that was already under way when `start` was read may finish without
             // having seen the new time; the one after it cannot.
             let start: Vec<u64> = core.shards.iter().map(|s| s.counts().turns()).collect();

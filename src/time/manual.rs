@@ -101,7 +101,9 @@ impl ManualClock {
 
     /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
     /// the timers due by the new time and their callbacks have returned (or, with a spawner,
-    /// been handed to it). The clock stops at
+    /// been handed to it); again for the timers those callbacks schedule that are due already,
+    /// up to 1,024 rounds (a timer that schedules itself again with a zero delay would never
+    /// let it return: its later links fire as the shards go on turning). The clock stops at
     /// about 292 years after it was made (`advance(Duration::MAX)` goes there); timers due
     /// by then still fire. Must not be called from inside a
     /// timer callback of an engine on this clock (it would wait for itself).

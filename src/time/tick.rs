@@ -189,7 +189,7 @@ impl TickClock {
             None => self.nanos_since_origin(self.now()),
         };
         if delay.is_zero() {
-            return self.holdable(self.tick_nanos.floor(now));
+            return Some(self.due_now(now));
         }
         // `max_delay` and the time since the origin are each at most `MAX_DELAY_NANOS`, so
         // the sum does not overflow while the monotonic clock stays within 292 years of the
@@ -203,12 +203,20 @@ impl TickClock {
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
         let now = self.now();
         if deadline <= now {
-            self.holdable(self.tick_nanos.floor(self.nanos_since_origin(now)))
+            Some(self.due_now(self.nanos_since_origin(now)))
         } else if deadline - now > self.max_delay {
             None
         } else {
             self.holdable(self.ceil_tick(deadline))
         }
+    }
+
+    /// The deadline tick of a timer due `now` nanoseconds from the origin: the tick `now` is
+    /// in, or the last tick an entry can hold if that is earlier (a manual clock, which stops
+    /// at 2^63 ns, outlives the 2^51 ticks of a tick shorter than 4.096 µs); either is due at
+    /// once.
+    fn due_now(&self, now: u64) -> u64 {
+        self.tick_nanos.floor(now).min(self.last_tick)
     }
 
     /// `tick`, if a timer entry can hold it as a deadline.

@@ -298,7 +298,9 @@ impl TimerHandle {
 
     /// When the timer is due: the start of the tick it fires at. That is the requested
     /// deadline rounded up to the engine's tick, the earliest instant it can fire; for a zero
-    /// or past deadline, which is due at once, the start of the tick it was scheduled in.
+    /// or past deadline, which is due at once, the start of the tick it was scheduled in (at
+    /// the end of a manual clock's time with a tick under 4.096 µs, the last tick a timer can
+    /// be due at, about 71 years after the engine's start at a 1 µs tick).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
