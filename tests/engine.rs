@@ -19,6 +19,15 @@ fn scaled(n: usize) -> usize {
     }
 }
 
+/// An engine of one shard on `clock`.
+fn one_shard_on(clock: &ManualClock) -> TimerEngine {
+    TimerEngine::builder()
+        .shards(1)
+        .manual_clock(clock)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn handles_and_engine_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
@@ -739,11 +748,7 @@ fn a_panic_whose_payload_panics_on_drop_is_contained() {
 #[test]
 fn the_stats_count_the_memory_held_for_entries_which_is_kept_for_reuse() {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .shards(1)
-        .manual_clock(&clock)
-        .build()
-        .unwrap();
+    let engine = one_shard_on(&clock);
     assert_eq!(
         engine.stats().entry_bytes,
         0,
@@ -784,4 +789,38 @@ fn the_stats_count_the_memory_held_for_entries_which_is_kept_for_reuse() {
     let again = schedule_all();
     assert_eq!(engine.stats().entry_bytes, held, "reused, not grown");
     drop(again);
+}
+
+#[test]
+fn after_a_spike_the_memory_held_for_entries_goes_back_while_timers_come_and_go() {
+    let clock = ManualClock::new();
+    let engine = one_shard_on(&clock);
+    // A spike of 200 chunks' worth, all cancelled.
+    let spike: Vec<TimerHandle> = (0..80_000)
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    let peak = engine.stats().entry_bytes;
+    assert!(peak >= 40 * spike.len() as u64, "{peak} bytes at the peak");
+    for handle in spike {
+        assert!(handle.cancel());
+    }
+    // Then timers come and go a thousand at a time: the next ones do not need the spike's
+    // chunks, which the lane gives up once it has seen them mostly free.
+    let mut rounds = 0;
+    while engine.stats().entry_bytes * 4 > peak {
+        let batch: Vec<TimerHandle> = (0..1_000)
+            .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+            .collect();
+        for handle in batch {
+            assert!(handle.cancel());
+        }
+        clock.advance(Duration::from_millis(1));
+        rounds += 1;
+        assert!(
+            rounds <= 200,
+            "still {} of {peak} bytes held after {rounds} thousand more timers",
+            engine.stats().entry_bytes
+        );
+    }
+    assert_eq!(engine.pending(), 0);
 }

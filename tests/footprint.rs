@@ -90,4 +90,41 @@ fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
         (1.0..1.01).contains(&blocks),
         "{blocks} blocks per timer with a 16-byte capture"
     );
+    after_a_spike_the_memory_goes_back_while_timers_come_and_go();
+}
+
+/// `TIMERS` timers scheduled, placed and cancelled, then a thousand at a time scheduled to
+/// fire at once: what the spike took (its entries' chunks, the spare entries handed back, the
+/// shard's buffers) goes back to the allocator but for an eighth.
+fn after_a_spike_the_memory_goes_back_while_timers_come_and_go() {
+    let engine = TimerEngine::builder().shards(1).build().unwrap();
+    let mut handles = Vec::with_capacity(TIMERS);
+    drop(engine.schedule(Duration::from_secs(600), || {}).unwrap());
+    let before = Counting::live();
+    let live = || Counting::live().saturating_sub(before);
+    for _ in 0..TIMERS {
+        handles.push(engine.schedule(Duration::from_secs(600), || {}).unwrap());
+    }
+    // All placed, so that their cancels reach the shard as unlink requests, in one turn.
+    wait_until("every timer is in a wheel", || {
+        engine.stats().shards[0].in_wheel == TIMERS as u64 + 1
+    });
+    let peak = live();
+    assert!(peak >= TIMERS * 40, "{peak} bytes for the spike");
+    for handle in handles.drain(..) {
+        assert!(handle.cancel());
+    }
+    let mut rounds = 0;
+    while live() * 8 > peak {
+        for _ in 0..1_000 {
+            drop(engine.schedule(Duration::ZERO, || {}).unwrap());
+        }
+        wait_until("the round's timers fire", || engine.pending() == 1);
+        rounds += 1;
+        assert!(
+            rounds <= 2_000,
+            "{} of the spike's {peak} bytes still live after {rounds} thousand more timers",
+            live()
+        );
+    }
 }

@@ -16,9 +16,10 @@
 //!   ([`Recycler::take`]).
 //!
 //! The stack has one pusher (the shard thread), and every consumer takes all of it at once. The shard
-//! puts at most [`RETURN_LIMIT`] entries on a lane's stack before it sees the stack emptied
-//! again; past that it frees them as usual. A lane therefore holds at most twice that many
-//! spare entries: a stack's worth and a stash's worth.
+//! gives a lane at most `KEEP_PER_TURN` (in `shard::worker`, four times [`RETURN_LIMIT`])
+//! entries in a turn, and puts more than [`RETURN_LIMIT`] on a lane's stack only once it has
+//! seen the stack emptied; past that it frees them as usual. A lane therefore holds a few
+//! turns' worth of spare entries at most: the stack's and the stash it was emptied into.
 //!
 //! Spare entries are freed when the engine goes away. Shutdown empties the stacks once the shard
 //! threads have been joined. `TimerEngine`'s `drop` empties the stashes: no call on the engine

@@ -58,7 +58,7 @@ pub(crate) struct Lane {
     counts: LaneCounts,
     spares: Recycler,
     /// The chunks the owner's new entries are carved from (see `slab`): used by the owner,
-    /// and given up when the engine or the lane is dropped.
+    /// and given up after a spike (a trim) and when the engine or the lane is dropped.
     slab: Allocator<Entry>,
     shard: Arc<ShardCore>,
 }
@@ -452,6 +452,9 @@ impl Lane {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
                 Some(unshared) => {
                     *unshared = entry;
+                    // SAFETY: as for the `alloc` below: the owner alone touches the lane's
+                    // chunks, each earlier call on them before this one.
+                    unsafe { self.slab.served_elsewhere() };
                     spare
                 }
                 None => unreachable!("a spare entry is held by its lane alone"),

@@ -33,6 +33,23 @@ const INSERT_BUDGET: usize = 16_384;
 /// unlinked (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
 
+/// The most dead entries a turn keeps to give back to one lane, however many it lets go of:
+/// a steady flow of cancels comes back whole (16,384 a tick is 16 M a second per lane at a
+/// 1 ms tick), and a spike's does not come back as a stash and a buffer as long as itself.
+const KEEP_PER_TURN: usize = 4 * RETURN_LIMIT;
+
+/// A reused buffer that a spike grew past this many items is shrunk back to it once a turn
+/// needs a quarter of it or less: the spike's memory goes back, and a steady flow of any size
+/// does not reallocate it turn after turn.
+const BUFFER_KEEP: usize = 4096;
+
+/// Shrinks `buffer`, emptied after a turn that put `used` items in it (see [`BUFFER_KEEP`]).
+fn shrink_after_spike<T>(buffer: &mut Vec<T>, used: usize) {
+    if buffer.capacity() > BUFFER_KEEP && used <= buffer.capacity() / 4 {
+        buffer.shrink_to(used.max(BUFFER_KEEP));
+    }
+}
+
 /// The shard thread's own state: its wheel, its lanes, and the callbacks of the current turn.
 pub(crate) struct Shard {
     /// Declared before `lanes`, so that a shard dropped while unwinding drains its wheel
@@ -155,7 +172,11 @@ impl Spares {
         if EntryRef::get_mut(&mut entry).is_none() || !lane.counts().has_owner() {
             return;
         }
-        if self.given[index] + self.kept[index].len() >= RETURN_LIMIT {
+        let kept = self.kept[index].len();
+        if kept >= KEEP_PER_TURN {
+            return;
+        }
+        if self.given[index] + kept >= RETURN_LIMIT {
             if !lane.spares_drained() {
                 return;
             }
@@ -239,7 +260,8 @@ impl Shard {
         let mut fresh = std::mem::take(&mut self.fresh);
         for (index, lane) in self.lanes.iter().enumerate() {
             let unlinked = &mut self.unlinked.0;
-            if lane.take_unlinks(unlinked) > 0 {
+            let requests = lane.take_unlinks(unlinked);
+            if requests > 0 {
                 turn = turn.max(Turn::Busy);
             }
             while !unlinked.is_empty() {
@@ -254,6 +276,7 @@ impl Shard {
                     self.outcomes.file(Settled::Dropped(dead), index, lane);
                 }
             }
+            shrink_after_spike(unlinked, requests);
             while let Some(entry) = lane.take_change() {
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.reconsider(entry);

@@ -12,17 +12,22 @@
 //!   slot, alone or with others in [`Frees`] (one push per free stack and one count per run of
 //!   a chunk's slots); the allocator takes the freed slots back and hands them out again; a
 //!   chunk is freed once its allocator has moved on and its last slot is freed. The module
-//!   explains the protocol; the loom models `slab_chunk_is_freed_once_by_its_last_user` and
-//!   `slab_slots_freed_together_free_each_chunk_once` check it.
+//!   explains the protocol; the loom models `slab_chunk_is_freed_once_by_its_last_user`,
+//!   `slab_slots_freed_together_free_each_chunk_once` and
+//!   `slab_trim_leaves_its_chunks_behind_while_their_slots_are_freed` check it.
 //!
 //! An allocator hands out again the freed slots of all its chunks, so it holds as many chunks
-//! as were ever needed at once, and keeps them until it is given up (when its engine is
-//! dropped); the engine's statistics report their bytes (`Stats::entry_bytes`). After that a
-//! chunk goes back to the system allocator when its last slot is freed: a long-lived timer
-//! keeps its whole chunk (16 KiB) allocated.
+//! as were needed at once; the engine's statistics report their bytes (`Stats::entry_bytes`).
+//! After a spike, a sweep that looks at one chunk per 64 allocations finds them mostly free
+//! and the allocator starts afresh (a trim): it leaves its chunks behind and gives them up a
+//! few at a time, as it gives all of them up when its engine is dropped. A chunk given up goes
+//! back to the system allocator when its last slot is freed: a long-lived timer keeps its
+//! whole chunk (16 KiB) allocated.
 
 mod chunk;
 mod slot;
 
+#[cfg(all(test, loom))]
+pub(crate) use chunk::Trim;
 pub(crate) use chunk::{Allocator, Frees};
 pub(crate) use slot::SlabArc;
