@@ -381,6 +381,9 @@ fn a_period_beyond_the_engines_range_never_ticks_again() {
     let start = engine.now();
     let mut interval = engine.interval(engine.max_delay() * 2);
     assert_eq!(ready_tick(&mut interval, &clock), Some(start));
+    // The first tick's timer, due at once, may be firing on its shard right now: counted as
+    // pending until that turn ends, which an advance waits for.
+    clock.advance(Duration::ZERO);
     assert_eq!(engine.pending(), 0);
     clock.advance(Duration::from_secs(3600));
     assert_eq!(ready_tick(&mut interval, &clock), None);

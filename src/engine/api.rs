@@ -509,7 +509,8 @@ impl TimerEngine {
     }
 
     /// The number of timers neither fired, cancelled nor handed back. Exact whenever the
-    /// threads scheduling and cancelling are quiet.
+    /// threads scheduling and cancelling are quiet and no shard is in a turn (a timer its
+    /// shard is firing counts until the turn ends).
     ///
     /// ```
     /// use std::time::Duration;
