@@ -78,9 +78,9 @@ pub struct ShardStats {
     /// while most of the slots were free; then the lane starts afresh, and lets the old
     /// chunks go a few at a time (a chunk that still holds a live timer, or a spare entry the
     /// lane reuses whole, is freed with the last of them, and no longer counted here
-    /// meanwhile). Not counted: the captures of callbacks (a block
-    /// each, for a callback that captures anything), and the entries of threads that schedule
-    /// through a lane they do not own (a block each).
+    /// meanwhile). Not counted: the captures of callbacks (a block each, for a callback that
+    /// captures anything), and the entries of threads that schedule through a lane they do not
+    /// own (a block each).
     pub entry_bytes: u64,
 }
 

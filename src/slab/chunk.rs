@@ -551,11 +551,9 @@ impl<T> Carver<T> {
             sweep.low = 0;
             return;
         }
-        // SAFETY: a chunk on the list is not given up, so it is live; `allocated` is this
-        // thread's.
-        let allocated = unsafe { chunk.as_ref() }
-            .allocated
-            .with_mut(|allocated| unsafe { *allocated });
+        // SAFETY: a chunk on the list is not given up, so it is live, and this thread is its
+        // allocator's user.
+        let allocated = unsafe { handed_out(chunk) };
         // Relaxed: a glance that decides nothing about this chunk's memory, only whether to
         // start afresh (the give-ups after it have their own ordering). A free missed here
         // counts its slot as live, which only puts off a trim. As in `give_up_chunk`, the
@@ -618,11 +616,9 @@ impl<T> Carver<T> {
 /// The chunk is live and not given up before, no slot of it will be handed out again, and the
 /// calling thread is its allocator's user.
 unsafe fn give_up_chunk<T>(chunk: NonNull<Header<T>>) {
-    // SAFETY: the chunk is live until `live` reaches zero, which needs this addition;
-    // `allocated` is this thread's.
-    let allocated = unsafe { chunk.as_ref() }
-        .allocated
-        .with_mut(|allocated| unsafe { *allocated });
+    // SAFETY: the chunk is live until `live` reaches zero, which needs the addition below;
+    // this thread is its allocator's user.
+    let allocated = unsafe { handed_out(chunk) };
     // SAFETY: as above.
     let live = unsafe { chunk.as_ref() }
         .live
@@ -634,6 +630,17 @@ unsafe fn give_up_chunk<T>(chunk: NonNull<Header<T>>) {
         // SAFETY: given up just now, and no slot is live.
         unsafe { dealloc_chunk(chunk) };
     }
+}
+
+/// How many slots of `chunk` its allocator has handed out.
+///
+/// # Safety
+/// The chunk is live, and the calling thread is its allocator's user.
+unsafe fn handed_out<T>(chunk: NonNull<Header<T>>) -> usize {
+    // SAFETY: by this function's contract; `allocated` is the allocator's alone.
+    unsafe { chunk.as_ref() }
+        .allocated
+        .with_mut(|allocated| unsafe { *allocated })
 }
 
 /// Counts one more slot of `chunk` handed out.
