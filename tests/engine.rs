@@ -510,6 +510,39 @@ fn keyed_timers_share_a_shard() {
     assert_eq!(shards.iter().map(|s| s.pending).sum::<u64>(), 20);
 }
 
+/// Whether this system lets a thread pin itself to a core.
+fn pinning_works() -> bool {
+    thread::spawn(|| {
+        core_affinity::get_core_ids()
+            .and_then(|ids| ids.first().copied())
+            .is_some_and(core_affinity::set_for_current)
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn the_stats_say_where_each_tick_thread_is_pinned_as_soon_as_build_returns() {
+    if !pinning_works() {
+        return; // pinning refused here: the stats say None, which other tests cover
+    }
+    let cores = core_affinity::get_core_ids().unwrap();
+    for _ in 0..20 {
+        let engine = TimerEngine::builder().shards(2).build().unwrap();
+        let pinned: Vec<_> = engine
+            .stats()
+            .shards
+            .iter()
+            .map(|s| s.pinned_core)
+            .collect();
+        let expected: Vec<_> = (0..2).map(|i| Some(cores[i % cores.len()].id)).collect();
+        assert_eq!(
+            pinned, expected,
+            "each tick thread pinned before build returns"
+        );
+    }
+}
+
 #[test]
 fn builder_refuses_bad_settings() {
     assert!(matches!(

@@ -227,6 +227,8 @@ impl Builder {
 
     /// Whether to pin each tick thread to a core (default: yes). Where the system refuses,
     /// the thread runs unpinned and [`ShardStats::pinned_core`](crate::ShardStats) says so.
+    /// [`build`](Self::build) returns once every tick thread has pinned itself or been
+    /// refused, so the stats say where each runs from then on.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().pin_threads(false).build().unwrap();
@@ -265,10 +267,14 @@ impl Builder {
             None
         };
         let engine = TimerEngine::new(core, Runners::threads(pool));
+        // Each tick thread says when it has pinned itself (or been refused), so the stats
+        // say where it runs from the moment `build` returns.
+        let (ready, pinned) = std::sync::mpsc::channel::<()>();
         for (index, shard) in shards.into_iter().enumerate() {
             let pin_to = cores
                 .as_ref()
                 .map(|ids| (ids[index % ids.len()], ids.clone()));
+            let ready = ready.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("shardwheel-shard-{index}"))
                 .spawn(move || {
@@ -276,12 +282,16 @@ impl Builder {
                     if let Some((core, all)) = pin_to {
                         shard.pin(core, all);
                     }
+                    drop(ready);
                     shard.run()
                 })
                 // On failure `engine` is dropped, which stops and joins the shards started so far.
                 .map_err(BuildError::Spawn)?;
             engine.add_shard_thread(handle);
         }
+        drop(ready);
+        // Ends once every tick thread has dropped its sender: after pinning, or on its way out.
+        for () in pinned.iter() {}
         Ok(engine)
     }
 

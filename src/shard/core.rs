@@ -244,7 +244,8 @@ impl ShardCore {
 
     /// Records that the shard thread is pinned to core `core`.
     pub(super) fn set_pinned(&self, core: usize) {
-        // Relaxed: a statistic, written by the shard thread alone.
+        // Relaxed: a statistic, written by the shard thread alone; `build` waits for the
+        // thread to drop a channel's sender after this, which orders it before `build` returns.
         self.pinned.store(core + 1, Ordering::Relaxed);
     }
 
