@@ -2,20 +2,15 @@
 //! the lanes. Compiled only into tests.
 
 use super::api::TimerEngine;
-#[cfg(loom)]
 use super::builder::{Assembled, Builder};
-#[cfg(loom)]
 use super::closing::Phase;
-#[cfg(loom)]
 use super::shutdown::{Runners, Unfired};
 #[cfg(not(loom))]
 use crate::shard::Lane;
-#[cfg(loom)]
 use crate::shard::Shard;
 #[cfg(not(loom))]
 use crate::sync::Arc;
 
-#[cfg(loom)]
 impl Builder {
     /// Sets how many lanes each shard has. Models use one lane to keep their state space small.
     pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
@@ -43,13 +38,11 @@ impl TimerEngine {
     }
 
     /// The engine's current tick.
-    #[cfg(loom)]
     pub(crate) fn now_tick(&self) -> u64 {
         self.core().clock.now_tick()
     }
 
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
-    #[cfg(loom)]
     pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
         let runners = match std::mem::replace(&mut *self.shutdown_state().lock(), Phase::Stopped) {
             Phase::Running(runners) => runners,

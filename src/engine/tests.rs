@@ -44,3 +44,66 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     );
     drop(engine);
 }
+
+/// Runs `work` on a new thread whose slot puts it on lane `lane` of 2 (see `thread_slot`).
+fn on_lane_of_two<T: Send + 'static>(
+    lane: usize,
+    work: impl FnOnce() -> T + Send + Clone + 'static,
+) -> T {
+    loop {
+        let work = work.clone();
+        let done = std::thread::spawn(move || (crate::sync::thread_slot() % 2 == lane).then(work))
+            .join()
+            .unwrap();
+        if let Some(done) = done {
+            return done;
+        }
+    }
+}
+
+#[test]
+// Needs more timers than the buffer keeps (4,096): minutes under Miri, and no unsafe code of
+// its own (the unlinks are exercised under Miri by the smaller tests).
+#[cfg_attr(miri, ignore)]
+fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
+    use std::time::Duration;
+    let clock = crate::ManualClock::new();
+    let (engine, mut shards) = TimerEngine::builder()
+        .shards(1)
+        .lanes_per_shard(2)
+        .inline_callbacks()
+        .manual_clock(&clock)
+        .build_driven()
+        .unwrap();
+    let engine = std::sync::Arc::new(engine);
+    let shard = &mut shards[0];
+    let now = engine.now_tick();
+    let many = 20_000;
+    for round in 0..2 {
+        // Lane 0 places many timers, lane 1 one; the shard takes them in.
+        let schedule = |engine: std::sync::Arc<TimerEngine>, count: usize| {
+            move || {
+                (0..count)
+                    .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+                    .collect::<Vec<_>>()
+            }
+        };
+        let busy = on_lane_of_two(0, schedule(engine.clone(), many));
+        let quiet = on_lane_of_two(1, schedule(engine.clone(), 1));
+        for _ in 0..4 {
+            shard.turn(now);
+        }
+        assert_eq!(engine.stats().shards[0].in_wheel, many as u64 + 1);
+        // A cancel asks the timer's own lane to unlink it: the next turn takes lane 0's many,
+        // then lane 1's one.
+        assert!(busy.iter().chain(&quiet).all(|handle| handle.cancel()));
+        shard.turn(now);
+        assert_eq!(engine.stats().shards[0].in_wheel, 0);
+        assert!(
+            shard.unlink_capacity() >= many,
+            "round {round}: the buffer kept what lane 0 needed ({} < {many})",
+            shard.unlink_capacity()
+        );
+    }
+    engine.shutdown_driven(shards);
+}

@@ -40,7 +40,8 @@ const KEEP_PER_TURN: usize = 4 * RETURN_LIMIT;
 
 /// A reused buffer that a spike grew past this many items is shrunk back to it once a turn
 /// needs a quarter of it or less: the spike's memory goes back, and a steady flow of any size
-/// does not reallocate it turn after turn.
+/// does not reallocate it turn after turn. (The unlink buffer serves the lanes one after
+/// another: a turn needs what its busiest lane needed.)
 const BUFFER_KEEP: usize = 4096;
 
 /// Shrinks `buffer`, emptied after a turn that put `used` items in it (see [`BUFFER_KEEP`]).
@@ -258,12 +259,15 @@ impl Shard {
     pub(crate) fn turn(&mut self, now: u64) -> Turn {
         let mut turn = Turn::Idle;
         let mut fresh = std::mem::take(&mut self.fresh);
+        // The most unlink requests one lane had: what the shared buffer must hold a turn.
+        let mut most_requests = 0;
         for (index, lane) in self.lanes.iter().enumerate() {
             let unlinked = &mut self.unlinked.0;
             let requests = lane.take_unlinks(unlinked);
             if requests > 0 {
                 turn = turn.max(Turn::Busy);
             }
+            most_requests = most_requests.max(requests);
             while !unlinked.is_empty() {
                 let batch = unlinked.len().saturating_sub(WARM_BATCH);
                 // SAFETY: the entries came off this shard's unlink stack.
@@ -276,7 +280,6 @@ impl Shard {
                     self.outcomes.file(Settled::Dropped(dead), index, lane);
                 }
             }
-            shrink_after_spike(unlinked, requests);
             while let Some(entry) = lane.take_change() {
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.reconsider(entry);
@@ -311,6 +314,7 @@ impl Shard {
             }
         }
         self.fresh = fresh;
+        shrink_after_spike(&mut self.unlinked.0, most_requests);
         let outcomes = &mut self.outcomes;
         self.wheel
             .advance(now, |_, deadline, fired| outcomes.fire(fired, deadline));
@@ -426,6 +430,12 @@ impl Shard {
         } else {
             crate::trace::unpinned(core.id, false);
         }
+    }
+
+    /// How many unlink requests the shard's buffer holds without growing (for the tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn unlink_capacity(&self) -> usize {
+        self.unlinked.0.capacity()
     }
 
     /// What the shard shares with the rest of the engine (for the models).
