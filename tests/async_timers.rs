@@ -345,10 +345,11 @@ fn the_try_forms_report_a_full_engine() {
 }
 
 #[test]
-fn a_try_sleep_beyond_the_range_is_no_error_and_never_ends() {
+fn a_sleep_beyond_the_range_is_no_error_and_ends_only_at_shutdown() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(counter.clone());
     let far = engine.max_delay() * 2;
     let mut sleep = engine.try_sleep(far).unwrap();
     let mut timeout = Box::pin(
@@ -356,9 +357,33 @@ fn a_try_sleep_beyond_the_range_is_no_error_and_never_ends() {
             .try_timeout(far, std::future::pending::<()>())
             .unwrap(),
     );
+    let mut forever = engine.sleep(Duration::MAX);
     assert_eq!(sleep.deadline(), None);
-    assert_eq!(engine.pending(), 0);
-    clock.advance(Duration::from_secs(3600));
+    // Each holds a stand-in timer at the farthest deadline the engine takes.
+    assert_eq!(engine.pending(), 3);
     assert!(poll_once(&mut sleep, &waker).is_pending());
     assert!(poll_once(&mut timeout, &waker).is_pending());
+    assert!(poll_once(&mut forever, &waker).is_pending());
+    // Past the stand-ins' deadline: they come due and are renewed; the sleeps go on.
+    clock.advance(engine.max_delay() + Duration::from_secs(1));
+    for _ in 0..2 {
+        assert!(!sleep.is_elapsed());
+        assert!(poll_once(&mut sleep, &waker).is_pending());
+        assert!(poll_once(&mut timeout, &waker).is_pending());
+        assert!(poll_once(&mut forever, &waker).is_pending());
+    }
+    assert_eq!(engine.pending(), 3);
+    let woken = counter.0.load(Ordering::SeqCst);
+    // The shutdown hands the stand-ins back, which ends the sleeps and wakes the task.
+    drop(engine.shutdown());
+    assert!(counter.0.load(Ordering::SeqCst) >= woken + 3);
+    assert!(sleep.is_elapsed());
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    assert!(matches!(
+        poll_once(&mut timeout, &waker),
+        Poll::Ready(Err(_))
+    ));
+    assert!(poll_once(&mut forever, &waker).is_ready());
+    // After the shutdown, a far sleep is refused like any other.
+    assert!(engine.try_sleep(far).is_err());
 }

@@ -376,15 +376,34 @@ fn tick_completes_at_the_cap_and_waits_again_once_there_is_room() {
 }
 
 #[test]
-fn a_period_beyond_the_engines_range_never_ticks_again() {
+fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
     let (clock, engine) = manual();
     let start = engine.now();
     let mut interval = engine.interval(engine.max_delay() * 2);
+    let mut forever = engine.interval(Duration::MAX);
     assert_eq!(ready_tick(&mut interval, &clock), Some(start));
-    // The first tick's timer, due at once, may be firing on its shard right now: counted as
-    // pending until that turn ends, which an advance waits for.
+    assert_eq!(ready_tick(&mut forever, &clock), Some(start));
+    // The first ticks' timers, due at once, may be firing on their shards right now: counted
+    // as pending until that turn ends, which an advance waits for. Then each interval holds
+    // a stand-in timer at the farthest deadline the engine takes.
     clock.advance(Duration::ZERO);
-    assert_eq!(engine.pending(), 0);
-    clock.advance(Duration::from_secs(3600));
+    assert_eq!(engine.pending(), 2);
+    clock.advance(engine.max_delay() + Duration::from_secs(1));
     assert_eq!(ready_tick(&mut interval, &clock), None);
+    assert_eq!(ready_tick(&mut forever, &clock), None);
+    // A task waiting for the next tick is woken by the shutdown, and the tick completes.
+    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(counter.clone());
+    let mut cx = Context::from_waker(&waker);
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    assert!(forever.poll_tick(&mut cx).is_pending());
+    drop(engine.shutdown());
+    assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+    assert!(interval.poll_tick(&mut cx).is_ready());
+    assert!(forever.poll_tick(&mut cx).is_ready());
+    assert_eq!(
+        interval.next().now_or_never(),
+        Some(None),
+        "the stream ends"
+    );
 }

@@ -267,7 +267,8 @@ impl TimerEngine {
     /// own and works under any executor. Dropping it cancels its timer. A sleep the engine
     /// refuses (shut down, or at its cap) completes at once, so that nothing awaits a timer
     /// that does not exist; that looks like an elapse, and [`try_sleep`](Self::try_sleep)
-    /// tells the refusal apart. One beyond [`max_delay`](Self::max_delay) never completes.
+    /// tells the refusal apart. One beyond [`max_delay`](Self::max_delay) completes only when
+    /// the engine shuts down (it holds a stand-in timer at the farthest deadline meanwhile).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -298,7 +299,7 @@ impl TimerEngine {
 
     /// As [`sleep`](Self::sleep), but a sleep the engine refuses is an error rather than a
     /// sleep that has already ended. A delay beyond [`max_delay`](Self::max_delay) is not an
-    /// error here: such a sleep is returned, and never ends (as with `sleep`).
+    /// error here: such a sleep is returned, and ends only at shutdown (as with `sleep`).
     ///
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown (also when shutdown races the call), and

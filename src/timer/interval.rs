@@ -124,8 +124,9 @@ fn duration_from_nanos(nanos: u128) -> Option<Duration> {
 ///   instant it yields. A refusal is judged when the tick is polled: an engine that was full
 ///   and has room again takes the timer. The [`Stream`] instead ends (yields `None`) once the
 ///   engine has shut down.
-/// - **Far periods**: a tick beyond the engine's [`max_delay`] never comes, as a sleep that
-///   long never ends.
+/// - **Far periods**: a tick beyond the engine's [`max_delay`] does not come while the engine
+///   runs, as a sleep that long does not end; once the engine shuts down, `tick` completes at
+///   once and the [`Stream`] ends.
 ///
 /// ```
 /// use std::time::Duration;
@@ -209,8 +210,11 @@ impl Interval {
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         let Some(due) = self.next else {
-            // No tick is left that `Instant` can hold.
-            return Poll::Pending;
+            // No tick is left that `Instant` can hold: the sleep is a far one, which ends only
+            // when the engine shuts down; the tick then completes at once, as a refused one
+            // does.
+            ready!(Pin::new(&mut self.sleep).poll(cx));
+            return Poll::Ready(self.sleep.clock().now());
         };
         if self.sleep.clock().now() < due {
             ready!(Pin::new(&mut self.sleep).poll(cx));

@@ -20,8 +20,10 @@
 //! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` instead of a sleep. Both kinds
 //! share one scheduling path, `Sleep::schedule`, which reports the refusal; the plain forms
 //! turn it into a sleep that has already ended. A deadline beyond the engine's `max_delay` is
-//! not a refusal for either kind: such a sleep holds no timer and never ends (a reset can
-//! still bring it within range).
+//! not a refusal for either kind: such a sleep ends only when the engine shuts down (a reset
+//! can still bring it within range). It holds a stand-in timer at the farthest deadline the
+//! engine takes, renewed whenever it comes due, so that the shutdown hands it back and wakes
+//! the task like any other.
 
 use std::error::Error;
 use std::fmt;
@@ -88,9 +90,12 @@ impl Drop for WakeOnDrop {
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 pub struct Sleep {
     wake: Arc<SleepState>,
-    /// The timer, or `None` for a sleep the engine does not hold: one that never ends (a
-    /// deadline beyond the engine's range) or one that ended at once (refused).
+    /// The timer, or `None` for a sleep the engine does not hold: one that ended at once
+    /// (refused), or a far one at the end of a manual clock's time, where no timer fits.
     timer: Option<TimerHandle>,
+    /// The deadline is beyond the engine's range: the sleep ends only at shutdown, and its
+    /// timer is a stand-in at the farthest deadline, renewed when it comes due.
+    far: bool,
     /// Where to schedule a new timer on `reset`.
     lane: Arc<Lane>,
 }
@@ -112,27 +117,31 @@ impl Sleep {
     fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<SleepState>) -> Sleep {
         Sleep::schedule(lane, tick, wake).unwrap_or_else(|(_, wake)| {
             // The refused callback fired `wake` as it was dropped, by dropping its guard.
-            Sleep::unheld(lane, wake)
+            Sleep::unheld(lane, wake, false)
         })
     }
 
-    /// Schedules a timer that fires `wake` at `tick`, or nothing for `None` (too far away: as
-    /// good as forever). The only path by which a sleep gets a timer (through
-    /// `TimerHandle::schedule`). On a refusal, hands `wake` back with it, fired: the callback
-    /// that was not queued dropped its guard.
+    /// Schedules a timer that fires `wake` at `tick`, or, for `None` (too far away: as good as
+    /// forever), a stand-in at the farthest tick the engine takes. The only path by which a
+    /// sleep gets a timer (through `TimerHandle::schedule`). On a refusal, hands `wake` back
+    /// with it, fired: the callback that was not queued dropped its guard.
     fn schedule(
         lane: &Arc<Lane>,
         tick: Option<u64>,
         wake: Arc<SleepState>,
     ) -> Result<Sleep, (Refusal, Arc<SleepState>)> {
-        let Some(tick) = tick else {
-            return Ok(Sleep::unheld(lane, wake));
+        let far = tick.is_none();
+        let clock = lane.shard().clock();
+        let Some(tick) = tick.or_else(|| clock.tick_after(clock.max_delay())) else {
+            // The end of a manual clock's time: no tick is left to hold a stand-in at.
+            return Ok(Sleep::unheld(lane, wake, true));
         };
         let guard = WakeOnDrop(wake.clone());
         match TimerHandle::schedule(lane, Some(tick), move || drop(guard)) {
             Ok(timer) => Ok(Sleep {
                 wake,
                 timer: Some(timer),
+                far,
                 lane: lane.clone(),
             }),
             // Dropping the callback (the guard) fires `wake`: the sleep has ended.
@@ -147,11 +156,12 @@ impl Sleep {
         }
     }
 
-    /// A sleep the engine does not hold.
-    fn unheld(lane: &Arc<Lane>, wake: Arc<SleepState>) -> Sleep {
+    /// A sleep the engine does not hold: `far`, or ended (`wake` fired).
+    fn unheld(lane: &Arc<Lane>, wake: Arc<SleepState>, far: bool) -> Sleep {
         Sleep {
             wake,
             timer: None,
+            far,
             lane: lane.clone(),
         }
     }
@@ -175,7 +185,13 @@ impl Sleep {
     /// assert!(!sleep.is_elapsed());
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        self.wake.has_fired()
+        self.wake.has_fired() && !self.stand_in_came_due()
+    }
+
+    /// Whether a far sleep's stand-in timer came due (or was handed back) while the engine
+    /// still runs: the sleep has not ended, and `poll` renews the stand-in.
+    fn stand_in_came_due(&self) -> bool {
+        self.far && !self.engine_stopped()
     }
 
     /// When the sleep ends, if it ever does: as [`TimerHandle::deadline`] (the requested
@@ -188,13 +204,16 @@ impl Sleep {
     /// assert!(sleep.deadline().unwrap() > Instant::now());
     /// ```
     pub fn deadline(&self) -> Option<Instant> {
+        if self.far {
+            return None;
+        }
         self.timer.as_ref().map(TimerHandle::deadline)
     }
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
     /// sleep that has elapsed starts over). Pushing a deadline later is one CAS. As with
     /// [`TimerEngine::sleep`], a new timer the engine refuses (shut down, or at its cap) ends
-    /// the sleep at once, and one beyond [`max_delay`] never ends it.
+    /// the sleep at once, and one beyond [`max_delay`] ends it only at shutdown.
     ///
     /// ```
     /// use std::time::Duration;
@@ -235,6 +254,8 @@ impl Sleep {
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
         if let Some(timer) = &self.timer {
             if !self.wake.has_fired() && timer.move_to(tick) {
+                // `move_to` takes only a tick in range: the sleep is not far any more.
+                self.far = false;
                 return;
             }
         }
@@ -253,21 +274,29 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.wake.has_fired() {
-            return Poll::Ready(());
-        }
-        {
-            let mut slot = self.wake.waker.lock();
-            match &*slot {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                _ => *slot = Some(cx.waker().clone()),
+        let this = self.get_mut();
+        loop {
+            if this.wake.has_fired() {
+                if !this.stand_in_came_due() {
+                    return Poll::Ready(());
+                }
+                // A far sleep's stand-in came due: renew it. A refusal ends the sleep (see
+                // `reset_to`); a shutdown meanwhile hands the new stand-in back.
+                this.reset_to(None);
+                continue;
             }
-        }
-        // Fired between the first look and storing the waker: `fire` may have found no waker.
-        if self.wake.has_fired() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+            {
+                let mut slot = this.wake.waker.lock();
+                match &*slot {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => *slot = Some(cx.waker().clone()),
+                }
+            }
+            // Fired between the first look and storing the waker: `fire` may have found no
+            // waker. Look again.
+            if !this.wake.has_fired() {
+                return Poll::Pending;
+            }
         }
     }
 }
