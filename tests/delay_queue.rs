@@ -354,21 +354,21 @@ fn the_storage_shrinks_as_the_queue_empties() {
 }
 
 #[test]
-fn a_deadline_at_the_engine_s_range_has_a_timer_and_one_beyond_it_never_expires() {
+fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {
     let (clock, engine) = manual();
     let mut queue = DelayQueue::new(&engine);
     let max = engine.max_delay();
 
-    let edge = queue.insert("edge", max);
+    queue.insert("edge", max);
     assert_eq!(engine.pending(), 1);
     let far = queue.insert("far", max * 2);
+    let forever = queue.insert("forever", Duration::MAX);
     assert_eq!(
         engine.pending(),
-        1,
-        "a value beyond the range gets no timer"
+        3,
+        "a value beyond the range holds a stand-in timer at the farthest deadline"
     );
     assert_eq!(queue.deadline(&far), Some(clock.now() + max * 2));
-    let forever = queue.insert("forever", Duration::MAX);
     assert_eq!(queue.deadline(&forever), None);
     assert!(queue.contains(&forever));
     assert_eq!(queue.len(), 3);
@@ -383,19 +383,34 @@ fn a_deadline_at_the_engine_s_range_has_a_timer_and_one_beyond_it_never_expires(
     ));
     assert_eq!(queue.len(), 3);
 
-    clock.advance(secs(60));
+    // Past the stand-ins' deadline: the edge value expires; the far ones' stand-ins come due
+    // and are renewed, and the values stay.
+    clock.advance(max + secs(1));
+    assert_eq!(values(drain(&mut queue)), ["edge"]);
+    assert_eq!(queue.len(), 2);
+    assert_eq!(engine.pending(), 2);
     assert!(drain(&mut queue).is_empty());
 
-    // Reset into range, they expire; reset out of range, a value loses its timer.
+    // Reset into range, a value expires; reset out of range, it gets a stand-in again.
     queue.reset(&far, secs(1)).unwrap();
-    queue.reset(&forever, secs(2)).unwrap();
+    let edge = queue.insert("edge", secs(1));
     queue.reset(&edge, Duration::MAX).unwrap();
-    assert_eq!(engine.pending(), 2);
-    clock.advance(secs(2));
-    assert_eq!(values(drain(&mut queue)), ["far", "forever"]);
-    assert_eq!(queue.len(), 1);
-    assert_eq!(queue.remove(&edge), Ok("edge"));
-    assert_eq!(engine.pending(), 0);
+    assert_eq!(engine.pending(), 3);
+    clock.advance(secs(1));
+    assert_eq!(values(drain(&mut queue)), ["far"]);
+
+    // A task waiting on the queue is woken by the shutdown, and the rest come out.
+    let (count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    drop(engine.shutdown());
+    assert!(count.count() >= 1, "the shutdown woke the waiting task");
+    let mut rest = values(drain(&mut queue));
+    rest.sort_unstable();
+    assert_eq!(rest, ["edge", "forever"]);
+    assert!(queue.is_empty());
+    // After the shutdown, a far value is due at once, as any other.
+    queue.insert("late", Duration::MAX);
+    assert_eq!(values(drain(&mut queue)), ["late"]);
 }
 
 #[test]

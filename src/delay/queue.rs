@@ -74,9 +74,10 @@ const ID_BLOCK: u64 = 1 << 12;
 /// # When the engine refuses
 ///
 /// - A deadline beyond the engine's range ([`TimerEngine::max_delay`]) or beyond what `Instant`
-///   can represent: [`insert`](Self::insert) keeps the value with no timer, so it never expires
-///   (until it is reset to a nearer deadline, or removed); [`try_insert`](Self::try_insert)
-///   returns [`InsertError::DelayTooLong`] with the value.
+///   can represent: [`insert`](Self::insert) keeps the value with a stand-in timer at the
+///   farthest deadline the engine takes, renewed as it comes due, so the value expires only
+///   when the engine shuts down (or once it is reset to a nearer deadline, or removed);
+///   [`try_insert`](Self::try_insert) returns [`InsertError::DelayTooLong`] with the value.
 /// - An engine shut down, or holding as many timers as its cap allows: `insert` keeps the value
 ///   as due at once, so it comes out of the next poll (nothing is lost, and a task waiting on
 ///   the queue does not wait for a timer that will never run); `try_insert` returns
@@ -122,8 +123,9 @@ struct Entry<T> {
     value: T,
     /// `None`: further away than `Instant` can represent.
     deadline: Option<Instant>,
-    /// The value's timer; `None` if it has none (a deadline beyond the engine's range, or due
-    /// at once because the engine refused it).
+    /// The value's timer (for a deadline beyond the engine's range, a stand-in at the farthest
+    /// deadline); `None` if it has none (due at once because the engine refused it, or at the
+    /// end of a manual clock's time).
     timer: Option<TimerHandle>,
     /// The id of the value's current timer (or placement as due at once): records and due
     /// entries with any other arm are stale.
@@ -185,6 +187,16 @@ impl Ids {
     }
 }
 
+/// What a deadline beyond the engine's range gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Far {
+    /// A stand-in timer at the farthest deadline the engine takes: renewed when it comes due
+    /// (see `take_in`), handed back at shutdown.
+    StandIn,
+    /// No timer: the refusal `TooFar`.
+    Refused,
+}
+
 /// Schedules the timer of the value in slot `index`, as arm `arm`.
 fn arm_timer(
     engine: &EngineLink,
@@ -192,19 +204,26 @@ fn arm_timer(
     index: usize,
     arm: u64,
     deadline: Option<Instant>,
+    far: Far,
 ) -> Result<TimerHandle, NoTimer> {
-    let Some(deadline) = deadline else {
-        return Err(NoTimer::TooFar);
-    };
     let notice = Notice::new(inbox.clone(), Record { index, arm });
-    engine
-        .schedule_at(deadline, move || drop(notice))
-        .map_err(|refused| {
-            let why = NoTimer::of(&refused);
-            // The callback handed back holds the notice: it was never scheduled.
-            quietly(|| drop(refused));
-            why
-        })
+    let callback = move || drop(notice);
+    let scheduled = match deadline {
+        Some(deadline) => engine.schedule_at(deadline, callback),
+        None => Err(ScheduleError::DelayTooLong(callback)),
+    };
+    let scheduled = match scheduled {
+        Err(ScheduleError::DelayTooLong(callback)) if far == Far::StandIn => {
+            engine.schedule_farthest(callback)
+        }
+        scheduled => scheduled,
+    };
+    scheduled.map_err(|refused| {
+        let why = NoTimer::of(&refused);
+        // The callback handed back holds the notice: it was never scheduled.
+        quietly(|| drop(refused));
+        why
+    })
 }
 
 impl<T> DelayQueue<T> {
@@ -242,8 +261,8 @@ impl<T> DelayQueue<T> {
 
     /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
     ///
-    /// Never fails: a delay beyond the engine's range keeps the value with no timer (it never
-    /// expires), and an engine that refuses the timer (shut down, or at its cap) makes the value
+    /// Never fails: a delay beyond the engine's range keeps the value until the engine shuts
+    /// down, and an engine that refuses the timer (shut down, or at its cap) makes the value
     /// due at once. See [When the engine refuses](Self#when-the-engine-refuses), and
     /// [`try_insert`](Self::try_insert) to be told instead.
     ///
@@ -319,12 +338,19 @@ impl<T> DelayQueue<T> {
     fn insert_with(&mut self, value: T, deadline: Option<Instant>) -> Key {
         let generation = self.ids.next();
         let index = self.slab.next_index();
-        let (timer, due_now) =
-            match arm_timer(&self.engine, &self.inbox, index, generation, deadline) {
-                Ok(timer) => (Some(timer), false),
-                Err(NoTimer::TooFar) => (None, false),
-                Err(NoTimer::Shutdown | NoTimer::Full) => (None, true),
-            };
+        let armed = arm_timer(
+            &self.engine,
+            &self.inbox,
+            index,
+            generation,
+            deadline,
+            Far::StandIn,
+        );
+        let (timer, due_now) = match armed {
+            Ok(timer) => (Some(timer), false),
+            Err(NoTimer::TooFar) => (None, false),
+            Err(NoTimer::Shutdown | NoTimer::Full) => (None, true),
+        };
         self.place(generation, value, deadline, timer, due_now)
     }
 
@@ -336,7 +362,14 @@ impl<T> DelayQueue<T> {
     ) -> Result<Key, InsertError<T>> {
         let generation = self.ids.next();
         let index = self.slab.next_index();
-        match arm_timer(&self.engine, &self.inbox, index, generation, deadline) {
+        match arm_timer(
+            &self.engine,
+            &self.inbox,
+            index,
+            generation,
+            deadline,
+            Far::Refused,
+        ) {
             Ok(timer) => Ok(self.place(generation, value, deadline, Some(timer), false)),
             Err(why) => Err(why.error(value)),
         }
@@ -478,20 +511,39 @@ impl<T> DelayQueue<T> {
                 return Ok(());
             }
         }
+        self.rearm(index, generation);
+        Ok(())
+    }
+
+    /// Gives the value in slot `index` (of `generation`) a new timer for its deadline,
+    /// cancelling the old one; a refusal makes it due at once.
+    fn rearm(&mut self, index: usize, generation: u64) {
+        let arm = self.ids.next();
+        let Some(entry) = self.slab.get_mut(index, generation) else {
+            return;
+        };
         if let Some(timer) = entry.timer.take() {
             quietly(|| timer.cancel());
         }
         // A new arm: whatever the old timer recorded, or the queue took in, is stale now.
-        let arm = self.ids.next();
         entry.arm = arm;
-        match arm_timer(&self.engine, &self.inbox, index, arm, deadline) {
+        let deadline = entry.deadline;
+        let armed = arm_timer(
+            &self.engine,
+            &self.inbox,
+            index,
+            arm,
+            deadline,
+            Far::StandIn,
+        );
+        match armed {
             Ok(timer) => entry.timer = Some(timer),
+            // The end of a manual clock's time: no tick is left to hold a stand-in at.
             Err(NoTimer::TooFar) => {}
             Err(NoTimer::Shutdown | NoTimer::Full) => {
                 self.make_due(index, generation, arm, deadline);
             }
         }
-        Ok(())
     }
 
     /// The deadline of `key`'s value, as given to its insert or last reset (not rounded to
@@ -682,22 +734,34 @@ impl<T> DelayQueue<T> {
         if !self.inbox.take_or_register(&mut self.taken, waker) {
             return false;
         }
-        for record in self.taken.drain(..) {
+        let mut taken = std::mem::take(&mut self.taken);
+        for record in taken.drain(..) {
             let Some((generation, entry)) = self.slab.get_at(record.index) else {
                 continue;
             };
             if entry.arm != record.arm {
                 continue;
             }
-            if let Some(deadline) = entry.deadline {
-                self.due.push(Reverse(Due {
+            // A timer never fires before its deadline: one that did not reach it is a
+            // stand-in for a deadline beyond the engine's range, come due (renewed here) or
+            // handed back at shutdown (the value comes out, as every held one does then).
+            let deadline = entry
+                .deadline
+                .filter(|&deadline| deadline <= self.engine.now());
+            match deadline {
+                Some(deadline) => self.due.push(Reverse(Due {
                     deadline,
                     generation,
                     index: record.index,
                     arm: record.arm,
-                }));
+                })),
+                None if self.engine.is_stopped() => {
+                    self.make_due(record.index, generation, record.arm, entry.deadline);
+                }
+                None => self.rearm(record.index, generation),
             }
         }
+        self.taken = taken;
         true
     }
 

@@ -48,6 +48,24 @@ impl EngineLink {
             .map_err(ScheduleError::not_queued)
     }
 
+    /// As [`schedule_at`](Self::schedule_at), at the farthest deadline the engine takes
+    /// (`max_delay` from now): a stand-in for a deadline beyond it, which comes due in time to
+    /// be renewed, or is handed back at shutdown.
+    pub(crate) fn schedule_farthest<F>(&self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let lane = self.core.lane_for_task();
+        let clock = &self.core.clock;
+        TimerHandle::schedule(lane, clock.tick_after(clock.max_delay()), callback)
+            .map_err(ScheduleError::not_queued)
+    }
+
+    /// Whether the engine has shut down.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.core.lane_for_task().shard().is_stopped()
+    }
+
     /// As [`TimerEngine::now`].
     pub(crate) fn now(&self) -> Instant {
         self.core.clock.now()
