@@ -61,7 +61,10 @@ const ID_BLOCK: u64 = 1 << 12;
 /// Each poll first takes in every value whose timer has fired, and yields them soonest deadline
 /// first; values with equal deadlines come out in the order they were inserted. A value never
 /// comes out before its deadline (except as below), and at most one tick plus scheduling
-/// noise after it.
+/// noise after it. The order holds among the values one poll takes in: the timers of a
+/// queue's values fire on several shards, and their callbacks run on the pool's threads, so
+/// a poll that comes while a tick's values are still being recorded may yield a value before
+/// one due at the same tick (with the same deadline, or a nearby one) that is recorded later.
 ///
 /// # Keys
 ///
@@ -82,7 +85,10 @@ const ID_BLOCK: u64 = 1 << 12;
 ///   as due at once, so it comes out of the next poll (nothing is lost, and a task waiting on
 ///   the queue does not wait for a timer that will never run); `try_insert` returns
 ///   [`InsertError::Shutdown`] or [`InsertError::Full`] with the value.
-/// - A reset that the engine refuses is treated as `insert` treats it.
+/// - A reset that the engine refuses is treated as `insert` treats it. At the cap, a value just
+///   removed (or a timer just cancelled) frees its place only on its shard's next turn (see
+///   [`Builder::max_pending`](crate::Builder::max_pending)), so an insert right after a
+///   remove can still be refused, and its value come out at once.
 /// - When the engine shuts down, the values whose timers it hands back come out of the next
 ///   poll as if due (their [`Expired::deadline`] is still the one they were given), unless the
 ///   caller of [`TimerEngine::shutdown`] keeps the handed-back timers; running one yields its

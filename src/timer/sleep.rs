@@ -19,7 +19,11 @@
 //! completion looks like an elapse. The `try_` constructors tell the two apart: they return
 //! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` instead of a sleep. Both kinds
 //! share one scheduling path, `Sleep::schedule`, which reports the refusal; the plain forms
-//! turn it into a sleep that has already ended. A deadline beyond the engine's `max_delay` is
+//! turn it into a sleep that has already ended. At the cap, a timer just cancelled (a sleep
+//! dropped) frees its place on its shard's next turn, and one that fired once its callback
+//! has returned, which may be after the woken task runs (see `Builder::max_pending`): a sleep
+//! made right after can still be refused, and end at once.
+//! A deadline beyond the engine's `max_delay` is
 //! not a refusal for either kind: such a sleep ends only when the engine shuts down (a reset
 //! can still bring it within range). It holds a stand-in timer at the farthest deadline the
 //! engine takes, renewed whenever it comes due, so that the shutdown hands it back and wakes
