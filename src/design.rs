@@ -369,9 +369,10 @@
 //! per callback). A batch of several callbacks wakes two runners; a shard some of whose
 //! callbacks from an earlier turn have not begun (it counts what it fired against what the
 //! runners began, so a callback counts wherever it waits) starts another runner, up to the
-//! pool's size, and polls once a tick until all have begun. So a slow callback holds up only
-//! itself, never a tick thread: while the pool has a thread free, a callback behind it waits
-//! about a tick for another runner, and then for that runner to reach its range (thieves
+//! pool's size, and polls once a tick (once a millisecond, if the tick is longer) until all
+//! have begun. So a slow callback holds up only itself, never a tick thread: while the pool
+//! has a thread free, a callback behind it waits about a tick (at most about a millisecond)
+//! for another runner, and then for that runner to reach its range (thieves
 //! take from the fullest range first).
 //! A queue entry per callback held a burst on the pool to about three quarters of its rate
 //! now (see BENCHMARKS.md). A job per batch made rayon wake a sleeping thread for every batch,

@@ -625,6 +625,36 @@ fn a_slow_callback_does_not_hold_up_the_others() {
 }
 
 #[test]
+fn a_callback_behind_a_stuck_runner_does_not_wait_for_a_coarse_tick() {
+    // A one-minute tick: a shard that looked for stuck runners only once a tick would leave
+    // the second callback waiting a minute behind the first while pool threads are free.
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .tick(Duration::from_secs(60))
+        .callback_threads(4)
+        .build()
+        .unwrap();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (started, first_began) = std::sync::mpsc::channel();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            let _ = released.recv_timeout(Duration::from_secs(60));
+        })
+        .unwrap();
+    first_began
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the first callback ran");
+    let (tx, rx) = std::sync::mpsc::channel();
+    engine
+        .schedule(Duration::ZERO, move || tx.send(()).unwrap())
+        .unwrap();
+    let second = rx.recv_timeout(Duration::from_secs(20));
+    drop(release);
+    second.expect("the second callback waited behind the first");
+}
+
+#[test]
 fn a_slow_callback_holds_up_none_of_its_batch() {
     // One shard and two pool threads: every timer fires in the same batch, and the first to
     // run waits until all the others have run, which they can only do beside it.

@@ -12,8 +12,11 @@
 //!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
 //!
 //! Between turns the thread polls once a tick while work keeps arriving, a slot is due by the
-//! next tick or callbacks it handed to the pool wait to begin, and otherwise sleeps until the
-//! wheel's next deadline (see `signal`).
+//! next tick or callbacks it handed to the pool wait to begin (then at least once a
+//! millisecond, whatever the tick), and otherwise sleeps until the wheel's next deadline (see
+//! `signal`).
+
+use std::time::Duration;
 
 use super::core::ShardCore;
 use super::executor::Executor;
@@ -28,6 +31,10 @@ use crate::wheel::{Settled, Wheel};
 /// of inserts cannot hold back firing for long. (The owner's ring is taken whole: it holds at
 /// most `queue::RING_SLOTS`.)
 const INSERT_BUDGET: usize = 16_384;
+
+/// How soon a shard looks again at callbacks it handed to the pool that have not begun, at
+/// most: a tick, if it is shorter.
+const LOOK_AGAIN: Duration = Duration::from_millis(1);
 
 /// Unlink requests are handled this many at a time, their neighbours loaded before any is
 /// unlinked (see `Wheel::warm`).
@@ -358,6 +365,17 @@ impl Shard {
             .is_some_and(|next| next <= now.saturating_add(1))
     }
 
+    /// The longest a poll may nap: `LOOK_AGAIN` while callbacks handed to the pool have not
+    /// all begun, so that a tick longer than that does not leave them behind a stuck runner
+    /// for a whole tick; else a whole tick.
+    fn poll_at_most(&self) -> Duration {
+        if self.executor.has_queued() {
+            LOOK_AGAIN
+        } else {
+            Duration::MAX
+        }
+    }
+
     /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
     /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
     pub(crate) fn prepare_sleep(&self) -> Result<Option<u64>, ()> {
@@ -395,16 +413,17 @@ impl Shard {
                     Some(now)
                 }
                 Turn::Busy => {
-                    clock.sleep_one_tick(now);
+                    clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
                 }
                 // Due again by the next tick: poll, as when busy. Nothing queued now can come due
                 // sooner, so there is no need to announce the sleep (and pay for the heavy
                 // barrier of `signal`) for so short a nap.
                 // So are callbacks handed to the pool and not yet begun: the shard looks again
-                // next tick, to start another runner if they still wait (see `relay`).
+                // next tick (or sooner, see `poll_at_most`), to start another runner if they
+                // still wait (see `relay`).
                 Turn::Idle if self.due_by_next_tick(now) || self.executor.has_queued() => {
-                    clock.sleep_one_tick(now);
+                    clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
                 }
                 Turn::Idle => match self.prepare_sleep() {

@@ -248,11 +248,18 @@ impl TickClock {
         }
     }
 
-    /// Sleeps until the next tick begins (the polling step while work is flowing in).
-    pub(crate) fn sleep_one_tick(&self, now_tick: u64) {
-        match &self.manual {
-            Some(_) => thread::park_timeout(self.tick),
-            None => self.sleep_until(Some(now_tick.saturating_add(1))),
+    /// Sleeps until the next tick begins (the polling step while work is flowing in), or for
+    /// `most` if that is sooner, or until unparked.
+    pub(crate) fn sleep_one_tick(&self, now_tick: u64, most: Duration) {
+        let nap = match &self.manual {
+            Some(_) => self.tick,
+            None => self
+                .instant_of(now_tick.saturating_add(1))
+                .saturating_duration_since(Instant::now()),
+        };
+        let nap = nap.min(most);
+        if !nap.is_zero() {
+            thread::park_timeout(nap);
         }
     }
 }
