@@ -626,14 +626,17 @@ fn a_slow_callback_does_not_hold_up_the_others() {
 
 #[test]
 fn a_callback_behind_a_stuck_runner_does_not_wait_for_a_coarse_tick() {
-    // A one-minute tick: a shard that looked for stuck runners only once a tick would leave
-    // the second callback waiting a minute behind the first while pool threads are free.
+    // A five-second tick. The first callback blocks its runner; the second fires a tick later,
+    // finds no runner free, and would wait another whole tick if the shard looked for stuck
+    // runners only once a tick.
+    let tick = Duration::from_secs(5);
     let engine = TimerEngine::builder()
         .shards(1)
-        .tick(Duration::from_secs(60))
+        .tick(tick)
         .callback_threads(4)
         .build()
         .unwrap();
+    let start = Instant::now();
     let (release, released) = std::sync::mpsc::channel::<()>();
     let (started, first_began) = std::sync::mpsc::channel();
     engine
@@ -642,16 +645,23 @@ fn a_callback_behind_a_stuck_runner_does_not_wait_for_a_coarse_tick() {
             let _ = released.recv_timeout(Duration::from_secs(60));
         })
         .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Due at the engine's first tick boundary (the engine began just before `start`).
+    engine
+        .schedule(tick - Duration::from_millis(500), move || {
+            tx.send(Instant::now()).unwrap()
+        })
+        .unwrap();
     first_began
         .recv_timeout(Duration::from_secs(20))
         .expect("the first callback ran");
-    let (tx, rx) = std::sync::mpsc::channel();
-    engine
-        .schedule(Duration::ZERO, move || tx.send(()).unwrap())
-        .unwrap();
-    let second = rx.recv_timeout(Duration::from_secs(20));
+    let second = rx.recv_timeout(Duration::from_secs(30));
     drop(release);
-    second.expect("the second callback waited behind the first");
+    let ran = second.expect("the second callback ran") - start;
+    assert!(
+        ran < tick + tick / 2,
+        "the second callback waited behind the first until {ran:?}"
+    );
 }
 
 #[test]
