@@ -740,6 +740,8 @@ impl<T> DelayQueue<T> {
         if !self.inbox.take_or_register(&mut self.taken, waker) {
             return false;
         }
+        // Read once, after the records were taken: each timer fired before its record came.
+        let now = self.engine.now();
         let mut taken = std::mem::take(&mut self.taken);
         for record in taken.drain(..) {
             let Some((generation, entry)) = self.slab.get_at(record.index) else {
@@ -751,9 +753,7 @@ impl<T> DelayQueue<T> {
             // A timer never fires before its deadline: one that did not reach it is a
             // stand-in for a deadline beyond the engine's range, come due (renewed here) or
             // handed back at shutdown (the value comes out, as every held one does then).
-            let deadline = entry
-                .deadline
-                .filter(|&deadline| deadline <= self.engine.now());
+            let deadline = entry.deadline.filter(|&deadline| deadline <= now);
             match deadline {
                 Some(deadline) => self.due.push(Reverse(Due {
                     deadline,
@@ -761,7 +761,7 @@ impl<T> DelayQueue<T> {
                     index: record.index,
                     arm: record.arm,
                 })),
-                None if self.engine.is_stopped() => {
+                None if self.engine.is_shutdown() => {
                     self.make_due(record.index, generation, record.arm, entry.deadline);
                 }
                 None => self.rearm(record.index, generation),

@@ -33,6 +33,11 @@ impl EngineCore {
         self.lane_for(task_hash())
     }
 
+    /// Whether the engine has shut down: every shard is stopped.
+    pub(super) fn is_shutdown(&self) -> bool {
+        self.shards.iter().all(|shard| shard.is_stopped())
+    }
+
     /// Each shard with its lanes.
     pub(super) fn shards_with_lanes(
         &self,

@@ -56,14 +56,13 @@ impl EngineLink {
         F: FnOnce() + Send + 'static,
     {
         let lane = self.core.lane_for_task();
-        let clock = &self.core.clock;
-        TimerHandle::schedule(lane, clock.tick_after(clock.max_delay()), callback)
+        TimerHandle::schedule(lane, self.core.clock.farthest_tick(), callback)
             .map_err(ScheduleError::not_queued)
     }
 
-    /// Whether the engine has shut down.
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.core.lane_for_task().shard().is_stopped()
+    /// As [`TimerEngine::is_shutdown`].
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.core.is_shutdown()
     }
 
     /// As [`TimerEngine::now`].

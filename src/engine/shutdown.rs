@@ -176,7 +176,7 @@ impl TimerEngine {
     /// assert!(engine.is_shutdown());
     /// ```
     pub fn is_shutdown(&self) -> bool {
-        self.core().shards.iter().all(|shard| shard.is_stopped())
+        self.core().is_shutdown()
     }
 
     /// Sets every shard's `stop` flag and wakes it; stops catching up with a manual clock.

@@ -198,6 +198,12 @@ impl TickClock {
         self.holdable(self.tick_nanos.ceil(deadline))
     }
 
+    /// The farthest tick a timer scheduled now can be due at (`max_delay` from now); `None`
+    /// at the end of a manual clock's time, where no tick is left for one.
+    pub(crate) fn farthest_tick(&self) -> Option<u64> {
+        self.tick_after(self.max_delay)
+    }
+
     /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
     /// range. A deadline already past is due at the current tick, as a zero delay is.
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {

@@ -22,12 +22,11 @@
 //! turn it into a sleep that has already ended. At the cap, a timer just cancelled (a sleep
 //! dropped) frees its place on its shard's next turn, and one that fired once its callback
 //! has returned, which may be after the woken task runs (see `Builder::max_pending`): a sleep
-//! made right after can still be refused, and end at once.
-//! A deadline beyond the engine's `max_delay` is
-//! not a refusal for either kind: such a sleep ends only when the engine shuts down (a reset
-//! can still bring it within range). It holds a stand-in timer at the farthest deadline the
-//! engine takes, renewed whenever it comes due, so that the shutdown hands it back and wakes
-//! the task like any other.
+//! made right after can still be refused, and end at once. A deadline beyond the engine's
+//! `max_delay` is not a refusal for either kind: such a sleep ends only when the engine shuts
+//! down (a reset can still bring it within range). It holds a stand-in timer at the farthest
+//! deadline the engine takes, renewed whenever it comes due, so that the shutdown hands it
+//! back and wakes the task like any other.
 
 use std::error::Error;
 use std::fmt;
@@ -135,8 +134,7 @@ impl Sleep {
         wake: Arc<SleepState>,
     ) -> Result<Sleep, (Refusal, Arc<SleepState>)> {
         let far = tick.is_none();
-        let clock = lane.shard().clock();
-        let Some(tick) = tick.or_else(|| clock.tick_after(clock.max_delay())) else {
+        let Some(tick) = tick.or_else(|| lane.shard().clock().farthest_tick()) else {
             // The end of a manual clock's time: no tick is left to hold a stand-in at.
             return Ok(Sleep::unheld(lane, wake, true));
         };
