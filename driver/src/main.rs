@@ -22,6 +22,10 @@
 //! - `idle-hold`: ten million timers due in 10–20 minutes; reports the insert rate, the resident
 //!   bytes per timer and the process's CPU use over five idle seconds.
 //!
+//! `shardwheel host-stalls` is not a workload of the engine and a full run leaves it out: it
+//! measures how often, and how long, the machine's cores stall (see `driver/host_stalls.rs`),
+//! to tell a calm hour from a noisy one before measuring lateness.
+//!
 //! Output is a table on stdout with one row per workload; `--json` adds one JSON object per
 //! workload on its own line after the table. Progress is drawn on stderr only when stderr is a
 //! terminal. Run with `--help` for every flag.

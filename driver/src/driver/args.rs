@@ -59,7 +59,17 @@ default sizes unless a flag below overrides them):
                  process spends over a 5 s idle window, and the tick threads' context switches.
                  Flags: --timers (10000000) --threads (2).
                  Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct
-                       shard_wakeups_per_sec threads";
+                       shard_wakeups_per_sec threads
+
+A probe of the machine, not of the engine (it runs only when named):
+  host-stalls    One thread per core, pinned, reads the monotonic clock in a loop and counts
+                 the gaps between two reads over 1 ms (stalls) and over 4 ms (long stalls):
+                 times its core ran something else or, on a virtual machine, was not run by
+                 the host. A timer due on a stalled core fires late by as much, whatever the
+                 engine does; run it before measuring accuracy or slow-callback.
+                 Flags: --seconds (5).
+                 Keys: workload cores pinned seconds stalls_per_sec long_stalls_per_sec
+                       max_stall_ms lost_pct (the stalls' time, of the cores' time)";
 
 /// The notes at the end of `--help`.
 const NOTES: &str = "\
@@ -157,6 +167,10 @@ pub(crate) struct Options {
     #[arg(long, value_name = "S", value_parser = number::<usize, 0, MAX_SMALL_SIZE>)]
     pub(crate) slow: Option<usize>,
 
+    /// how long the probe runs (host-stalls), 1-3600
+    #[arg(long, value_name = "S", value_parser = number::<u64, 1, 3600>)]
+    pub(crate) seconds: Option<u64>,
+
     /// engine shards, 1-1024 (default: the engine's, one per core)
     #[arg(long, value_name = "N", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) shards: Option<usize>,
@@ -190,6 +204,7 @@ impl Options {
             ("window", self.window.map(|n| n.to_string())),
             ("timers", self.timers.map(|n| n.to_string())),
             ("slow", self.slow.map(|n| n.to_string())),
+            ("seconds", self.seconds.map(|n| n.to_string())),
             ("shards", self.shards.map(|n| n.to_string())),
             ("tick-us", self.tick_us.map(|n| n.to_string())),
             (
@@ -319,9 +334,14 @@ mod tests {
 
     #[test]
     fn every_workload_is_found_by_its_name() {
-        for workload in Workload::ALL {
+        for workload in Workload::ALL.into_iter().chain([Workload::HostStalls]) {
             assert_eq!(options(&[workload.name()]).workload, Some(workload));
         }
+        let parsed = options(&["host-stalls", "--seconds", "2"]);
+        assert_eq!(parsed.seconds, Some(2));
+        assert!(refusal(&["--seconds", "0"])
+            .to_string()
+            .contains("must be between 1 and 3600"));
     }
 
     #[test]
@@ -333,6 +353,7 @@ mod tests {
             window: Some(7),
             timers: Some(20_000),
             slow: Some(0),
+            seconds: Some(9),
             shards: Some(2),
             callback_threads: Some(1024),
             tick_us: Some(100),

@@ -7,6 +7,7 @@ mod args;
 mod child;
 mod conn_idle;
 mod fill;
+mod host_stalls;
 mod idle_hold;
 mod lateness;
 mod parallel;
@@ -36,8 +37,9 @@ const USAGE_EXIT: u8 = 2;
 /// default, set explicitly because the accuracy workloads are defined at it).
 const TICK: Duration = Duration::from_millis(1);
 
-/// The five workloads, in the order a full run takes them. On the command line each is
-/// named as [`Workload::name`] says (clap's names for the variants: kebab-case).
+/// The five workloads, in the order a full run takes them, and the probe of the machine that
+/// runs only when named. On the command line each is named as [`Workload::name`] says (clap's
+/// names for the variants: kebab-case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Workload {
     RpcChurn,
@@ -45,6 +47,8 @@ pub(crate) enum Workload {
     Accuracy,
     SlowCallback,
     IdleHold,
+    /// Not a workload of the engine: how long the machine's cores stall (`host_stalls`).
+    HostStalls,
 }
 
 impl Workload {
@@ -65,6 +69,7 @@ impl Workload {
             Workload::Accuracy => "accuracy",
             Workload::SlowCallback => "slow-callback",
             Workload::IdleHold => "idle-hold",
+            Workload::HostStalls => "host-stalls",
         }
     }
 
@@ -75,6 +80,7 @@ impl Workload {
             Workload::Accuracy => accuracy::run(ctx),
             Workload::SlowCallback => slow_callback::run(ctx),
             Workload::IdleHold => idle_hold::run(ctx),
+            Workload::HostStalls => host_stalls::run(ctx),
         }
     }
 }
@@ -214,7 +220,9 @@ mod tests {
             .filter_map(ValueEnum::to_possible_value)
             .map(|value| value.get_name().to_owned())
             .collect();
-        let expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        let mut expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        // The probe of the machine, which a full run leaves out.
+        expected.push(Workload::HostStalls.name());
         assert_eq!(names, expected);
     }
 
