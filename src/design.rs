@@ -303,9 +303,31 @@
 //! a flood of inserts) counts as late too. A turn more than 10 ms, and two ticks, late counts as
 //! late (`late_turns` in the stats); after three in a row the thread widens its affinity to
 //! every core the engine was built with and stays unpinned, even if no other process was on
-//! its core: harmless beyond the pinning lost, and the stats show it. With eight busy loops pinned to core 0 of the 2-core machine, this took the
-//! accuracy workload's worst lateness from 26–53 ms to 18–23 ms and rpc-churn's peak resident
-//! set from 95–111 MB to 39–79 MB (see BENCHMARKS.md).
+//! its core: harmless beyond the pinning lost, and the stats show it. With eight busy loops
+//! pinned to core 0 of the 2-core machine, this took the accuracy workload's worst lateness
+//! from 26–53 ms to 18–23 ms and rpc-churn's peak resident set from 95–111 MB to 39–79 MB (see
+//! BENCHMARKS.md).
+//!
+//! Shorter holds are caught by a neighbour (src/shard/moving.rs). A thread that has been woken
+//! but waits, runnable, behind another thread on its own core cannot look at itself; and on a
+//! small machine such waits of 3–8 ms are common: the kernel does not always preempt a busy
+//! thread for a waking one, and a kernel thread that does not yield (the `kdamond` of a
+//! memory-reclaiming host, under `PREEMPT_NONE`) holds its core for up to 8 ms, while the
+//! other core sits idle. So each shard, at every turn, reads where the next shard (in a ring)
+//! is in its loop: the tick its last turn began at and its sleep word. If that shard should
+//! have begun a turn a millisecond (or a tick, if longer) ago and has not, and was seen so
+//! that long ago already (a thread a producer has just woken is not behind), it moves its
+//! thread to the engine's other cores (`sched_setaffinity` on its thread id); the kernel
+//! moves a thread that waits to run at once, to where there is room. 50 ms later the same
+//! shard sends it home, and the third time in a row it finds it behind soon after, it lets it
+//! go of its core for good (the thread takes no part: one that went home by itself would wait
+//! for its busy core inside that system call, out of the neighbour's reach). The neighbour
+//! holds one word through each system call, and the thread, before it lets go of its core
+//! itself or leaves its loop, waits that out and marks the word for good, so that no move
+//! lands after (loom model 16). On the 2-core machine, in a noisy hour, this took the
+//! accuracy workload's p99.9 from a median of 2.1 to 1.6 ms and slow-callback's from 2.3 to
+//! 1.4 ms, with idle-hold unchanged and rpc-churn's throughput within the noise; with eight
+//! busy loops on one core, accuracy's p99 went from 12.8 to 2.5 ms (see BENCHMARKS.md).
 //!
 //! # Sleeping and waking
 //!

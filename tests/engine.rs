@@ -2,7 +2,7 @@
 //! Time bounds are generous; where time can be avoided, a manual clock is used.
 
 mod common;
-use common::{wait_until, SplitMix};
+use common::{pinned_cores, wait_until, SplitMix};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -529,12 +529,7 @@ fn the_stats_say_where_each_tick_thread_is_pinned_as_soon_as_build_returns() {
     let cores = core_affinity::get_core_ids().unwrap();
     for _ in 0..20 {
         let engine = TimerEngine::builder().shards(2).build().unwrap();
-        let pinned: Vec<_> = engine
-            .stats()
-            .shards
-            .iter()
-            .map(|s| s.pinned_core)
-            .collect();
+        let pinned = pinned_cores(&engine);
         let expected: Vec<_> = (0..2).map(|i| Some(cores[i % cores.len()].id)).collect();
         assert_eq!(
             pinned, expected,

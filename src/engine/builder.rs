@@ -228,7 +228,10 @@ impl Builder {
     /// Whether to pin each tick thread to a core (default: yes). Where the system refuses,
     /// the thread runs unpinned and [`ShardStats::pinned_core`](crate::ShardStats) says so.
     /// [`build`](Self::build) returns once every tick thread has pinned itself or been
-    /// refused, so the stats say where each runs from then on.
+    /// refused, so the stats say where each runs from then on. A pinned thread that its core
+    /// does not run when it is due to turn is moved to the other cores for a while by another
+    /// shard ([`ShardStats::moved_off_core`](crate::ShardStats)), and one whose core stays too
+    /// busy is let go of it for good.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().pin_threads(false).build().unwrap();
@@ -363,11 +366,16 @@ impl Builder {
             .zip(lanes.chunks(lanes_per_shard))
             .enumerate()
             .map(|(index, (core, lanes))| {
-                Shard::new(
+                let mut shard = Shard::new(
                     core.clone(),
                     lanes.to_vec().into_boxed_slice(),
                     executor.for_shard(index),
-                )
+                );
+                // Each shard looks after the next, in a ring (see `shard::moving`).
+                if shard_count > 1 {
+                    shard.look_after(shard_cores[(index + 1) % shard_count].clone());
+                }
+                shard
             })
             .collect();
         let core = Arc::new(EngineCore {

@@ -59,12 +59,20 @@ pub struct ShardStats {
     pub in_wheel: u64,
     /// The core the shard's tick thread is pinned to; `None` if pinning was off or refused, or
     /// if the thread let go of its core because that core was too busy to keep it on time
-    /// (then the thread runs unpinned).
+    /// (then the thread runs unpinned). A thread moved off its core for a while (see
+    /// [`moved_off_core`](Self::moved_off_core)) still reads its own core here.
     pub pinned_core: Option<usize>,
     /// Turns of the tick thread that began more than 10 ms (and two ticks) after it meant to
     /// wake: a sign of a starved thread. Three in a row make a pinned thread let go of its
     /// core.
     pub late_turns: u64,
+    /// Times another shard moved this shard's pinned tick thread off its core, because the
+    /// core had not run it a millisecond (or a tick, if longer) after it was due to begin a
+    /// turn: the thread then runs on the engine's other cores, and is sent home 50 ms later.
+    /// Found behind a third time in a row soon after going home, it is let go of its core for
+    /// good instead (counted here too; `pinned_core` then reads `None`). Always 0 with one
+    /// shard or one core, with pinning off, with a manual clock, and off Linux.
+    pub moved_off_core: u64,
     /// Callbacks this shard fired that have not begun to run.
     pub callbacks_queued: u64,
     /// Callbacks this shard fired that are running now.
@@ -254,6 +262,7 @@ impl EngineCore {
                 in_wheel: counts.in_wheel(),
                 pinned_core: shard.pinned_core(),
                 late_turns: counts.late_turns(),
+                moved_off_core: counts.moved(),
                 callbacks_queued: queued,
                 callbacks_running: running,
                 lateness,

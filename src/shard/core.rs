@@ -5,6 +5,7 @@ use crossbeam_utils::CachePadded;
 
 use super::cap::Cap;
 use super::lateness::Lateness;
+use super::moving::Whereabouts;
 use super::run::Runner;
 use super::signal::Signal;
 use crate::sync::{thread_slot, Arc, AtomicBool, AtomicU64, AtomicUsize, Counter, Ordering};
@@ -25,6 +26,9 @@ pub(crate) struct ShardCore {
     cap: Option<Arc<Cap>>,
     /// 0 if the thread is not pinned, else the core id plus one.
     pinned: AtomicUsize,
+    /// Where the shard thread is in its loop, for the neighbour that looks after it: written
+    /// every turn, so on a line of its own, away from what producers read on every schedule.
+    whereabouts: CachePadded<Whereabouts>,
 }
 
 /// Counters of a shard: statistics (`sync::Counter`), exact once the writers are quiet; and
@@ -36,6 +40,7 @@ pub(crate) struct ShardCounts {
     panicked: Counter,
     in_wheel: Counter,
     late_turns: Counter,
+    moved: Counter,
     processed: AtomicU64,
     turns: AtomicU64,
 }
@@ -136,6 +141,15 @@ impl ShardCounts {
     pub(super) fn add_late_turn(&self) {
         self.late_turns.add(1);
     }
+    pub(super) fn add_moved(&self) {
+        self.moved.add(1);
+    }
+
+    /// Times a neighbour moved the shard thread off its core (see `moving`).
+    pub(crate) fn moved(&self) -> u64 {
+        self.moved.get()
+    }
+
     /// Turns that began late (see `shard::pinning`).
     pub(crate) fn late_turns(&self) -> u64 {
         self.late_turns.get()
@@ -182,12 +196,17 @@ impl ShardCore {
             clock,
             cap,
             pinned: AtomicUsize::new(0),
+            whereabouts: CachePadded::new(Whereabouts::new()),
         }
     }
 
     /// The id of the engine this shard belongs to.
     pub(crate) fn engine(&self) -> u64 {
         self.engine
+    }
+
+    pub(super) fn whereabouts(&self) -> &Whereabouts {
+        &self.whereabouts
     }
 
     pub(crate) fn signal(&self) -> &Signal {

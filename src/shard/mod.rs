@@ -14,6 +14,7 @@
 //! - `run`: running one callback (caught panics, counts, the cap).
 //! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `pinning`: letting go of a pinned core too busy to keep the shard on time.
+//! - `moving`: moving a neighbour's pinned thread off a core that does not run it, and back.
 //! - `waking`: asking the kernel to wake the tick thread on time (timer slack, slice).
 //! - `cap`: the optional limit on pending timers.
 
@@ -22,6 +23,7 @@ mod core;
 mod executor;
 mod lane;
 mod lateness;
+mod moving;
 mod pinning;
 mod relay;
 mod run;
@@ -38,6 +40,8 @@ pub(crate) use executor::{Executor, Spawner};
 pub(crate) use lane::LaneCounts;
 pub(crate) use lane::{Lane, Ownership, Refusal};
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
+#[cfg(all(test, loom))]
+pub(crate) use moving::Whereabouts;
 pub(crate) use relay::{Inflight, Job, Relay, Spawn};
 pub(crate) use run::in_callback_of;
 pub(crate) use worker::{Shard, Stopped};

@@ -7,7 +7,9 @@
 //! it meant to wake at (a manual clock's jumps are not watched; a turn woken early by new work
 //! counts neither way). When `STRIKES` turns in a row begin more than `LATE` (and at least two
 //! ticks) late, it widens its affinity to every core the engine was built to use, and the
-//! scheduler moves it where there is room. It stays unpinned from then on; the stats say so.
+//! scheduler moves it where there is room. It stays unpinned from then on; the stats say so,
+//! and no neighbour moves it again (see `moving`; one whose widening is refused stays where it
+//! is, and is not moved either).
 //! The time a turn itself takes counts (a thread preempted mid-turn is starved too), so turns
 //! long on their own (slow inline callbacks) can also let go of an idle core: harmless beyond
 //! the pinning lost.
@@ -67,12 +69,16 @@ impl LagWatch {
         self.strikes = self.strikes.saturating_add(1);
         if self.strikes >= STRIKES {
             if let Some(all) = self.unpin_to.take() {
-                if widen_affinity(&all) {
-                    if let Some(id) = core.pinned_core() {
-                        crate::trace::unpinned(id, true);
+                // Not moved again from here on: a neighbour's move (see `moving`) landing
+                // after the widening would pin the thread away from its home for good.
+                core.whereabouts().stay_put(|| {
+                    if widen_affinity(&all) {
+                        if let Some(id) = core.pinned_core() {
+                            crate::trace::unpinned(id, true);
+                        }
+                        core.set_unpinned();
                     }
-                    core.set_unpinned();
-                }
+                });
             }
         }
     }

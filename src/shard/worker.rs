@@ -21,6 +21,7 @@ use std::time::Duration;
 use super::core::ShardCore;
 use super::executor::Executor;
 use super::lane::Lane;
+use super::moving;
 use super::pinning::LagWatch;
 use crate::entry::{EntryRef, Fired, Lifecycle};
 use crate::queue::{Pop, Requests, RETURN_LIMIT};
@@ -73,6 +74,15 @@ pub(crate) struct Shard {
     unlinked: Requests,
     /// How late turns begin, to let go of a pinned core that cannot keep up.
     lag: LagWatch,
+    /// The cores a neighbour's thread may be moved to (empty unless this thread pinned
+    /// itself): every core the system lists.
+    cores: Vec<usize>,
+    /// The shard this one looks after (see `moving`).
+    neighbour: Option<Arc<ShardCore>>,
+    /// How far behind the neighbour must be to be moved, and how long a move lasts.
+    spans: moving::Spans,
+    /// What this shard last saw of its neighbour.
+    watch: moving::Watch,
 }
 
 /// A stopped shard: its wheel and its lanes, for shutdown to empty. Only a shard's `stop`
@@ -244,6 +254,7 @@ impl Shard {
     pub(crate) fn new(core: Arc<ShardCore>, lanes: Box<[Arc<Lane>]>, executor: Executor) -> Self {
         let capped = core.has_cap();
         let lag = LagWatch::new(core.clock().tick_nanos());
+        let spans = moving::Spans::new(core.clock().tick_nanos());
         Shard {
             core,
             outcomes: Outcomes {
@@ -259,6 +270,55 @@ impl Shard {
             lanes,
             wheel: Wheel::new(),
             executor,
+            cores: Vec::new(),
+            neighbour: None,
+            spans,
+            watch: moving::Watch::default(),
+        }
+    }
+
+    /// Has this shard look after `neighbour`, moving its thread off its core when the core
+    /// does not run it (see `moving`).
+    pub(crate) fn look_after(&mut self, neighbour: Arc<ShardCore>) {
+        self.neighbour = Some(neighbour);
+    }
+
+    /// At tick `now`: sends the neighbour's thread home if it has been away long enough, or
+    /// moves it off its core if it is behind there (see `moving`).
+    fn see_to_neighbour(&mut self, now: u64) {
+        let Some(neighbour) = &self.neighbour else {
+            return;
+        };
+        let Some(home) = neighbour.pinned_core() else {
+            return;
+        };
+        if self.cores.is_empty() || neighbour.is_stopped() {
+            return;
+        }
+        let place = neighbour.whereabouts();
+        if place.return_if_due(now, self.spans.away, |tid| {
+            moving::set_affinity(tid, [home])
+        }) {
+            self.watch.sent_home(now);
+        } else if self.watch.behind(
+            neighbour.signal().sleeping(),
+            place.began(),
+            now,
+            self.spans,
+        ) {
+            if self.watch.last_straw(now, self.spans) {
+                // Its core stays busy: let go of it for good, as its own watch would.
+                if place.let_go(|tid| moving::set_affinity(tid, self.cores.iter().copied())) {
+                    crate::trace::unpinned(home, true);
+                    neighbour.set_unpinned();
+                    neighbour.counts().add_moved();
+                }
+            } else if place.try_move(now, |tid| {
+                moving::set_affinity(tid, self.cores.iter().copied().filter(|&c| c != home))
+            }) {
+                self.watch.moved(now, self.spans);
+                neighbour.counts().add_moved();
+            }
         }
     }
 
@@ -398,16 +458,26 @@ impl Shard {
         super::waking::tune_current_thread(clock.tick());
         // The tick the next turn means to begin at, if any (see `shard::pinning`).
         // A manual clock jumps by whole advances: its lateness means nothing.
+        // Neither is a neighbour's lateness, nor is one moved (see `shard::moving`).
         let watch_lag = clock.manual().is_none();
+        if let Some(tid) = moving::current_tid() {
+            self.core.whereabouts().record_thread(tid);
+        }
         let mut meant = None;
         while !self.core.is_stopped() {
             let now = clock.now_tick();
             if watch_lag {
                 self.lag.observe(meant, now, &self.core);
+                self.core.whereabouts().begin_turn(now);
             }
             // The time a turn itself takes counts too: a thread preempted in the middle of its
             // turns is as starved as one that wakes late (see `shard::pinning`).
-            meant = match self.turn(now) {
+            let turn = self.turn(now);
+            if watch_lag {
+                // Read again: a long turn would leave `now` behind the neighbour's last turn.
+                self.see_to_neighbour(clock.now_tick());
+            }
+            meant = match turn {
                 Turn::Backlog => {
                     thread::yield_now();
                     Some(now)
@@ -436,6 +506,8 @@ impl Shard {
                 },
             };
         }
+        // No neighbour uses this thread's id once it is gone.
+        self.core.whereabouts().stay_put(|| {});
         self.stop()
     }
 
@@ -445,6 +517,7 @@ impl Shard {
     pub(crate) fn pin(&mut self, core: core_affinity::CoreId, all: Vec<core_affinity::CoreId>) {
         if core_affinity::set_for_current(core) {
             self.core.set_pinned(core.id);
+            self.cores = all.iter().map(|core| core.id).collect();
             self.lag.pinned(all);
         } else {
             crate::trace::unpinned(core.id, false);

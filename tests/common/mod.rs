@@ -79,3 +79,13 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// The core each of `engine`'s tick threads is pinned to, in shard order.
+pub fn pinned_cores(engine: &shardwheel::TimerEngine) -> Vec<Option<usize>> {
+    engine
+        .stats()
+        .shards
+        .iter()
+        .map(|shard| shard.pinned_core)
+        .collect()
+}
