@@ -16,7 +16,6 @@ mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
 mod claims_steal;
 mod delay_inbox;
-mod moving_home;
 mod owner_paths;
 mod poll_vs_fire;
 mod relay_handover;

@@ -3,10 +3,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::callbacks::{Inflight, Job, Relay, ShardCallbacks, Spawn};
 use crate::entry::{CallbackBox, Fired};
-use crate::shard::{Inflight, Job, Relay, ShardCore, Spawn};
 use crate::sync::{Arc, Mutex, StdArc};
-use crate::time::TickClock;
 
 /// A fired one-shot callback that counts its run in `ran`.
 fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
@@ -23,14 +22,8 @@ fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
 type Runners = StdArc<Mutex<Vec<loom::thread::JoinHandle<()>>>>;
 
 /// A relay for one shard, starting up to `max_runners` runners on loom threads.
-fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCore>, Arc<Inflight>, Runners) {
-    let tick = std::time::Duration::from_millis(1);
-    let shard = Arc::new(ShardCore::new(
-        1,
-        TickClock::new(tick, 1 << 36, u64::MAX, None),
-        None,
-        max_runners,
-    ));
+fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCallbacks>, Arc<Inflight>, Runners) {
+    let shard = Arc::new(ShardCallbacks::new(1, None, max_runners));
     let runners: Runners = StdArc::new(Mutex::new(Vec::new()));
     let started = runners.clone();
     let spawn: Spawn = StdArc::new(move |job: Job| {
@@ -84,10 +77,10 @@ fn relay_counts_a_batch_in_a_runners_hands_as_waiting() {
     loom::model(|| {
         let (relay, shard, inflight, runners) = relay(1);
         let ran = StdArc::new(AtomicUsize::new(0));
-        shard.count_fired(2);
+        shard.add_handed_over(2);
         relay.hand_over(0, vec![fired(&ran), fired(&ran)]);
         let waiting = relay.has_queued(0);
-        let (not_begun, _) = shard.callbacks_queued_and_running();
+        let (not_begun, _) = shard.queued_and_running();
         assert!(
             waiting || not_begun == 0,
             "the shard saw no callback waiting while one had not begun"

@@ -48,6 +48,9 @@ mod time;
 // The queues into a shard; the timing wheel:
 mod queue;
 mod wheel;
+// Where fired callbacks run; where a tick thread runs:
+mod callbacks;
+mod placement;
 // A shard, its lanes and its tick thread:
 mod shard;
 // Handles, repeating timers, sleeps, intervals:
@@ -72,10 +75,10 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
+pub use callbacks::Task;
 pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
     BuildError, Builder, Lateness, ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
 };
-pub use shard::Task;
 pub use time::ManualClock;
 pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout, TimerHandle, TimerState};

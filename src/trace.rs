@@ -65,21 +65,21 @@ pub(crate) fn counter_off(short_nanos: u64) {
     let _ = short_nanos;
 }
 
-/// A shard's tick thread could not be pinned to `core`, or let go of it because the core was
-/// too busy (`busy`).
-pub(crate) fn unpinned(core: usize, busy: bool) {
+/// A shard's tick thread could not be pinned to `cpu`, or was unpinned because its turns
+/// began late there (`late`).
+pub(crate) fn unpinned(cpu: usize, late: bool) {
     #[cfg(feature = "tracing")]
-    if busy {
+    if late {
         tracing::info!(
             target: "shardwheel",
-            core,
-            "a tick thread let go of its core: its turns began late"
+            cpu,
+            "a tick thread was unpinned: its turns began late"
         );
     } else {
-        tracing::info!(target: "shardwheel", core, "a tick thread could not be pinned");
+        tracing::info!(target: "shardwheel", cpu, "a tick thread could not be pinned");
     }
     #[cfg(not(feature = "tracing"))]
-    let _ = (core, busy);
+    let _ = (cpu, late);
 }
 
 /// Engine `engine` began to shut down.

@@ -2,7 +2,7 @@
 //! Time bounds are generous; where time can be avoided, a manual clock is used.
 
 mod common;
-use common::{pinned_cores, wait_until, SplitMix};
+use common::{pinned_cpus, wait_until, SplitMix};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -526,16 +526,26 @@ fn the_stats_say_where_each_tick_thread_is_pinned_as_soon_as_build_returns() {
     if !pinning_works() {
         return; // pinning refused here: the stats say None, which other tests cover
     }
-    let cores = core_affinity::get_core_ids().unwrap();
+    let cpus = core_affinity::get_core_ids().unwrap();
     for _ in 0..20 {
-        let engine = TimerEngine::builder().shards(2).build().unwrap();
-        let pinned = pinned_cores(&engine);
-        let expected: Vec<_> = (0..2).map(|i| Some(cores[i % cores.len()].id)).collect();
+        let engine = TimerEngine::builder()
+            .shards(2)
+            .pin_threads(true)
+            .build()
+            .unwrap();
+        let pinned = pinned_cpus(&engine);
+        let expected: Vec<_> = (0..2).map(|i| Some(cpus[i % cpus.len()].id)).collect();
         assert_eq!(
             pinned, expected,
             "each tick thread pinned before build returns"
         );
     }
+}
+
+#[test]
+fn tick_threads_are_not_pinned_unless_asked() {
+    let engine = TimerEngine::builder().shards(2).build().unwrap();
+    assert_eq!(pinned_cpus(&engine), vec![None, None]);
 }
 
 #[test]

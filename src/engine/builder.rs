@@ -6,11 +6,11 @@ use std::time::Duration;
 use super::api::TimerEngine;
 use super::core::EngineCore;
 use super::error::BuildError;
-use super::pool::OwnedPool;
 use super::shutdown::Runners;
+use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::entry::StateWord;
-use crate::shard::{Cap, Executor, Inflight, Lane, Shard, ShardCore, Spawner, Task};
-use crate::sync::{barrier, next_engine_id, Arc, StdArc};
+use crate::shard::{Lane, Shard, ShardCore};
+use crate::sync::{barrier, next_engine_id, Arc, Cap, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
 
@@ -39,9 +39,15 @@ pub struct Builder {
     pub(super) lanes_per_shard: Option<usize>,
 }
 
+/// Where the engine runs its callbacks.
 #[derive(Clone)]
 enum Callbacks {
-    Pool(Option<usize>),
+    /// The pool shared by engines that bring none.
+    SharedPool,
+    /// A pool of its own, of this many threads.
+    OwnPool(usize),
+    /// A rayon pool the user has.
+    GivenPool(StdArc<rayon::ThreadPool>),
     Inline,
     Spawner(Spawner),
 }
@@ -49,7 +55,12 @@ enum Callbacks {
 impl fmt::Debug for Callbacks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Callbacks::Pool(threads) => f.debug_tuple("Pool").field(threads).finish(),
+            Callbacks::SharedPool => f.write_str("SharedPool"),
+            Callbacks::OwnPool(threads) => f.debug_tuple("OwnPool").field(threads).finish(),
+            Callbacks::GivenPool(pool) => f
+                .debug_tuple("GivenPool")
+                .field(&pool.current_num_threads())
+                .finish(),
             Callbacks::Inline => f.write_str("Inline"),
             Callbacks::Spawner(_) => f.write_str("Spawner"),
         }
@@ -64,16 +75,10 @@ const MAX_CALLBACK_THREADS: usize = 4096;
 const MAX_TICK: Duration = Duration::from_secs(3600);
 
 /// An engine's parts before its threads start: what they share, the shards, the owned pool.
-pub(super) type Assembled = (Arc<EngineCore>, Vec<Shard>, Option<OwnedPool>);
+pub(super) type Assembled = (Arc<EngineCore>, Vec<Shard>, Option<CallbackPool>);
 
-fn available_cores() -> usize {
+fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The default size of the callback pool: callbacks may block (a slow callback must not hold
-/// up the others), so the pool is larger than the core count; idle rayon threads sleep.
-fn default_callback_threads() -> usize {
-    (4 * available_cores()).max(8)
 }
 
 impl Default for Builder {
@@ -81,9 +86,9 @@ impl Default for Builder {
         Builder {
             shards: None,
             tick: Duration::from_millis(1),
-            callbacks: Callbacks::Pool(None),
+            callbacks: Callbacks::SharedPool,
             max_pending: None,
-            pin: true,
+            pin: false,
             clock: None,
             lanes_per_shard: None,
         }
@@ -117,16 +122,32 @@ impl Builder {
         self
     }
 
-    /// Runs callbacks on a rayon pool of this many threads, owned by the engine (the default
-    /// mode). Default size: four per core, at least 8, so callbacks that block do not starve
-    /// the rest. At most 4096.
+    /// Runs callbacks on a rayon pool of this many threads of the engine's own, joined at
+    /// shutdown. At most 4096. By default an engine uses the process's shared callback pool
+    /// instead (one thread per cpu, at least four, started with the first engine that needs
+    /// it and shared by every engine that brings no pool).
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().callback_threads(2).build().unwrap();
     /// # drop(engine);
     /// ```
     pub fn callback_threads(mut self, threads: usize) -> Self {
-        self.callbacks = Callbacks::Pool(Some(threads));
+        self.callbacks = Callbacks::OwnPool(threads);
+        self
+    }
+
+    /// Runs callbacks on a rayon pool you already have, through the same hand-over as the
+    /// engine's own pool (batches shared out by at most as many runners as the pool has
+    /// threads). The engine never joins it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().callback_pool(pool).build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn callback_pool(mut self, pool: StdArc<rayon::ThreadPool>) -> Self {
+        self.callbacks = Callbacks::GivenPool(pool);
         self
     }
 
@@ -225,17 +246,17 @@ impl Builder {
         self
     }
 
-    /// Whether to pin each tick thread to a core (default: yes). Where the system refuses,
-    /// the thread runs unpinned and [`ShardStats::pinned_core`](crate::ShardStats) says so.
-    /// [`build`](Self::build) returns once every tick thread has pinned itself or been
-    /// refused, so the stats say where each runs from then on. A pinned thread that its core
-    /// does not run when it is due to turn is moved to the other cores for a while by another
-    /// shard ([`ShardStats::moved_off_core`](crate::ShardStats)), and one whose core stays too
-    /// busy is let go of it for good.
+    /// Whether to pin each tick thread to a cpu of its own (default: no). For machines the
+    /// server owns: pinned threads compete with the host's other threads on fixed cpus. A
+    /// refused pin leaves the thread unpinned, as does a cpu that keeps its turns late (see
+    /// [`ShardStats`](crate::ShardStats)); [`build`](Self::build) returns once every tick
+    /// thread has pinned itself or been refused.
     ///
     /// ```
-    /// let engine = shardwheel::TimerEngine::builder().pin_threads(false).build().unwrap();
-    /// assert!(engine.stats().shards.iter().all(|s| s.pinned_core.is_none()));
+    /// let engine = shardwheel::TimerEngine::builder().pin_threads(true).build().unwrap();
+    /// # drop(engine);
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(engine.stats().shards.iter().all(|s| s.pinned_cpu.is_none()));
     /// ```
     pub fn pin_threads(mut self, pin: bool) -> Self {
         self.pin = pin;
@@ -264,8 +285,8 @@ impl Builder {
     pub fn build(self) -> Result<TimerEngine, BuildError> {
         let pin = self.pin;
         let (core, shards, pool) = self.assemble()?;
-        let cores = if pin {
-            core_affinity::get_core_ids().filter(|ids| !ids.is_empty())
+        let cpus = if pin {
+            Some(crate::placement::cpus()).filter(|cpus| !cpus.is_empty())
         } else {
             None
         };
@@ -274,16 +295,16 @@ impl Builder {
         // say where it runs from the moment `build` returns.
         let (ready, pinned) = std::sync::mpsc::channel::<()>();
         for (index, shard) in shards.into_iter().enumerate() {
-            let pin_to = cores
+            let pin_to = cpus
                 .as_ref()
-                .map(|ids| (ids[index % ids.len()], ids.clone()));
+                .map(|cpus| (cpus[index % cpus.len()], cpus.clone()));
             let ready = ready.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("shardwheel-shard-{index}"))
                 .spawn(move || {
                     let mut shard = shard;
-                    if let Some((core, all)) = pin_to {
-                        shard.pin(core, all);
+                    if let Some((cpu, all)) = pin_to {
+                        shard.pin(cpu, all);
                     }
                     drop(ready);
                     shard.run()
@@ -303,7 +324,7 @@ impl Builder {
             Some(0) => return Err(BuildError::ZeroShards),
             Some(n) if n > MAX_SHARDS => return Err(BuildError::TooManyShards),
             Some(n) => n,
-            None => available_cores().min(MAX_SHARDS),
+            None => available_cpus().min(MAX_SHARDS),
         };
         if self.tick < Duration::from_micros(1) {
             return Err(BuildError::TickTooShort);
@@ -315,29 +336,31 @@ impl Builder {
             return Err(BuildError::ZeroMaxPending);
         }
         match self.callbacks {
-            Callbacks::Pool(Some(0)) => return Err(BuildError::ZeroCallbackThreads),
-            Callbacks::Pool(Some(n)) if n > MAX_CALLBACK_THREADS => {
+            Callbacks::OwnPool(0) => return Err(BuildError::ZeroCallbackThreads),
+            Callbacks::OwnPool(n) if n > MAX_CALLBACK_THREADS => {
                 return Err(BuildError::TooManyCallbackThreads)
             }
             _ => {}
         }
         // Before any thread of the engine exists (see `sync::barrier`).
         barrier::enable();
-        let mut pool = match self.callbacks {
-            Callbacks::Pool(threads) => Some(OwnedPool::start(
-                threads.unwrap_or_else(default_callback_threads),
-            )?),
-            _ => None,
+        let mut pool = match &self.callbacks {
+            Callbacks::SharedPool => Some(CallbackPool::shared().map_err(BuildError::Spawn)?),
+            Callbacks::OwnPool(threads) => {
+                Some(CallbackPool::start(*threads).map_err(BuildError::Spawn)?)
+            }
+            Callbacks::GivenPool(pool) => Some(CallbackPool::given(pool.clone())),
+            Callbacks::Inline | Callbacks::Spawner(_) => None,
         };
 
         let lanes_per_shard = self
             .lanes_per_shard
-            .unwrap_or_else(|| available_cores().next_power_of_two().clamp(2, 8));
+            .unwrap_or_else(|| available_cpus().next_power_of_two().clamp(2, 8));
         let engine = next_engine_id();
         let clock = TickClock::new(self.tick, SPAN, StateWord::MAX_DEADLINE, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
-        let pool_slots = pool.as_ref().map_or(0, OwnedPool::threads);
+        let pool_slots = pool.as_ref().map_or(0, CallbackPool::threads);
         let shard_cores: Vec<Arc<ShardCore>> = (0..shard_count)
             .map(|_| {
                 Arc::new(ShardCore::new(
@@ -351,11 +374,12 @@ impl Builder {
         let executor = match (&self.callbacks, &mut pool) {
             (Callbacks::Inline, _) => Executor::Inline,
             (Callbacks::Spawner(spawn), _) => Executor::Spawner(spawn.clone()),
-            (Callbacks::Pool(_), Some(owned)) => {
-                let relay = owned.relay_for(shard_cores.clone(), inflight.clone());
+            (_, Some(pool)) => {
+                let callbacks = shard_cores.iter().map(|s| s.callbacks().clone()).collect();
+                let relay = pool.relay_for(callbacks, inflight.clone());
                 Executor::Pool(relay, 0)
             }
-            (Callbacks::Pool(_), None) => unreachable!("an owned pool was started above"),
+            (_, None) => unreachable!("every mode without a pool is matched above"),
         };
         let lanes: Vec<Arc<Lane>> = shard_cores
             .iter()
@@ -366,16 +390,11 @@ impl Builder {
             .zip(lanes.chunks(lanes_per_shard))
             .enumerate()
             .map(|(index, (core, lanes))| {
-                let mut shard = Shard::new(
+                Shard::new(
                     core.clone(),
                     lanes.to_vec().into_boxed_slice(),
                     executor.for_shard(index),
-                );
-                // Each shard looks after the next, in a ring (see `shard::moving`).
-                if shard_count > 1 {
-                    shard.look_after(shard_cores[(index + 1) % shard_count].clone());
-                }
-                shard
+                )
             })
             .collect();
         let core = Arc::new(EngineCore {

@@ -1,7 +1,8 @@
 //! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight.
 
 use super::routing::{shard_for, task_hash};
-use crate::shard::{Inflight, Lane, ShardCore};
+use crate::callbacks::Inflight;
+use crate::shard::{Lane, ShardCore};
 use crate::sync::{thread, thread_slot, Arc};
 use crate::time::{CatchUp, TickClock};
 
@@ -70,7 +71,11 @@ impl CatchUp for ClockWatch {
             // A turn that was already under way when `start` was read may finish without
             // having seen the new time; the one after it cannot.
             let start: Vec<u64> = core.shards.iter().map(|s| s.counts().turns()).collect();
-            let fired_before: u64 = core.shards.iter().map(|s| s.counts().fired()).sum();
+            let fired_before: u64 = core
+                .shards
+                .iter()
+                .map(|s| s.callbacks().handed_over())
+                .sum();
             loop {
                 let caught_up = core.shards.iter().zip(&start).all(|(shard, &start)| {
                     shard.is_stopped()
@@ -89,7 +94,11 @@ impl CatchUp for ClockWatch {
             core.inflight.wait_idle();
             // Done once a whole round fired nothing and left nothing queued: callbacks may
             // have scheduled or re-armed timers that are due already.
-            let fired_after: u64 = core.shards.iter().map(|s| s.counts().fired()).sum();
+            let fired_after: u64 = core
+                .shards
+                .iter()
+                .map(|s| s.callbacks().handed_over())
+                .sum();
             let queued = core
                 .lanes
                 .iter()

@@ -7,7 +7,6 @@
 //! - `routing`: which shard a timer goes to.
 //! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
 //! - `closing`: the protocol by which callers of `shutdown` and `drop` meet.
-//! - `pool`: the rayon pool the engine starts for callbacks.
 //! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 //! - `link`: `EngineLink`, what the layers above keep of an engine beyond a borrow of it.
@@ -20,7 +19,6 @@ mod error;
 #[cfg(test)]
 mod hooks;
 mod link;
-mod pool;
 mod routing;
 mod shutdown;
 mod stats;

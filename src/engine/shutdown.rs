@@ -20,9 +20,9 @@ use std::time::Instant;
 use super::api::TimerEngine;
 use super::closing::{Closing, CompleteOnDrop, Duty};
 use super::core::EngineCore;
-use super::pool::OwnedPool;
+use crate::callbacks::{in_callback_of, CallbackPool};
 use crate::entry::{CallbackBox, Lifecycle};
-use crate::shard::{in_callback_of, Stopped};
+use crate::shard::Stopped;
 use crate::sync::{barrier, thread};
 use crate::timer::TimerHandle;
 
@@ -32,13 +32,13 @@ pub(super) type Shutdown = Closing<Runners, Vec<Unfired>>;
 /// The threads an engine started, joined at shutdown.
 pub(super) struct Runners {
     pub(super) shard_threads: Vec<JoinHandle<Stopped>>,
-    pub(super) pool: Option<OwnedPool>,
+    pub(super) pool: Option<CallbackPool>,
     /// The caller drives the shards by hand (tests); shutdown is theirs to do.
     pub(super) driven: bool,
 }
 
 impl Runners {
-    pub(super) fn threads(pool: Option<OwnedPool>) -> Self {
+    pub(super) fn threads(pool: Option<CallbackPool>) -> Self {
         Runners {
             shard_threads: Vec::new(),
             pool,
@@ -206,7 +206,7 @@ impl EngineCore {
 
     pub(super) fn finish_with(
         &self,
-        pool: Option<OwnedPool>,
+        pool: Option<CallbackPool>,
         stopped: Vec<Option<Stopped>>,
     ) -> Vec<Unfired> {
         self.inflight.wait_idle();

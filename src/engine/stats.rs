@@ -57,22 +57,12 @@ pub struct ShardStats {
     /// Entries linked into this shard's wheel, as of its last turn: pending timers it has
     /// placed, plus cancelled ones it has not unlinked yet.
     pub in_wheel: u64,
-    /// The core the shard's tick thread is pinned to; `None` if pinning was off or refused, or
-    /// if the thread let go of its core because that core was too busy to keep it on time
-    /// (then the thread runs unpinned). A thread moved off its core for a while (see
-    /// [`moved_off_core`](Self::moved_off_core)) still reads its own core here.
-    pub pinned_core: Option<usize>,
+    /// The cpu the shard's tick thread is pinned to; `None` if pinning was off (the default)
+    /// or refused, or once the thread was unpinned because its turns kept beginning late.
+    pub pinned_cpu: Option<usize>,
     /// Turns of the tick thread that began more than 10 ms (and two ticks) after it meant to
-    /// wake: a sign of a starved thread. Three in a row make a pinned thread let go of its
-    /// core.
+    /// wake: a sign of a starved thread. Three in a row unpin a pinned thread.
     pub late_turns: u64,
-    /// Times another shard moved this shard's pinned tick thread off its core, because the
-    /// core had not run it a millisecond (or a tick, if longer) after it was due to begin a
-    /// turn: the thread then runs on the engine's other cores, and is sent home 50 ms later.
-    /// Found behind a third time in a row soon after going home, it is let go of its core for
-    /// good instead (counted here too; `pinned_core` then reads `None`). Always 0 with one
-    /// shard or one core, with pinning off, with a manual clock, and off Linux.
-    pub moved_off_core: u64,
     /// Callbacks this shard fired that have not begun to run.
     pub callbacks_queued: u64,
     /// Callbacks this shard fired that are running now.
@@ -231,7 +221,7 @@ impl EngineCore {
             let counts = shard.counts();
             // Read what takes timers away before what adds them, so a snapshot taken while
             // threads are busy does not count a timer as gone before it counts it as scheduled.
-            let fired = counts.fired();
+            let fired = shard.callbacks().handed_over();
             let returned = counts.returned();
             let cancelled: u64 = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
             let scheduled: u64 = lanes.iter().map(|lane| lane.counts().scheduled()).sum();
@@ -244,9 +234,9 @@ impl EngineCore {
                 .iter()
                 .map(|lane| lane.counts().rejected())
                 .sum::<u64>();
-            stats.panicked += counts.panicked();
+            stats.panicked += shard.callbacks().panicked();
             stats.pending += pending;
-            let (queued, running) = shard.callbacks_queued_and_running();
+            let (queued, running) = shard.callbacks().queued_and_running();
             stats.callbacks_queued += queued;
             stats.callbacks_running += running;
             let (buckets, max) = shard.lateness().snapshot();
@@ -260,9 +250,8 @@ impl EngineCore {
             stats.shards.push(ShardStats {
                 pending,
                 in_wheel: counts.in_wheel(),
-                pinned_core: shard.pinned_core(),
-                late_turns: counts.late_turns(),
-                moved_off_core: counts.moved(),
+                pinned_cpu: shard.placement().pinned_cpu(),
+                late_turns: shard.placement().late_turns(),
                 callbacks_queued: queued,
                 callbacks_running: running,
                 lateness,

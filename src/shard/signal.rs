@@ -16,7 +16,6 @@
 //! shard that went to sleep past it. An unpark that lands before the park leaves a token, so the
 //! park returns at once.
 
-use super::moving::Sleeping;
 use crate::sync::{barrier, thread, AtomicU64, Mutex, Ordering};
 
 /// The sleep word's value while the shard is awake or polling once a tick.
@@ -76,17 +75,6 @@ impl Signal {
         // Relaxed: a stale `AWAKE` seen by a producer only costs it a skipped unpark of a
         // shard that is awake anyway; a stale announcement costs one spurious unpark.
         self.sleep.store(AWAKE, Ordering::Relaxed);
-    }
-
-    /// What the sleep word says, for the neighbour that looks after this shard (see
-    /// `moving`).
-    pub(super) fn sleeping(&self) -> Sleeping {
-        // Relaxed: a stale word only delays or brings forward a move by a turn.
-        match self.sleep.load(Ordering::Relaxed) {
-            AWAKE => Sleeping::No,
-            FOREVER => Sleeping::Forever,
-            word => Sleeping::Until(word - 1),
-        }
     }
 
     fn unpark(&self) {

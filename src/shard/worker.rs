@@ -19,11 +19,10 @@
 use std::time::Duration;
 
 use super::core::ShardCore;
-use super::executor::Executor;
 use super::lane::Lane;
-use super::moving;
-use super::pinning::LagWatch;
+use crate::callbacks::Executor;
 use crate::entry::{EntryRef, Fired, Lifecycle};
+use crate::placement::LagWatch;
 use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
@@ -72,17 +71,8 @@ pub(crate) struct Shard {
     fresh: Vec<EntryRef>,
     /// Reused buffer for the entries taken from an unlink stack.
     unlinked: Requests,
-    /// How late turns begin, to let go of a pinned core that cannot keep up.
+    /// How late turns begin, to unpin a pinned thread that its cpu cannot keep on time.
     lag: LagWatch,
-    /// The cores a neighbour's thread may be moved to (empty unless this thread pinned
-    /// itself): every core the system lists.
-    cores: Vec<usize>,
-    /// The shard this one looks after (see `moving`).
-    neighbour: Option<Arc<ShardCore>>,
-    /// How far behind the neighbour must be to be moved, and how long a move lasts.
-    spans: moving::Spans,
-    /// What this shard last saw of its neighbour.
-    watch: moving::Watch,
 }
 
 /// A stopped shard: its wheel and its lanes, for shutdown to empty. Only a shard's `stop`
@@ -108,7 +98,7 @@ impl Stopped {
             // and the wheel has just been drained, which unlinked and unmarked every entry.
             released += unsafe { lane.empty_after_stop(out) };
         }
-        // The timers cancelled while placed whose requests were still waiting: let go of now.
+        // The timers cancelled while placed whose requests were still waiting: dropped now.
         self.core.release_cap(released);
     }
 }
@@ -122,15 +112,17 @@ struct Outcomes {
     due: Vec<(u64, u64)>,
     /// The dead entries, for their lanes to reuse.
     spares: Spares,
-    /// Whether the engine has a cap, whose places cancelled timers hold until the shard lets
-    /// go of them (see `count_let_go`).
+    /// Whether the engine has a cap, whose places cancelled timers hold until the shard drops
+    /// them (see `count_dropped`).
     capped: bool,
-    /// Cancelled timers let go of in this turn, whose cap places the turn releases.
-    let_go: usize,
+    /// Cancelled timers dropped in this turn, whose cap places the turn releases.
+    dropped: usize,
 }
 
 impl Outcomes {
-    fn file(&mut self, settled: Settled, index: usize, lane: &Lane) {
+    /// Puts an entry the wheel has settled where it goes: a fired callback to the executor's
+    /// batch, a dead entry to its lane's spares.
+    fn record(&mut self, settled: Settled, index: usize, lane: &Lane) {
         match settled {
             Settled::Fired(fired, deadline) => self.fire(fired, deadline),
             Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
@@ -138,18 +130,18 @@ impl Outcomes {
         }
     }
 
-    /// Files an entry taken from an inbound queue or ring. A cancelled timer keeps its place
-    /// under the cap until the engine lets go of its entry, so that the cap bounds the memory
+    /// Records an entry taken from an inbound queue or ring. A cancelled timer keeps its
+    /// place under the cap until the shard drops its entry, so that the cap bounds the memory
     /// the engine holds even while its shard is stalled: this is where a timer cancelled while
-    /// queued is let go of (one cancelled while placed is let go of when its unlink request is
+    /// queued is dropped (one cancelled while placed is dropped when its unlink request is
     /// taken). Every arming of a timer passes through a queue once, so each is counted once.
-    fn file_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
+    fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
         if let Settled::Dropped(dead) = &settled {
             if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
-                self.let_go();
+                self.count_dropped();
             }
         }
-        self.file(settled, index, lane);
+        self.record(settled, index, lane);
     }
 
     /// Keeps a callback fired for its deadline tick `deadline`, for the executor.
@@ -161,10 +153,10 @@ impl Outcomes {
         }
     }
 
-    /// Counts a cancelled timer the shard lets go of, whose cap place the turn releases.
-    fn let_go(&mut self) {
+    /// Counts a cancelled timer the shard drops, whose cap place the turn releases.
+    fn count_dropped(&mut self) {
         if self.capped {
-            self.let_go += 1;
+            self.dropped += 1;
         }
     }
 }
@@ -185,7 +177,7 @@ impl Spares {
     }
 
     /// Keeps `entry`, resolved and out of the wheel, to give back to lane `index` if no one
-    /// else holds it and the lane has an owner to reuse it; otherwise lets it go.
+    /// else holds it and the lane has an owner to reuse it; otherwise drops it.
     fn keep(&mut self, index: usize, lane: &Lane, mut entry: EntryRef) {
         if EntryRef::get_mut(&mut entry).is_none() || !lane.counts().has_owner() {
             return;
@@ -254,7 +246,6 @@ impl Shard {
     pub(crate) fn new(core: Arc<ShardCore>, lanes: Box<[Arc<Lane>]>, executor: Executor) -> Self {
         let capped = core.has_cap();
         let lag = LagWatch::new(core.clock().tick_nanos());
-        let spans = moving::Spans::new(core.clock().tick_nanos());
         Shard {
             core,
             outcomes: Outcomes {
@@ -262,7 +253,7 @@ impl Shard {
                 due: Vec::new(),
                 spares: Spares::new(lanes.len()),
                 capped,
-                let_go: 0,
+                dropped: 0,
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
@@ -270,55 +261,6 @@ impl Shard {
             lanes,
             wheel: Wheel::new(),
             executor,
-            cores: Vec::new(),
-            neighbour: None,
-            spans,
-            watch: moving::Watch::default(),
-        }
-    }
-
-    /// Has this shard look after `neighbour`, moving its thread off its core when the core
-    /// does not run it (see `moving`).
-    pub(crate) fn look_after(&mut self, neighbour: Arc<ShardCore>) {
-        self.neighbour = Some(neighbour);
-    }
-
-    /// At tick `now`: sends the neighbour's thread home if it has been away long enough, or
-    /// moves it off its core if it is behind there (see `moving`).
-    fn see_to_neighbour(&mut self, now: u64) {
-        let Some(neighbour) = &self.neighbour else {
-            return;
-        };
-        let Some(home) = neighbour.pinned_core() else {
-            return;
-        };
-        if self.cores.is_empty() || neighbour.is_stopped() {
-            return;
-        }
-        let place = neighbour.whereabouts();
-        if place.return_if_due(now, self.spans.away, |tid| {
-            moving::set_affinity(tid, [home])
-        }) {
-            self.watch.sent_home(now);
-        } else if self.watch.behind(
-            neighbour.signal().sleeping(),
-            place.began(),
-            now,
-            self.spans,
-        ) {
-            if self.watch.last_straw(now, self.spans) {
-                // Its core stays busy: let go of it for good, as its own watch would.
-                if place.let_go(|tid| moving::set_affinity(tid, self.cores.iter().copied())) {
-                    crate::trace::unpinned(home, true);
-                    neighbour.set_unpinned();
-                    neighbour.counts().add_moved();
-                }
-            } else if place.try_move(now, |tid| {
-                moving::set_affinity(tid, self.cores.iter().copied().filter(|&c| c != home))
-            }) {
-                self.watch.moved(now, self.spans);
-                neighbour.counts().add_moved();
-            }
         }
     }
 
@@ -342,15 +284,15 @@ impl Shard {
                 for entry in unlinked.drain(batch..) {
                     // SAFETY: as above.
                     let dead = unsafe { self.wheel.unlink_cancelled(entry) };
-                    // The engine lets go of a timer cancelled while placed (see `file_taken`).
-                    self.outcomes.let_go();
-                    self.outcomes.file(Settled::Dropped(dead), index, lane);
+                    // The shard drops a timer cancelled while placed (see `record_taken`).
+                    self.outcomes.count_dropped();
+                    self.outcomes.record(Settled::Dropped(dead), index, lane);
                 }
             }
             while let Some(entry) = lane.take_change() {
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.reconsider(entry);
-                self.outcomes.file(settled, index, lane);
+                self.outcomes.record(settled, index, lane);
             }
             // SAFETY: the shard thread is the only consumer of its lanes' queues.
             if unsafe { lane.take_from_ring(&mut fresh) } > 0 {
@@ -358,7 +300,7 @@ impl Shard {
             }
             for entry in fresh.drain(..) {
                 let settled = self.wheel.settle(entry);
-                self.outcomes.file_taken(settled, index, lane);
+                self.outcomes.record_taken(settled, index, lane);
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -377,7 +319,7 @@ impl Shard {
                 };
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.settle(entry);
-                self.outcomes.file_taken(settled, index, lane);
+                self.outcomes.record_taken(settled, index, lane);
             }
         }
         self.fresh = fresh;
@@ -397,10 +339,10 @@ impl Shard {
         let counts = self.core.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
         self.core
-            .release_cap(std::mem::take(&mut self.outcomes.let_go));
+            .release_cap(std::mem::take(&mut self.outcomes.dropped));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
-            counts.add_fired(fired as u64);
+            self.core.callbacks().add_handed_over(fired as u64);
             let clock = self.core.clock();
             let handed_over = clock.now_nanos();
             for (deadline, count) in self.outcomes.due.drain(..) {
@@ -411,7 +353,7 @@ impl Shard {
                     .record(handed_over.saturating_sub(due), count);
             }
             let batch = std::mem::take(&mut self.outcomes.fired);
-            self.executor.run(batch, &self.core);
+            self.executor.run(batch, self.core.callbacks());
         }
         if complete {
             counts.finish_turn(now);
@@ -455,28 +397,17 @@ impl Shard {
         self.core.signal().set_thread(thread::current());
         let clock = self.core.clock().clone();
         #[cfg(not(loom))]
-        super::waking::tune_current_thread(clock.tick());
-        // The tick the next turn means to begin at, if any (see `shard::pinning`).
+        crate::placement::tune_current_thread(clock.tick());
         // A manual clock jumps by whole advances: its lateness means nothing.
-        // Neither is a neighbour's lateness, nor is one moved (see `shard::moving`).
         let watch_lag = clock.manual().is_none();
-        if let Some(tid) = moving::current_tid() {
-            self.core.whereabouts().record_thread(tid);
-        }
+        // The tick the next turn means to begin at, if any (see `placement::watch`).
         let mut meant = None;
         while !self.core.is_stopped() {
             let now = clock.now_tick();
             if watch_lag {
-                self.lag.observe(meant, now, &self.core);
-                self.core.whereabouts().begin_turn(now);
+                self.lag.observe(meant, now, self.core.placement());
             }
-            // The time a turn itself takes counts too: a thread preempted in the middle of its
-            // turns is as starved as one that wakes late (see `shard::pinning`).
             let turn = self.turn(now);
-            if watch_lag {
-                // Read again: a long turn would leave `now` behind the neighbour's last turn.
-                self.see_to_neighbour(clock.now_tick());
-            }
             meant = match turn {
                 Turn::Backlog => {
                     thread::yield_now();
@@ -506,22 +437,13 @@ impl Shard {
                 },
             };
         }
-        // No neighbour uses this thread's id once it is gone.
-        self.core.whereabouts().stay_put(|| {});
         self.stop()
     }
 
-    /// Pins the calling thread to `core`, recording the outcome for the stats. `all` are the
-    /// cores the thread may move to if `core` is too busy to keep it on time (see
-    /// `shard::pinning`).
-    pub(crate) fn pin(&mut self, core: core_affinity::CoreId, all: Vec<core_affinity::CoreId>) {
-        if core_affinity::set_for_current(core) {
-            self.core.set_pinned(core.id);
-            self.cores = all.iter().map(|core| core.id).collect();
-            self.lag.pinned(all);
-        } else {
-            crate::trace::unpinned(core.id, false);
-        }
+    /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep
+    /// beginning late there (see `placement::watch`).
+    pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>) {
+        self.lag.pin(cpu, all, self.core.placement());
     }
 
     /// How many unlink requests the shard's buffer holds without growing (for the tests).

@@ -7,6 +7,7 @@
 //! reads the same either way. No other module imports `std::sync::atomic` for a modelled protocol.
 //!
 //! - [`barrier`]: the asymmetric fences of the wake-up and shutdown hand-offs.
+//! - `cap`: the optional limit on pending timers, a count of places taken and released.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
 //! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
@@ -20,6 +21,7 @@
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
 pub(crate) mod barrier;
+mod cap;
 mod cell;
 mod claims;
 mod counter;
@@ -30,6 +32,7 @@ mod prefetch;
 mod queue;
 mod stack;
 
+pub(crate) use cap::Cap;
 pub(crate) use cell::UnsafeCell;
 pub(crate) use claims::{in_batches, Holder, Slot};
 pub(crate) use counter::Counter;

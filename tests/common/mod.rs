@@ -80,12 +80,12 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// The core each of `engine`'s tick threads is pinned to, in shard order.
-pub fn pinned_cores(engine: &shardwheel::TimerEngine) -> Vec<Option<usize>> {
+/// The cpu each of `engine`'s tick threads is pinned to, in shard order.
+pub fn pinned_cpus(engine: &shardwheel::TimerEngine) -> Vec<Option<usize>> {
     engine
         .stats()
         .shards
         .iter()
-        .map(|shard| shard.pinned_core)
+        .map(|shard| shard.pinned_cpu)
         .collect()
 }

@@ -183,9 +183,9 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<u64, 1, 3_600_000_000>)]
     pub(crate) tick_us: Option<u64>,
 
-    /// run the engine's tick threads unpinned (by default each is pinned to a core)
+    /// pin each of the engine's tick threads to a cpu (by default they run unpinned)
     #[arg(long)]
-    pub(crate) no_pin: bool,
+    pub(crate) pin: bool,
 
     /// after the table, print each workload's figures as one JSON object
     /// on its own line, in run order (with one workload, the last line of
@@ -218,8 +218,8 @@ impl Options {
                 args.push(format!("--{name}={value}"));
             }
         }
-        if self.no_pin {
-            args.push("--no-pin".to_owned());
+        if self.pin {
+            args.push("--pin".to_owned());
         }
         args.push("--json".to_owned());
         args
@@ -357,7 +357,7 @@ mod tests {
             shards: Some(2),
             callback_threads: Some(1024),
             tick_us: Some(100),
-            no_pin: true,
+            pin: true,
             json: false,
         };
         for given in [full, Options::default()] {

@@ -96,7 +96,7 @@ impl Context {
     pub(crate) fn engine(&self) -> Result<TimerEngine, Failure> {
         let mut builder = TimerEngine::builder()
             .tick(self.options.tick_us.map_or(TICK, Duration::from_micros))
-            .pin_threads(!self.options.no_pin);
+            .pin_threads(self.options.pin);
         if let Some(shards) = self.options.shards {
             builder = builder.shards(shards);
         }

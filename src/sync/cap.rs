@@ -1,6 +1,6 @@
 //! The optional cap on pending timers.
 
-use crate::sync::{AtomicUsize, Ordering};
+use super::{AtomicUsize, Ordering};
 
 /// Counts timers pending against a limit. Only engines built with a cap have one, so engines
 /// without a cap pay nothing for it.
@@ -18,7 +18,7 @@ impl Cap {
     }
 
     /// Takes one place; false if the cap is reached.
-    pub(super) fn try_take(&self) -> bool {
+    pub(crate) fn try_take(&self) -> bool {
         // Relaxed: the count orders nothing else; the RMW alone keeps it exact.
         let before = self.used.fetch_add(1, Ordering::Relaxed);
         if before >= self.limit {

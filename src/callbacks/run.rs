@@ -6,7 +6,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::core::ShardCore;
+use super::counts::ShardCallbacks;
 use crate::entry::Fired;
 
 thread_local! {
@@ -33,7 +33,7 @@ pub(super) enum Runner {
 
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
 /// and releasing its place under the cap once it returns (see `Executor::run`).
-pub(super) fn run_one(fired: Fired, shard: &ShardCore, runner: Runner) {
+pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: Runner) {
     let ends = !fired.repeats();
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     shard.runs().begin(runner);
@@ -42,10 +42,10 @@ pub(super) fn run_one(fired: Fired, shard: &ShardCore, runner: Runner) {
     RUNNING_FOR.with(|running| running.set(outer));
     if ends {
         // Its place under the cap, held until now (see `Executor::run`); nothing without one.
-        shard.release_cap(1);
+        shard.release_place();
     }
     if let Err(payload) = outcome {
-        shard.counts().add_panicked();
+        shard.add_panicked();
         crate::trace::callback_panicked(&*payload);
         drop_payload(payload);
     }

@@ -43,14 +43,14 @@ fn slice_for(tick: Duration) -> Duration {
 
 /// What the kernel granted the calling tick thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Granted {
+pub(crate) struct Granted {
     pub(super) slack: bool,
     pub(super) slice: bool,
 }
 
 /// Asks for the calling thread's timer slack and scheduling slice to suit a tick of `tick`.
 #[cfg(all(target_os = "linux", not(miri)))]
-pub(super) fn tune_current_thread(tick: Duration) -> Granted {
+pub(crate) fn tune_current_thread(tick: Duration) -> Granted {
     let slack = u64::try_from(slack_for(tick).as_nanos()).unwrap_or(u64::MAX);
     // SAFETY: `PR_SET_TIMERSLACK` takes its value as an unsigned long and changes only the
     // calling thread's timer slack.
@@ -63,7 +63,7 @@ pub(super) fn tune_current_thread(tick: Duration) -> Granted {
 
 /// Elsewhere (and under Miri, which cannot make these calls) the kernel's defaults stay.
 #[cfg(any(not(target_os = "linux"), miri))]
-pub(super) fn tune_current_thread(_: Duration) -> Granted {
+pub(crate) fn tune_current_thread(_: Duration) -> Granted {
     Granted {
         slack: false,
         slice: false,

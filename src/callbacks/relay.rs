@@ -19,7 +19,7 @@
 //! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn have
 //!   not all begun (the runners are stuck in slow callbacks, or were not scheduled for a
 //!   whole tick), lock; notify an idle runner, or else start another runner, up to the pool's
-//!   size. The shard counts what has begun (`ShardCore::callbacks_queued`), so a
+//!   size. The shard counts what has begun (`ShardCallbacks::queued`), so a
 //!   callback counts as waiting wherever it is: on the queue, in a range, or in the hands of
 //!   a runner moving a batch from the queue into its range or loot into its own.
 //! - **Runner**: each holds a slot of its own (`claims`). It runs the callbacks of its range
@@ -45,7 +45,7 @@
 
 use std::time::Duration;
 
-use super::core::ShardCore;
+use super::counts::ShardCallbacks;
 use super::run::{run_one, Runner};
 use crate::entry::Fired;
 use crate::sync::{in_batches, Arc, Condvar, Holder, Mutex, Queue, Slot, StdArc};
@@ -67,7 +67,7 @@ pub(crate) type Spawn = StdArc<dyn Fn(Job) + Send + Sync>;
 pub(crate) struct Relay {
     /// One queue of batches per shard, indexed as `shards`.
     queues: Box<[Queue<Vec<Fired>>]>,
-    shards: Box<[Arc<ShardCore>]>,
+    shards: Box<[Arc<ShardCallbacks>]>,
     /// One per runner that may be alive at once (the pool's size): the range it holds.
     slots: Box<[Slot<Fired>]>,
     state: Mutex<State>,
@@ -88,7 +88,7 @@ impl Relay {
     /// A relay for `shards` (in shard order), starting up to `max_runners` runners with
     /// `spawn`, and counting the callbacks it holds in `inflight`.
     pub(crate) fn new(
-        shards: Vec<Arc<ShardCore>>,
+        shards: Vec<Arc<ShardCallbacks>>,
         spawn: Spawn,
         max_runners: usize,
         inflight: Arc<Inflight>,
@@ -160,7 +160,7 @@ impl Relay {
     /// own thread, which counts what it fires; the counts of what has begun may lag, which
     /// only makes the shard look once more.
     pub(crate) fn has_queued(&self, shard: usize) -> bool {
-        self.shards[shard].callbacks_queued() > 0
+        self.shards[shard].queued() > 0
     }
 
     /// Ends the idle runners, and makes every runner end once the queues and the ranges are

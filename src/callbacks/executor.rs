@@ -12,7 +12,7 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::core::ShardCore;
+use super::counts::ShardCallbacks;
 use super::relay::Relay;
 use super::run::{drop_payload, run_one, Runner};
 use crate::entry::Fired;
@@ -52,7 +52,7 @@ pub(crate) enum Executor {
 /// ```
 pub struct Task {
     fired: Option<Fired>,
-    shard: Arc<ShardCore>,
+    shard: Arc<ShardCallbacks>,
 }
 
 impl Task {
@@ -108,7 +108,7 @@ impl Executor {
     /// the engine's cap until its callback has returned, so the cap also bounds what waits for
     /// a pool thread (a repeating timer keeps its place until it stops, see
     /// `timer::repeating`).
-    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCore>) {
+    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>) {
         match self {
             Executor::Inline => {
                 for callback in batch {
@@ -125,7 +125,7 @@ impl Executor {
                     // The spawner is the user's code, on the tick thread: a panic must not
                     // unwind into the shard. The task, if the unwinding dropped it, has run.
                     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| spawn(task))) {
-                        shard.counts().add_panicked();
+                        shard.add_panicked();
                         crate::trace::spawner_panicked();
                         drop_payload(payload);
                     }

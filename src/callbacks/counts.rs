@@ -1,0 +1,163 @@
+//! What this layer keeps for each shard: the engine's id and cap, and the counts of the
+//! shard's callbacks handed over, begun, ended and panicked.
+
+use crossbeam_utils::CachePadded;
+
+use super::run::Runner;
+use crate::sync::{thread_slot, Arc, Cap, Counter};
+
+/// One shard's callbacks, as every thread that runs them sees them.
+pub(crate) struct ShardCallbacks {
+    /// The engine's id (see `sync::next_engine_id`), to recognise its own callbacks.
+    engine: u64,
+    cap: Option<Arc<Cap>>,
+    handed_over: Counter,
+    panicked: Counter,
+    runs: Runs,
+}
+
+impl ShardCallbacks {
+    /// A shard's callbacks in engine `engine`, whose pool (if any) has `pool_slots` runner
+    /// slots.
+    pub(crate) fn new(engine: u64, cap: Option<Arc<Cap>>, pool_slots: usize) -> Self {
+        ShardCallbacks {
+            engine,
+            cap,
+            handed_over: Counter::default(),
+            panicked: Counter::default(),
+            runs: Runs::new(pool_slots),
+        }
+    }
+
+    pub(super) fn engine(&self) -> u64 {
+        self.engine
+    }
+
+    /// Releases one place under the engine's cap, if it has one.
+    pub(super) fn release_place(&self) {
+        if let Some(cap) = &self.cap {
+            cap.release(1);
+        }
+    }
+
+    pub(super) fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    pub(super) fn add_panicked(&self) {
+        self.panicked.add(1);
+    }
+
+    /// Callbacks whose callback or spawner panicked.
+    pub(crate) fn panicked(&self) -> u64 {
+        self.panicked.get()
+    }
+
+    /// Counts `n` callbacks the shard is about to hand over.
+    pub(crate) fn add_handed_over(&self, n: u64) {
+        self.handed_over.add(n);
+    }
+
+    /// Callbacks the shard has handed over (fired).
+    pub(crate) fn handed_over(&self) -> u64 {
+        self.handed_over.get()
+    }
+
+    /// Callbacks handed over that have not begun, and those running: `(queued, running)`.
+    pub(crate) fn queued_and_running(&self) -> (u64, u64) {
+        // Read in the order opposite to the one they move in (handed over, then begun, then
+        // ended), so each figure is mostly read after the one subtracted from it; Relaxed
+        // reads of different counters may still disagree by a callback or two, which
+        // saturates to 0.
+        let ended = self.runs.ended();
+        let (queued, begun) = self.queued_and_begun();
+        (queued, begun.saturating_sub(ended))
+    }
+
+    /// Callbacks handed over that have not begun (without reading the ended counts).
+    pub(crate) fn queued(&self) -> u64 {
+        self.queued_and_begun().0
+    }
+
+    fn queued_and_begun(&self) -> (u64, u64) {
+        let begun = self.runs.begun();
+        (self.handed_over().saturating_sub(begun), begun)
+    }
+}
+
+/// Callbacks begun and ended, counted in stripes: a burst's callbacks run on many pool
+/// threads at once, and one pair of counters bumped twice by every one of them slows the
+/// burst. The tick thread (inline callbacks) and each of the first `MAX_POOL_STRIPES` runner
+/// slots of the pool (see `relay`) have a stripe to themselves and count there without
+/// read-modify-writes; any other thread counts in the stripe of its thread slot.
+pub(super) struct Runs {
+    tick_thread: CachePadded<Stripe>,
+    /// By the pool's runner slot: a slot is held by one runner at a time. A runner gives its
+    /// slot back under the relay's lock, and the next is started with it only after the lock
+    /// was taken again to pop it, so each holder's counts are ordered after the last's.
+    pool: Box<[CachePadded<Stripe>]>,
+    stripes: [CachePadded<Stripe>; RUN_STRIPES],
+}
+
+/// Shared stripes of `Runs`.
+const RUN_STRIPES: usize = 8;
+
+/// The most runner slots with a stripe of their own, per shard.
+const MAX_POOL_STRIPES: usize = 64;
+
+#[derive(Default)]
+struct Stripe {
+    begun: Counter,
+    ended: Counter,
+}
+
+impl Runs {
+    fn new(pool_slots: usize) -> Self {
+        Runs {
+            tick_thread: CachePadded::new(Stripe::default()),
+            pool: (0..pool_slots.min(MAX_POOL_STRIPES))
+                .map(|_| CachePadded::new(Stripe::default()))
+                .collect(),
+            stripes: std::array::from_fn(|_| CachePadded::new(Stripe::default())),
+        }
+    }
+
+    /// The stripe `runner` counts in, and whether it writes there alone.
+    fn stripe(&self, runner: Runner) -> (&Stripe, bool) {
+        match runner {
+            Runner::TickThread => (&self.tick_thread, true),
+            Runner::Pool(slot) if slot < self.pool.len() => (&self.pool[slot], true),
+            Runner::Pool(_) | Runner::Other => (&self.stripes[thread_slot() % RUN_STRIPES], false),
+        }
+    }
+
+    /// A callback begins, run by `runner`.
+    pub(super) fn begin(&self, runner: Runner) {
+        match self.stripe(runner) {
+            (stripe, true) => stripe.begun.add_single_writer(1),
+            (stripe, false) => stripe.begun.add(1),
+        }
+    }
+
+    /// A callback ended; as `begin`.
+    pub(super) fn end(&self, runner: Runner) {
+        match self.stripe(runner) {
+            (stripe, true) => stripe.ended.add_single_writer(1),
+            (stripe, false) => stripe.ended.add(1),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Stripe> {
+        std::iter::once(&*self.tick_thread)
+            .chain(self.pool.iter().map(|s| &**s))
+            .chain(self.stripes.iter().map(|s| &**s))
+    }
+
+    fn ended(&self) -> u64 {
+        self.all().map(|s| s.ended.get()).sum()
+    }
+
+    fn begun(&self) -> u64 {
+        self.all().map(|s| s.begun.get()).sum()
+    }
+}

@@ -1,0 +1,25 @@
+//! Where fired callbacks run. A shard hands each turn's fired callbacks over as one batch;
+//! this layer runs them, counts them, and releases their places under the cap. It imports
+//! `sync` and `entry` only, and knows nothing of shards beyond their index and their
+//! [`ShardCallbacks`].
+//!
+//! - `executor`: [`Executor`] (the pool, the tick thread, or a user's spawner) and [`Task`].
+//! - `relay`: the hand-over of batches to the pool's runners, who share them out.
+//! - `run`: running one callback (caught panics, counts, the cap).
+//! - `counts`: [`ShardCallbacks`], a shard's counts of callbacks handed over, begun, ended.
+//! - `pool`: the rayon pool an engine starts or shares for its callbacks.
+
+mod counts;
+mod executor;
+mod pool;
+mod relay;
+mod run;
+
+pub(crate) use counts::ShardCallbacks;
+pub use executor::Task;
+pub(crate) use executor::{Executor, Spawner};
+pub(crate) use pool::CallbackPool;
+pub(crate) use relay::Inflight;
+#[cfg(all(test, loom))]
+pub(crate) use relay::{Job, Relay, Spawn};
+pub(crate) use run::in_callback_of;

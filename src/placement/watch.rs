@@ -1,0 +1,168 @@
+//! Pinning a tick thread to its cpu, and unpinning it when its turns keep beginning late.
+//!
+//! A pinned thread cannot leave a cpu that another busy thread shares: the scheduler gives it
+//! its share of that cpu and no more, while other cpus may be idle. So [`LagWatch`] compares
+//! when each turn begins with the tick the thread meant to wake at. After `STRIKES` turns in a
+//! row that begin more than `LATE` (and at least two ticks) late, it widens the thread's
+//! affinity to every cpu the process may use, and the thread stays unpinned from then on. A
+//! turn woken early by new work counts neither way; a manual clock's jumps are not watched.
+//! The time a turn itself takes counts, so long turns of slow inline callbacks can unpin an
+//! idle cpu too: harmless beyond the pinning lost.
+
+use super::affinity;
+use crate::sync::{AtomicUsize, Counter, Ordering};
+
+/// How late a turn may begin before it counts as late.
+const LATE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Late turns in a row after which a pinned thread is unpinned.
+const STRIKES: u32 = 3;
+
+/// Where a shard's tick thread runs, as the statistics read it.
+#[derive(Default)]
+pub(crate) struct Placement {
+    /// 0 if the thread is not pinned, else the cpu plus one. Written by the thread alone.
+    pinned: AtomicUsize,
+    late_turns: Counter,
+}
+
+impl Placement {
+    /// The cpu the tick thread is pinned to, if it is.
+    pub(crate) fn pinned_cpu(&self) -> Option<usize> {
+        // Relaxed: a statistic, written by the tick thread alone.
+        self.pinned.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// Turns that began late (see the module documentation).
+    pub(crate) fn late_turns(&self) -> u64 {
+        self.late_turns.get()
+    }
+
+    fn set_pinned(&self, cpu: Option<usize>) {
+        // Relaxed: a statistic, written by the tick thread alone; `build` waits for the
+        // thread to drop a channel's sender after pinning, which orders it before `build`
+        // returns.
+        self.pinned
+            .store(cpu.map_or(0, |cpu| cpu + 1), Ordering::Relaxed);
+    }
+}
+
+/// Watches a tick thread's lateness; unpins it when its cpu cannot keep it on time.
+pub(crate) struct LagWatch {
+    /// Ticks a turn may begin after its intended tick before it counts as late.
+    limit: u64,
+    /// Late turns in a row so far.
+    strikes: u32,
+    /// The cpus to widen the affinity to, while the thread is pinned.
+    unpin_to: Option<Vec<usize>>,
+}
+
+impl LagWatch {
+    /// A watch for a shard whose tick lasts `tick_nanos` nanoseconds.
+    pub(crate) fn new(tick_nanos: u64) -> Self {
+        let late = u64::try_from(LATE.as_nanos()).unwrap_or(u64::MAX);
+        LagWatch {
+            limit: late.div_ceil(tick_nanos.max(1)).max(2),
+            strikes: 0,
+            unpin_to: None,
+        }
+    }
+
+    /// Pins the calling thread to `cpu`, recording it in `placement`; `all` are the cpus to
+    /// widen to if it must be unpinned. A refusal leaves the thread unpinned.
+    pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>, placement: &Placement) {
+        if affinity::set_current(&[cpu]) {
+            placement.set_pinned(Some(cpu));
+            self.unpin_to = Some(all);
+        } else {
+            crate::trace::unpinned(cpu, false);
+        }
+    }
+
+    /// A turn begins at tick `now`, having meant to begin at tick `meant` (`None`: it slept
+    /// until woken). Counts a late turn, and unpins the thread after `STRIKES` in a row.
+    pub(crate) fn observe(&mut self, meant: Option<u64>, now: u64, placement: &Placement) {
+        let Some(meant) = meant else {
+            return;
+        };
+        if now < meant {
+            return;
+        }
+        if now <= meant.saturating_add(self.limit) {
+            self.strikes = 0;
+            return;
+        }
+        placement.late_turns.add(1);
+        self.strikes = self.strikes.saturating_add(1);
+        if self.strikes >= STRIKES {
+            if let Some(all) = self.unpin_to.take() {
+                if affinity::set_current(&all) {
+                    if let Some(cpu) = placement.pinned_cpu() {
+                        crate::trace::unpinned(cpu, true);
+                    }
+                    placement.set_pinned(None);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::affinity::cpus;
+    use super::*;
+
+    #[test]
+    fn a_late_turn_is_more_than_ten_milliseconds_and_two_ticks_late() {
+        assert_eq!(LagWatch::new(1_000_000).limit, 10);
+        assert_eq!(LagWatch::new(100_000).limit, 100);
+        assert_eq!(LagWatch::new(1_000_000_000).limit, 2);
+        let placement = Placement::default();
+        let mut watch = LagWatch::new(1_000_000);
+        watch.observe(Some(100), 110, &placement);
+        watch.observe(None, 10_000, &placement);
+        assert_eq!(placement.late_turns(), 0);
+        watch.observe(Some(100), 111, &placement);
+        assert_eq!(placement.late_turns(), 1);
+    }
+
+    #[test]
+    fn three_late_turns_in_a_row_unpin_the_thread() {
+        let placement = Placement::default();
+        placement.set_pinned(Some(0));
+        let mut watch = LagWatch::new(1_000_000);
+        // Not pinned through the watch: nothing to unpin.
+        for _ in 0..3 {
+            watch.observe(Some(0), 50, &placement);
+        }
+        assert_eq!(placement.pinned_cpu(), Some(0));
+        let all = cpus();
+        if all.is_empty() || !affinity::set_current(&all) {
+            return; // no affinity on this system, or widening refused: nothing to test
+        }
+        watch.unpin_to = Some(all);
+        // Woken early: neither late nor on time.
+        watch.observe(Some(100), 50, &placement);
+        // An on-time turn breaks a run of late ones.
+        watch.observe(Some(0), 0, &placement);
+        watch.observe(Some(0), 50, &placement);
+        watch.observe(Some(0), 50, &placement);
+        watch.observe(Some(0), 0, &placement);
+        watch.observe(Some(0), 50, &placement);
+        watch.observe(Some(0), 50, &placement);
+        assert_eq!(placement.pinned_cpu(), Some(0));
+        watch.observe(Some(0), 50, &placement);
+        assert_eq!(
+            placement.pinned_cpu(),
+            None,
+            "unpinned after three in a row"
+        );
+        assert_eq!(placement.late_turns(), 8);
+        // An unpinned thread stays unpinned.
+        placement.set_pinned(Some(1));
+        for _ in 0..3 {
+            watch.observe(Some(0), 50, &placement);
+        }
+        assert_eq!(placement.pinned_cpu(), Some(1), "nothing left to unpin");
+    }
+}
