@@ -5,7 +5,11 @@
 //! shard threads; waits for callbacks in flight and joins the callback pool; and then empties
 //! the wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
 //! racing it takes its own timer back (the producer's half, in `shard::lane`), so every timer
-//! lands in exactly one place: fired, cancelled, handed back here, or refused.
+//! lands in exactly one place: fired, cancelled, handed back here, or refused. A producer
+//! half-way through its push onto an inbound queue is waited for: the entries pushed after it
+//! are reachable only through it, and their producers may not have seen the stop flag. The
+//! engine joins the callback pool only if it started one; the shared pool, or one the user
+//! gave, runs on.
 //!
 //! Callers of `shutdown` (and `drop`) meet in one [`Phase`](super::closing::Phase): the first does
 //! the work, and every other caller from outside the engine's callbacks waits until it is done, so

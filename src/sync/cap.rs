@@ -1,4 +1,12 @@
-//! The optional cap on pending timers.
+//! The optional cap on pending timers (`max_pending`): one shared count of places.
+//!
+//! A lane takes a place when it admits a timer, and the schedule is refused with `Full` when
+//! none is left. A place is released when the engine is done with the timer: when its callback
+//! has returned; when it is handed back at shutdown or taken back by a schedule that raced
+//! shutdown; or, once cancelled, when its shard drops its entry (on taking it off a queue if it
+//! was cancelled while queued, on taking its unlink request if it was linked). A repeating
+//! timer holds one place for its whole life. So the cap bounds the engine's timer memory even
+//! while a shard or the callback pool is stalled. Engines without a cap have no count.
 
 use super::{AtomicUsize, Ordering};
 
