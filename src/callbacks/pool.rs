@@ -14,12 +14,12 @@ use crate::sync::{Arc, StdArc};
 /// The pool shared by engines that bring none, once started.
 static SHARED: Mutex<Option<StdArc<ThreadPool>>> = Mutex::new(None);
 
-/// The number of threads of the shared pool: one per cpu the process may use, at least four,
+/// The number of threads of the shared pool: one per cpu the process may use, at least eight,
 /// so that a few callbacks that block do not hold up the rest.
 fn shared_pool_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .max(4)
+        .max(8)
 }
 
 /// A rayon pool an engine hands callbacks to, with the handles of its threads if the engine

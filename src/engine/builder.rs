@@ -124,7 +124,7 @@ impl Builder {
 
     /// Runs callbacks on a rayon pool of this many threads of the engine's own, joined at
     /// shutdown. At most 4096. By default an engine uses the process's shared callback pool
-    /// instead (one thread per cpu, at least four, started with the first engine that needs
+    /// instead (one thread per cpu, at least eight, started with the first engine that needs
     /// it and shared by every engine that brings no pool).
     ///
     /// ```
