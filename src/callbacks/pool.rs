@@ -1,6 +1,6 @@
-//! The rayon pool an engine runs its callbacks on: one it starts and joins at shutdown, one
-//! shared by every engine in the process that brings none (started on first use, never
-//! joined), or a pool the user already has.
+//! The rayon pool an engine runs its callbacks on: one it starts and joins at shutdown, or the
+//! one shared by every engine in the process that asks for no pool of its own (started on
+//! first use, never joined).
 
 use std::sync::{Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -23,7 +23,7 @@ fn shared_pool_threads() -> usize {
 }
 
 /// A rayon pool an engine hands callbacks to, with the handles of its threads if the engine
-/// started it (so shutdown can join them).
+/// started it for itself (so shutdown can join them).
 pub(crate) struct CallbackPool {
     pool: StdArc<ThreadPool>,
     threads: Vec<JoinHandle<()>>,
@@ -52,16 +52,11 @@ impl CallbackPool {
                 shared.insert(StdArc::new(pool)).clone()
             }
         };
-        Ok(CallbackPool::given(pool))
-    }
-
-    /// A pool the user already has; never joined by the engine.
-    pub(crate) fn given(pool: StdArc<ThreadPool>) -> Self {
-        CallbackPool {
+        Ok(CallbackPool {
             pool,
             threads: Vec::new(),
             relay: None,
-        }
+        })
     }
 
     /// How many threads the pool has: the most runners its relay starts at once.

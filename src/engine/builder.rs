@@ -46,8 +46,6 @@ enum Callbacks {
     SharedPool,
     /// A pool of its own, of this many threads.
     OwnPool(usize),
-    /// A rayon pool the user has.
-    GivenPool(StdArc<rayon::ThreadPool>),
     Inline,
     Spawner(Spawner),
 }
@@ -57,10 +55,6 @@ impl fmt::Debug for Callbacks {
         match self {
             Callbacks::SharedPool => f.write_str("SharedPool"),
             Callbacks::OwnPool(threads) => f.debug_tuple("OwnPool").field(threads).finish(),
-            Callbacks::GivenPool(pool) => f
-                .debug_tuple("GivenPool")
-                .field(&pool.current_num_threads())
-                .finish(),
             Callbacks::Inline => f.write_str("Inline"),
             Callbacks::Spawner(_) => f.write_str("Spawner"),
         }
@@ -125,7 +119,8 @@ impl Builder {
     /// Runs callbacks on a rayon pool of this many threads of the engine's own, joined at
     /// shutdown. At most 4096. By default an engine uses the process's shared callback pool
     /// instead (one thread per cpu, at least eight, started with the first engine that needs
-    /// it and shared by every engine that brings no pool).
+    /// it and shared by every engine that brings no pool). To run callbacks on a pool you
+    /// already have, use [`spawn_callbacks`](Self::spawn_callbacks).
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().callback_threads(2).build().unwrap();
@@ -133,21 +128,6 @@ impl Builder {
     /// ```
     pub fn callback_threads(mut self, threads: usize) -> Self {
         self.callbacks = Callbacks::OwnPool(threads);
-        self
-    }
-
-    /// Runs callbacks on a rayon pool you already have, through the same hand-over as the
-    /// engine's own pool (batches shared out by at most as many runners as the pool has
-    /// threads). The engine never joins it.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-    /// let engine = shardwheel::TimerEngine::builder().callback_pool(pool).build().unwrap();
-    /// # drop(engine);
-    /// ```
-    pub fn callback_pool(mut self, pool: StdArc<rayon::ThreadPool>) -> Self {
-        self.callbacks = Callbacks::GivenPool(pool);
         self
     }
 
@@ -349,7 +329,6 @@ impl Builder {
             Callbacks::OwnPool(threads) => {
                 Some(CallbackPool::start(*threads).map_err(BuildError::Spawn)?)
             }
-            Callbacks::GivenPool(pool) => Some(CallbackPool::given(pool.clone())),
             Callbacks::Inline | Callbacks::Spawner(_) => None,
         };
 
