@@ -1,7 +1,7 @@
 //! # shardwheel
 //!
 //! A sharded, lock-free timer engine for servers that hold very many cancellable timeouts: one
-//! hierarchical timing wheel per core, each driven by its own tick thread; inserts that travel
+//! hierarchical timing wheel per cpu, each driven by its own tick thread; inserts that travel
 //! to their shard through lock-free queues; cancellation by one compare-and-swap on the timer's
 //! state word; expired callbacks run on a rayon pool, so a slow callback never stalls ticking.
 //!

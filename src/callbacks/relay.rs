@@ -2,14 +2,10 @@
 //! the pool that share the batches out (see `claims`) and park when there are none.
 //!
 //! Why not a pool job per batch: at every job a rayon pool wakes a sleeping thread, which
-//! then spins through a few dozen rounds of `yield_now` before it sleeps again. A shard hands
-//! over a batch every tick while timers come due, so at a 100 µs tick two shards kept both
-//! cores of a two-core machine busy with spinning pool threads (1.9 s of CPU in a one-second
-//! run of 100,000 trivial callbacks), and the tick threads waited behind them.
-//!
-//! Why batches shared out rather than a queue entry per callback: a push and a contended pop
-//! per callback held a burst fired on the pool to under half the rate of one run on the tick
-//! threads (see BENCHMARKS.md).
+//! then spins through rounds of `yield_now` before it sleeps again; with a batch every tick,
+//! the spinning pool threads take the cpus the tick threads need. Why batches shared out
+//! rather than a queue entry per callback: a push and a contended pop per callback slow a
+//! burst. BENCHMARKS.md has the figures for both.
 //!
 //! The protocol, under one mutex (`State`):
 //!

@@ -35,7 +35,7 @@ pub struct Builder {
     max_pending: Option<usize>,
     pin: bool,
     clock: Option<ManualClock>,
-    /// Lanes per shard; `None`: from the core count. Tests set it (see `hooks`).
+    /// Lanes per shard; `None`: from the cpu count. Tests set it (see `hooks`).
     pub(super) lanes_per_shard: Option<usize>,
 }
 
@@ -209,7 +209,7 @@ impl Builder {
     /// engine holds this many. Default: no cap.
     ///
     /// The cap bounds the engine's timer memory, whatever its shards and callbacks are doing: a
-    /// timer holds its place from `schedule` until the engine lets go of it. That is when its
+    /// timer holds its place from `schedule` until the engine is done with it. That is when its
     /// callback has returned, when it is handed back, or, once cancelled, when its shard drops
     /// it (on the shard's next turn, within about a tick); a repeating timer holds its place
     /// until it stops. A producer that outruns a stalled shard or a busy callback pool gets

@@ -246,7 +246,7 @@ impl EngineCore {
                             callback,
                         });
                     }
-                    // Cancelled while queued: its cap place is let go of here.
+                    // Cancelled while queued: its cap place is released here.
                     Err(word) if word.lifecycle() == Lifecycle::Cancelled => cancelled += 1,
                     Err(_) => {}
                 }

@@ -7,12 +7,12 @@
 //!   default), to batch wake-ups. Against a 100 µs tick that is half a tick; the thread asks
 //!   for a slack of a hundredth of its tick, between 1 µs and the default (`PR_SET_TIMERSLACK`).
 //! - **Scheduling slice.** Under the EEVDF scheduler (Linux 6.6 and later) a thread that wakes
-//!   on a core busy with another thread waits until the running thread's slice is used up,
+//!   on a cpu busy with another thread waits until the running thread's slice is used up,
 //!   about 3 ms by default: the whole of a 1 ms tick's budget. A thread may ask for a shorter
 //!   slice for itself (`sched_setattr` with `sched_runtime`, Linux 6.12 and later, no
 //!   privilege needed); a thread with a short slice gets an earlier virtual deadline when it
 //!   wakes and is picked sooner. The tick thread asks for its tick, within the kernel's
-//!   range of 100 µs to 100 ms. Its share of the core does not change, only how soon it is
+//!   range of 100 µs to 100 ms. Its share of the cpu does not change, only how soon it is
 //!   picked. Older kernels ignore the request.
 //!
 //! Both are requests the kernel may refuse; a refusal leaves the default and is not an error.

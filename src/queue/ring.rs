@@ -6,7 +6,7 @@
 //! read-modify-write at all. The shard reads the slots between `head` and `tail` in one pass.
 //! Unlike the linked inbound queue, where each entry's address is known only once the entry
 //! before it has been read, the slots give the shard every address at once, so the cache
-//! misses on entries just written by the other core overlap instead of queueing up one
+//! misses on entries just written by the other cpu overlap instead of queueing up one
 //! behind another (the shard also prefetches each entry as it reads its slot). When the ring
 //! is full, the owner falls back to the inbound queue: the shard takes timers from both, and
 //! their order does not matter.

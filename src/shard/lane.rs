@@ -350,7 +350,7 @@ impl Lane {
     /// Takes every entry still queued into `out`, releases the unlink requests, drops the
     /// changes and frees the spares given back, once the shard has stopped for good. Returns
     /// how many unlink requests it released: timers cancelled while placed, which the engine
-    /// now lets go of.
+    /// now drops.
     ///
     /// # Safety
     /// The shard thread has left its loop for good (this thread is the queues' only consumer),

@@ -40,7 +40,7 @@ const LOOK_AGAIN: Duration = Duration::from_millis(1);
 /// unlinked (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
 
-/// The most dead entries a turn keeps to give back to one lane, however many it lets go of:
+/// The most dead entries a turn keeps to give back to one lane, however many it drops:
 /// a steady flow of cancels comes back whole (16,384 a tick is 16 M a second per lane at a
 /// 1 ms tick), and a spike's does not come back as a stash and a buffer as long as itself.
 const KEEP_PER_TURN: usize = 4 * RETURN_LIMIT;
@@ -61,7 +61,7 @@ fn shrink_after_spike<T>(buffer: &mut Vec<T>, used: usize) {
 /// The shard thread's own state: its wheel, its lanes, and the callbacks of the current turn.
 pub(crate) struct Shard {
     /// Declared before `lanes`, so that a shard dropped while unwinding drains its wheel
-    /// before it lets go of its lanes (see [`Stopped`]).
+    /// before it drops its lanes (see [`Stopped`]).
     wheel: Wheel,
     core: Arc<ShardCore>,
     lanes: Box<[Arc<Lane>]>,

@@ -155,7 +155,7 @@ impl<T> SlabArc<T> {
 
     /// The value, mutably, if no one else holds it.
     pub(crate) fn get_mut(this: &mut Self) -> Option<&mut T> {
-        // Acquire: pairs with the Release decrement of every holder that let go, so their
+        // Acquire: pairs with the Release decrement of every holder that dropped it, so their
         // uses of the value happen before this thread's.
         if this.count().load(Ordering::Acquire) != 1 {
             return None;

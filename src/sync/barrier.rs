@@ -213,7 +213,7 @@ mod tests {
 
     /// The store-buffering litmus test: each side writes its flag, passes its barrier, and
     /// reads the other's. Without a store→load barrier on both sides, x86 and Arm let both
-    /// reads see 0 (each store still sitting in its core's store buffer); with `light` on one
+    /// reads see 0 (each store still sitting in its cpu's store buffer); with `light` on one
     /// side and `heavy` on the other, at least one side must see the other's write. (With
     /// `heavy` reduced to a plain fence while `light` is a compiler fence, this test fails.)
     #[test]

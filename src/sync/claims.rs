@@ -168,7 +168,7 @@ impl<'a, T> Holder<'a, T> {
     }
 
     /// Takes the next item of the range, with what its batch came from; `None` once the range
-    /// is empty, which also lets go of the batch.
+    /// is empty, which also drops the batch.
     pub(crate) fn take(&mut self) -> Option<(T, usize)> {
         let batch = self.batch.as_ref()?;
         // Relaxed, here and in the exchange: the items were written before the batch reached
@@ -178,7 +178,7 @@ impl<'a, T> Holder<'a, T> {
         loop {
             let range = Range::unpack(word);
             if range.len() == 0 {
-                self.let_go();
+                self.drop_batch();
                 return None;
             }
             let taken = Range {
@@ -257,9 +257,9 @@ impl<'a, T> Holder<'a, T> {
         self.batch = Some(batch);
     }
 
-    /// Lets go of the batch once the range is empty, so that its memory goes with the last
-    /// range of it.
-    fn let_go(&mut self) {
+    /// Drops the batch once the range is empty, so that its memory goes with the last range
+    /// of it.
+    fn drop_batch(&mut self) {
         if self.batch.take().is_some() {
             self.slot.batch.lock().take();
         }

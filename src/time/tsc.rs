@@ -1,10 +1,10 @@
 //! A cheap upper bound on the monotonic clock, read from the processor's time-stamp counter.
 //!
 //! Scheduling a timer needs the present only to round `now + delay` *up* to a tick, so any
-//! value at or after the true present will do, as long as it is close. Reading the monotonic
-//! clock costs about 23 ns here (the vDSO's `clock_gettime`, which itself reads the counter
-//! and scales it); reading the counter alone costs about 9. So each thread keeps an *anchor*,
-//! a counter reading and the clock reading taken just after it, and extrapolates from it:
+//! value at or after the true present will do, as long as it is close. Reading the counter
+//! alone is cheaper than reading the monotonic clock (the vDSO's `clock_gettime`, which itself
+//! reads the counter and scales it). So each thread keeps an *anchor*, a counter reading and
+//! the clock reading taken just after it, and extrapolates from it:
 //!
 //! ```text
 //! upper = anchor.nanos + (counter - anchor.counter) * rate_high + PAD
@@ -21,7 +21,7 @@
 //!   than [`REANCHOR_NANOS`], or if the counter went backwards. The bound is then at most
 //!   `BRACKET_NANOS + REANCHOR_NANOS / 512 + PAD`, under 2 µs, after the present.
 //! - `PAD`, 1 µs, covers the counter read being reordered a little ahead of the instructions
-//!   before it and small differences between the counters of the cores a thread moves
+//!   before it and small differences between the counters of the cpus a thread moves
 //!   between (both tens of nanoseconds where the kernel trusts the counter).
 //!
 //! **Measuring the rate.** Until it is known, every read is a real clock read. The rate is
@@ -40,7 +40,7 @@
 //!
 //! The counter is used only where the kernel itself keeps time with it (its clocksource is
 //! `tsc`), which it does only when the counter runs at a constant rate, in sleep states too,
-//! and in step on every core; elsewhere, and under Miri and loom, [`Ceiling::get`] says so
+//! and in step on every cpu; elsewhere, and under Miri and loom, [`Ceiling::get`] says so
 //! and the engine reads the clock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -251,7 +251,7 @@ fn counter() -> u64 {
 }
 
 /// Whether the kernel keeps its monotonic clock with the time-stamp counter, which it does
-/// only when the counter is invariant and synchronised across cores.
+/// only when the counter is invariant and synchronised across cpus.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 fn counter_keeps_time() -> bool {
     std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")

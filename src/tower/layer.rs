@@ -14,7 +14,7 @@ use crate::engine::TimerEngine;
 /// The engine is shared: an `Arc<TimerEngine>` (a [`TimerEngine`] is not `Clone`, and every
 /// service the layer makes, and every clone of those, keeps its timers there). The layer, its
 /// services and their response futures each hold the engine, so it runs until the last of
-/// them is dropped, even if the caller lets go of its own `Arc` first.
+/// them is dropped, even if the caller drops its own `Arc` first.
 ///
 /// ```
 /// use std::sync::Arc;

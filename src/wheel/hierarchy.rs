@@ -25,7 +25,7 @@ pub(crate) enum Settled {
     /// Due already: the shard won INIT→EXPIRED and owns the callback; with the timer's
     /// deadline tick.
     Fired(Fired, u64),
-    /// Resolved by someone else (cancelled, or handed back); the wheel let go of it and hands
+    /// Resolved by someone else (cancelled, or handed back); the wheel unlinked it and hands
     /// back the reference it held, for the shard to drop or recycle.
     Dropped(EntryRef),
     /// Cancelled while linked: the wheel unmarked it and left its count to the canceller's
@@ -120,7 +120,7 @@ impl Wheel {
             let word = match entry.expire(self.elapsed) {
                 Ok((word, callback)) => {
                     // A repeating timer's runner needs the entry to re-arm it; a one-shot's is
-                    // let go of with the turn's others.
+                    // freed with the turn's others.
                     let rearm = if word.is_repeating() {
                         Some(entry)
                     } else {
