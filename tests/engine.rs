@@ -1,23 +1,15 @@
-//! Behaviour of the engine through its public API: accounting, ordering, bad input, faults.
+//! Behaviour of the engine through its public API: accounting, ordering, bad input,
+//! cancellation, memory. Callbacks, shutdown and the builder's settings have files of their own.
 //! Time bounds are generous; where time can be avoided, a manual clock is used.
 
 mod common;
-use common::{pinned_cores, wait_until, SplitMix};
+use common::{scaled, wait_until, SplitMix};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shardwheel::{BuildError, ManualClock, ScheduleError, TimerEngine, TimerHandle};
-
-/// Scales counts down under Miri.
-fn scaled(n: usize) -> usize {
-    if cfg!(miri) {
-        (n / 100).max(4)
-    } else {
-        n
-    }
-}
+use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerHandle};
 
 /// An engine of one shard on `clock`.
 fn one_shard_on(clock: &ManualClock) -> TimerEngine {
@@ -147,51 +139,6 @@ fn every_timer_is_accounted_for_once() {
         let ran = runs[*id].load(Ordering::SeqCst);
         assert_eq!(ran, u8::from(!handle.is_cancelled()), "timer {id}");
     }
-}
-
-#[test]
-fn a_panicking_callback_does_not_stop_the_others() {
-    let engine = TimerEngine::builder().callback_threads(2).build().unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let n = scaled(200);
-    for i in 0..n {
-        let ran = ran.clone();
-        engine
-            .schedule(Duration::from_millis((i % 20) as u64), move || {
-                if i % 10 == 0 {
-                    panic!("callback {i} panics on purpose");
-                }
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-    }
-    wait_until("the callbacks", || engine.stats().fired == n as u64);
-    engine.shutdown();
-    assert_eq!(ran.load(Ordering::SeqCst), n - n.div_ceil(10));
-    assert_eq!(engine.stats().panicked, n.div_ceil(10) as u64);
-}
-
-#[test]
-fn a_panicking_inline_callback_does_not_stop_the_shard() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .inline_callbacks()
-        .build()
-        .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    engine
-        .schedule(Duration::from_millis(1), || panic!("on purpose"))
-        .unwrap();
-    let r = ran.clone();
-    engine
-        .schedule(Duration::from_millis(2), move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-    clock.advance(Duration::from_millis(2));
-    assert_eq!(ran.load(Ordering::SeqCst), 1);
-    assert_eq!(engine.stats().panicked, 1);
 }
 
 #[test]
@@ -356,76 +303,6 @@ fn racing_cancels_have_exactly_one_winner() {
 }
 
 #[test]
-fn schedule_after_shutdown_hands_the_callback_back() {
-    let engine = TimerEngine::builder().build().unwrap();
-    engine.shutdown();
-    let ran = Arc::new(AtomicBool::new(false));
-    let r = ran.clone();
-    let err = engine
-        .schedule(Duration::from_millis(1), move || {
-            r.store(true, Ordering::SeqCst)
-        })
-        .unwrap_err();
-    assert!(matches!(err, ScheduleError::Shutdown(_)));
-    err.into_inner()();
-    assert!(ran.load(Ordering::SeqCst));
-    assert_eq!(engine.stats().rejected, 1);
-}
-
-/// Producers keep scheduling while another thread shuts the engine down: each timer is
-/// refused (and its callback handed back), fired, or in the shutdown list — exactly once.
-#[test]
-fn schedule_racing_shutdown_loses_nothing() {
-    for round in 0..scaled(20) {
-        let engine = Arc::new(TimerEngine::builder().shards(2).build().unwrap());
-        let runs: Arc<Vec<AtomicU8>> = Arc::new((0..2 * 2_000).map(|_| AtomicU8::new(0)).collect());
-        let start = Arc::new(Barrier::new(3));
-        let producers: Vec<_> = (0..2)
-            .map(|t| {
-                let (engine, runs, start) = (engine.clone(), runs.clone(), start.clone());
-                thread::spawn(move || {
-                    start.wait();
-                    let mut refused = 0;
-                    for i in 0..2_000 {
-                        let id = t * 2_000 + i;
-                        let runs2 = runs.clone();
-                        let delay = Duration::from_micros((i % 7) as u64 * 300);
-                        match engine.schedule(delay, move || {
-                            runs2[id].fetch_add(1, Ordering::SeqCst);
-                        }) {
-                            Ok(_) => {}
-                            Err(ScheduleError::Shutdown(callback)) => {
-                                refused += 1;
-                                callback();
-                            }
-                            Err(other) => panic!("unexpected {other:?}"),
-                        }
-                    }
-                    refused
-                })
-            })
-            .collect();
-        start.wait();
-        thread::sleep(Duration::from_micros(200 * (round % 5) as u64));
-        let unfired = engine.shutdown();
-        let returned = unfired.len();
-        for timer in unfired {
-            timer.run();
-        }
-        let refused: usize = producers.into_iter().map(|p| p.join().unwrap()).sum();
-        let stats = engine.stats();
-        assert!(
-            runs.iter().all(|r| r.load(Ordering::SeqCst) == 1),
-            "round {round}"
-        );
-        assert_eq!(stats.scheduled + refused as u64, 4_000);
-        assert_eq!(stats.fired + stats.returned, stats.scheduled);
-        assert_eq!(stats.returned, returned as u64);
-        assert_eq!(stats.pending, 0);
-    }
-}
-
-#[test]
 fn dropping_a_handle_neither_cancels_nor_leaks() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
@@ -510,239 +387,6 @@ fn keyed_timers_share_a_shard() {
     assert_eq!(shards.iter().map(|s| s.pending).sum::<u64>(), 20);
 }
 
-/// Whether this system lets a thread pin itself to a core.
-fn pinning_works() -> bool {
-    thread::spawn(|| {
-        core_affinity::get_core_ids()
-            .and_then(|ids| ids.first().copied())
-            .is_some_and(core_affinity::set_for_current)
-    })
-    .join()
-    .unwrap()
-}
-
-#[test]
-fn the_stats_say_where_each_tick_thread_is_pinned_as_soon_as_build_returns() {
-    if !pinning_works() {
-        return; // pinning refused here: the stats say None, which other tests cover
-    }
-    let cores = core_affinity::get_core_ids().unwrap();
-    for _ in 0..20 {
-        let engine = TimerEngine::builder().shards(2).build().unwrap();
-        let pinned = pinned_cores(&engine);
-        let expected: Vec<_> = (0..2).map(|i| Some(cores[i % cores.len()].id)).collect();
-        assert_eq!(
-            pinned, expected,
-            "each tick thread pinned before build returns"
-        );
-    }
-}
-
-#[test]
-fn builder_refuses_bad_settings() {
-    assert!(matches!(
-        TimerEngine::builder().shards(0).build(),
-        Err(BuildError::ZeroShards)
-    ));
-    assert!(matches!(
-        TimerEngine::builder().tick(Duration::ZERO).build(),
-        Err(BuildError::TickTooShort)
-    ));
-    assert!(matches!(
-        TimerEngine::builder().callback_threads(0).build(),
-        Err(BuildError::ZeroCallbackThreads)
-    ));
-    assert!(matches!(
-        TimerEngine::builder().max_pending(0).build(),
-        Err(BuildError::ZeroMaxPending)
-    ));
-}
-
-#[test]
-fn callbacks_run_on_a_user_pool_and_inline() {
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap(),
-    );
-    for builder in [
-        TimerEngine::builder().spawn_callbacks(move |task| pool.spawn(move || task.run())),
-        TimerEngine::builder().inline_callbacks(),
-    ] {
-        let engine = builder.build().unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        for _ in 0..10 {
-            let ran = ran.clone();
-            engine
-                .schedule(Duration::from_millis(1), move || {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                })
-                .unwrap();
-        }
-        wait_until("callbacks", || ran.load(Ordering::SeqCst) == 10);
-    }
-}
-
-#[test]
-fn shutdown_waits_for_callbacks_in_flight() {
-    let engine = TimerEngine::builder().build().unwrap();
-    let started = Arc::new(AtomicBool::new(false));
-    let finished = Arc::new(AtomicBool::new(false));
-    let (s, f) = (started.clone(), finished.clone());
-    engine
-        .schedule(Duration::ZERO, move || {
-            s.store(true, Ordering::SeqCst);
-            thread::sleep(Duration::from_millis(100));
-            f.store(true, Ordering::SeqCst);
-        })
-        .unwrap();
-    wait_until("the callback to start", || started.load(Ordering::SeqCst));
-    engine.shutdown();
-    assert!(finished.load(Ordering::SeqCst));
-}
-
-#[test]
-fn a_slow_callback_does_not_hold_up_the_others() {
-    let engine = TimerEngine::builder().callback_threads(4).build().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    engine
-        .schedule(Duration::ZERO, || thread::sleep(Duration::from_secs(3)))
-        .unwrap();
-    thread::sleep(Duration::from_millis(20));
-    let start = Instant::now();
-    engine
-        .schedule(Duration::from_millis(5), move || tx.send(()).unwrap())
-        .unwrap();
-    rx.recv_timeout(Duration::from_secs(2))
-        .expect("a fast timer waited for a slow callback");
-    assert!(start.elapsed() < Duration::from_secs(2));
-}
-
-#[test]
-fn a_callback_behind_a_stuck_runner_does_not_wait_for_a_coarse_tick() {
-    // A five-second tick. The first callback blocks its runner; the second fires a tick later,
-    // finds no runner free, and would wait another whole tick if the shard looked for stuck
-    // runners only once a tick.
-    let tick = Duration::from_secs(5);
-    let engine = TimerEngine::builder()
-        .shards(1)
-        .tick(tick)
-        .callback_threads(4)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (started, first_began) = std::sync::mpsc::channel();
-    engine
-        .schedule(Duration::ZERO, move || {
-            started.send(()).unwrap();
-            let _ = released.recv_timeout(Duration::from_secs(60));
-        })
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Due at the engine's first tick boundary (the engine began just before `start`).
-    engine
-        .schedule(tick - Duration::from_millis(500), move || {
-            tx.send(Instant::now()).unwrap()
-        })
-        .unwrap();
-    first_began
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the first callback ran");
-    let second = rx.recv_timeout(Duration::from_secs(30));
-    drop(release);
-    let ran = second.expect("the second callback ran") - start;
-    assert!(
-        ran < tick + tick / 2,
-        "the second callback waited behind the first until {ran:?}"
-    );
-}
-
-#[test]
-fn a_slow_callback_holds_up_none_of_its_batch() {
-    // One shard and two pool threads: every timer fires in the same batch, and the first to
-    // run waits until all the others have run, which they can only do beside it.
-    let engine = TimerEngine::builder()
-        .shards(1)
-        .callback_threads(2)
-        .build()
-        .unwrap();
-    let others = 50;
-    let ran = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let due = Instant::now() + Duration::from_millis(20);
-    let first = Arc::new(AtomicBool::new(true));
-    for _ in 0..=others {
-        let (ran, first, tx) = (ran.clone(), first.clone(), tx.clone());
-        engine
-            .schedule_at(due, move || {
-                if first.swap(false, Ordering::SeqCst) {
-                    let give_up = Instant::now() + Duration::from_secs(10);
-                    while ran.load(Ordering::SeqCst) < others && Instant::now() < give_up {
-                        thread::sleep(Duration::from_millis(1));
-                    }
-                    tx.send(ran.load(Ordering::SeqCst)).unwrap();
-                } else {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .unwrap();
-    }
-    let seen = rx.recv_timeout(Duration::from_secs(20)).unwrap();
-    assert_eq!(
-        seen, others,
-        "the rest of the batch ran while the first blocked"
-    );
-}
-
-#[test]
-fn builder_refuses_settings_too_large() {
-    assert!(matches!(
-        TimerEngine::builder().shards(usize::MAX).build(),
-        Err(BuildError::TooManyShards)
-    ));
-    assert!(matches!(
-        TimerEngine::builder().callback_threads(usize::MAX).build(),
-        Err(BuildError::TooManyCallbackThreads)
-    ));
-    assert!(matches!(
-        TimerEngine::builder().tick(Duration::MAX).build(),
-        Err(BuildError::TickTooLong)
-    ));
-}
-
-/// The last reference to the engine dropped inside one of its own callbacks: neither the pool
-/// nor the tick thread may wait for itself.
-#[test]
-fn dropping_the_engine_from_its_own_callback_does_not_hang() {
-    for inline in [false, true] {
-        let builder = TimerEngine::builder();
-        let builder = if inline {
-            builder.inline_callbacks()
-        } else {
-            builder.callback_threads(2)
-        };
-        let engine = Arc::new(builder.build().unwrap());
-        let (tx, rx) = std::sync::mpsc::channel();
-        let held = Mutex::new(Some(engine.clone()));
-        engine.schedule(Duration::from_secs(60), || {}).unwrap();
-        engine
-            .schedule(Duration::from_millis(1), move || {
-                let engine = held.lock().unwrap().take().unwrap();
-                // Explicit shutdown from inside: it cannot wait for itself, so it finishes in
-                // the background and hands back nothing here.
-                assert!(engine.shutdown().is_empty());
-                drop(engine);
-                tx.send(()).unwrap();
-            })
-            .unwrap();
-        drop(engine);
-        rx.recv_timeout(Duration::from_secs(30))
-            .expect("the callback finished");
-    }
-}
-
 /// At a tick boundary a zero delay is due at once: an advance that stays within the tick must
 /// still run it (the shard's last turn at this tick happened before it was scheduled).
 #[test]
@@ -782,35 +426,6 @@ fn a_manual_advance_waits_for_a_backlog_of_due_timers() {
     }
     clock.advance(Duration::from_millis(1));
     assert_eq!(ran.load(Ordering::SeqCst), n);
-}
-
-#[test]
-fn a_panic_whose_payload_panics_on_drop_is_contained() {
-    struct Bomb;
-    impl Drop for Bomb {
-        fn drop(&mut self) {
-            panic!("the payload's drop panics too");
-        }
-    }
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .inline_callbacks()
-        .build()
-        .unwrap();
-    engine
-        .schedule(Duration::from_millis(1), || std::panic::panic_any(Bomb))
-        .unwrap();
-    let ran = Arc::new(AtomicBool::new(false));
-    let r = ran.clone();
-    engine
-        .schedule(Duration::from_millis(2), move || {
-            r.store(true, Ordering::SeqCst)
-        })
-        .unwrap();
-    clock.advance(Duration::from_millis(2));
-    assert!(ran.load(Ordering::SeqCst), "the shard kept ticking");
-    assert_eq!(engine.stats().panicked, 1);
 }
 
 #[test]
