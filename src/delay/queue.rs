@@ -1,18 +1,18 @@
 //! [`DelayQueue`]: values held until their deadlines, each with one engine timer.
 
+//!
+//! This file holds the type, its construction, storage and size; `insert` holds inserting,
+//! removing and resetting values, `expiry` polling for the expired ones.
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use futures_core::Stream;
-
-use super::inbox::{quietly, Inbox, Notice, Record};
-use super::key::{Expired, InsertError, Key, KeyError};
+use super::inbox::{quietly, Inbox, Record};
+use super::key::Key;
 use super::slab::Slab;
-use crate::engine::{EngineLink, ScheduleError, TimerEngine};
+use crate::engine::{EngineLink, TimerEngine};
 use crate::sync::{next_ids, Arc};
 use crate::timer::TimerHandle;
 
@@ -20,7 +20,7 @@ use crate::timer::TimerHandle;
 const ID_BLOCK: u64 = 1 << 12;
 
 /// A queue of values, each held until its deadline and then yielded by
-/// [`poll_expired`](Self::poll_expired) (or as a [`Stream`] of [`Expired`] values), its expiry
+/// [`poll_expired`](Self::poll_expired) (or as a [`Stream`](futures_core::Stream) of [`Expired`](super::Expired) values), its expiry
 /// driven by the engine's timers: no runtime of its own is needed, and it works under any
 /// executor.
 ///
@@ -69,7 +69,7 @@ const ID_BLOCK: u64 = 1 << 12;
 /// # Keys
 ///
 /// A [`Key`] names one value in one queue, once. Every call that takes a key returns
-/// [`KeyError`] (or `None`) for a key that names nothing any more (its value was removed,
+/// [`KeyError`](super::KeyError) (or `None`) for a key that names nothing any more (its value was removed,
 /// expired or cleared, even if its slot now holds another value) or that is another queue's;
 /// none panics. [`remove`](Self::remove) returns `Result<T, KeyError>`,
 /// [`try_remove`](Self::try_remove) the same as an `Option`.
@@ -80,17 +80,17 @@ const ID_BLOCK: u64 = 1 << 12;
 ///   can represent: [`insert`](Self::insert) keeps the value with a stand-in timer at the
 ///   farthest deadline the engine takes, renewed as it comes due, so the value expires only
 ///   when the engine shuts down (or once it is reset to a nearer deadline, or removed);
-///   [`try_insert`](Self::try_insert) returns [`InsertError::DelayTooLong`] with the value.
+///   [`try_insert`](Self::try_insert) returns [`InsertError::DelayTooLong`](super::InsertError::DelayTooLong) with the value.
 /// - An engine shut down, or holding as many timers as its cap allows: `insert` keeps the value
 ///   as due at once, so it comes out of the next poll (nothing is lost, and a task waiting on
 ///   the queue does not wait for a timer that will never run); `try_insert` returns
-///   [`InsertError::Shutdown`] or [`InsertError::Full`] with the value.
+///   [`InsertError::Shutdown`](super::InsertError::Shutdown) or [`InsertError::Full`](super::InsertError::Full) with the value.
 /// - A reset that the engine refuses is treated as `insert` treats it. At the cap, a value just
 ///   removed (or a timer just cancelled) frees its place only on its shard's next turn (see
 ///   [`Builder::max_pending`](crate::Builder::max_pending)), so an insert right after a
 ///   remove can still be refused, and its value come out at once.
 /// - When the engine shuts down, the values whose timers it hands back come out of the next
-///   poll as if due (their [`Expired::deadline`] is still the one they were given), unless the
+///   poll as if due (their [`Expired::deadline`](super::Expired::deadline) is still the one they were given), unless the
 ///   caller of [`TimerEngine::shutdown`] keeps the handed-back timers; running one yields its
 ///   value, dropping it too.
 ///
@@ -111,78 +111,52 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// `DelayQueue<T>` is `Send` when `T` is, and `Sync` when `T` is.
 pub struct DelayQueue<T> {
-    engine: EngineLink,
-    slab: Slab<Entry<T>>,
-    inbox: Arc<Inbox>,
+    pub(super) engine: EngineLink,
+    pub(super) slab: Slab<Entry<T>>,
+    pub(super) inbox: Arc<Inbox>,
     /// The values taken in from the inbox, soonest first. An entry is checked against its slot
     /// when it comes out, as a record is when it goes in.
-    due: BinaryHeap<Reverse<Due>>,
+    pub(super) due: BinaryHeap<Reverse<Due>>,
     /// Records swapped out of the inbox, kept so that taking them in allocates nothing.
-    taken: Vec<Record>,
-    ids: Ids,
+    pub(super) taken: Vec<Record>,
+    pub(super) ids: Ids,
     /// The capacity asked for, which the queue's storage keeps when it shrinks by itself.
     floor: usize,
 }
 
 /// A value as the slab holds it.
-struct Entry<T> {
-    value: T,
+pub(super) struct Entry<T> {
+    pub(super) value: T,
     /// `None`: further away than `Instant` can represent.
-    deadline: Option<Instant>,
+    pub(super) deadline: Option<Instant>,
     /// The value's timer (for a deadline beyond the engine's range, a stand-in at the farthest
     /// deadline); `None` if it has none (due at once because the engine refused it, or at the
     /// end of a manual clock's time).
-    timer: Option<TimerHandle>,
+    pub(super) timer: Option<TimerHandle>,
     /// The id of the value's current timer (or placement as due at once): records and due
     /// entries with any other arm are stale.
-    arm: u64,
+    pub(super) arm: u64,
 }
 
 /// A value due, ordered as the queue yields it: by deadline, then by insertion (the key's
 /// generation, taken from an increasing counter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Due {
-    deadline: Instant,
-    generation: u64,
-    index: usize,
-    arm: u64,
-}
-
-/// Why a value got no timer.
-#[derive(Clone, Copy)]
-enum NoTimer {
-    TooFar,
-    Shutdown,
-    Full,
-}
-
-impl NoTimer {
-    fn of<F>(refused: &ScheduleError<F>) -> NoTimer {
-        match refused {
-            ScheduleError::Shutdown(_) => NoTimer::Shutdown,
-            ScheduleError::Full(_) => NoTimer::Full,
-            ScheduleError::DelayTooLong(_) => NoTimer::TooFar,
-        }
-    }
-
-    fn error<T>(self, value: T) -> InsertError<T> {
-        match self {
-            NoTimer::TooFar => InsertError::DelayTooLong(value),
-            NoTimer::Shutdown => InsertError::Shutdown(value),
-            NoTimer::Full => InsertError::Full(value),
-        }
-    }
+pub(super) struct Due {
+    pub(super) deadline: Instant,
+    pub(super) generation: u64,
+    pub(super) index: usize,
+    pub(super) arm: u64,
 }
 
 /// The queue's supply of ids (key generations and timer arms): increasing, and unique in the
 /// process.
-struct Ids {
+pub(super) struct Ids {
     next: u64,
     end: u64,
 }
 
 impl Ids {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         if self.next == self.end {
             self.next = next_ids(ID_BLOCK);
             self.end = self.next.wrapping_add(ID_BLOCK);
@@ -191,45 +165,6 @@ impl Ids {
         self.next = self.next.wrapping_add(1);
         id
     }
-}
-
-/// What a deadline beyond the engine's range gets.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Far {
-    /// A stand-in timer at the farthest deadline the engine takes: renewed when it comes due
-    /// (see `take_in`), handed back at shutdown.
-    StandIn,
-    /// No timer: the refusal `TooFar`.
-    Refused,
-}
-
-/// Schedules the timer of the value in slot `index`, as arm `arm`.
-fn arm_timer(
-    engine: &EngineLink,
-    inbox: &Arc<Inbox>,
-    index: usize,
-    arm: u64,
-    deadline: Option<Instant>,
-    far: Far,
-) -> Result<TimerHandle, NoTimer> {
-    let notice = Notice::new(inbox.clone(), Record { index, arm });
-    let callback = move || drop(notice);
-    let scheduled = match deadline {
-        Some(deadline) => engine.schedule_at(deadline, callback),
-        None => Err(ScheduleError::DelayTooLong(callback)),
-    };
-    let scheduled = match scheduled {
-        Err(ScheduleError::DelayTooLong(callback)) if far == Far::StandIn => {
-            engine.schedule_farthest(callback)
-        }
-        scheduled => scheduled,
-    };
-    scheduled.map_err(|refused| {
-        let why = NoTimer::of(&refused);
-        // The callback handed back holds the notice: it was never scheduled.
-        quietly(|| drop(refused));
-        why
-    })
 }
 
 impl<T> DelayQueue<T> {
@@ -262,293 +197,6 @@ impl<T> DelayQueue<T> {
             taken: Vec::new(),
             ids: Ids { next: 0, end: 0 },
             floor: capacity,
-        }
-    }
-
-    /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
-    ///
-    /// Never fails: a delay beyond the engine's range keeps the value until the engine shuts
-    /// down, and an engine that refuses the timer (shut down, or at its cap) makes the value
-    /// due at once. See [When the engine refuses](Self#when-the-engine-refuses), and
-    /// [`try_insert`](Self::try_insert) to be told instead.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("request 1", Duration::from_secs(30));
-    /// assert!(queue.deadline(&key).is_some());
-    /// assert_eq!(queue.len(), 1);
-    /// ```
-    pub fn insert(&mut self, value: T, delay: Duration) -> Key {
-        let deadline = self.engine.now().checked_add(delay);
-        self.insert_with(value, deadline)
-    }
-
-    /// Holds `value` until `deadline`, and returns its key. A deadline already past makes the
-    /// value due on the engine's next turn. As [`insert`](Self::insert) otherwise.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let at = Instant::now() + Duration::from_secs(30);
-    /// let key = queue.insert_at("request 1", at);
-    /// assert_eq!(queue.deadline(&key), Some(at));
-    /// ```
-    pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
-        self.insert_with(value, Some(deadline))
-    }
-
-    /// As [`insert`](Self::insert), but a value the engine cannot give a timer is handed back.
-    ///
-    /// # Errors
-    /// [`InsertError::DelayTooLong`] if `delay` is beyond the engine's range,
-    /// [`InsertError::Full`] if the engine is at its cap, [`InsertError::Shutdown`] if it was
-    /// shut down. Each holds the value.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::InsertError;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// assert!(queue.try_insert("ok", Duration::from_secs(1)).is_ok());
-    /// let far = engine.max_delay() * 2;
-    /// assert!(matches!(queue.try_insert("far", far), Err(InsertError::DelayTooLong("far"))));
-    /// assert_eq!(queue.len(), 1);
-    /// ```
-    pub fn try_insert(&mut self, value: T, delay: Duration) -> Result<Key, InsertError<T>> {
-        let deadline = self.engine.now().checked_add(delay);
-        self.try_insert_with(value, deadline)
-    }
-
-    /// As [`insert_at`](Self::insert_at), but a value the engine cannot give a timer is handed
-    /// back.
-    ///
-    /// # Errors
-    /// As [`try_insert`](Self::try_insert).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.try_insert_at(5, Instant::now() + Duration::from_secs(1)).unwrap();
-    /// assert_eq!(queue.remove(&key), Ok(5));
-    /// ```
-    pub fn try_insert_at(&mut self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
-        self.try_insert_with(value, Some(deadline))
-    }
-
-    /// Inserts `value`, keeping it if the engine gives it no timer (see
-    /// [When the engine refuses](Self#when-the-engine-refuses)).
-    fn insert_with(&mut self, value: T, deadline: Option<Instant>) -> Key {
-        let generation = self.ids.next();
-        let index = self.slab.next_index();
-        let armed = arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            generation,
-            deadline,
-            Far::StandIn,
-        );
-        let (timer, due_now) = match armed {
-            Ok(timer) => (Some(timer), false),
-            Err(NoTimer::TooFar) => (None, false),
-            Err(NoTimer::Shutdown | NoTimer::Full) => (None, true),
-        };
-        self.place(generation, value, deadline, timer, due_now)
-    }
-
-    /// Inserts `value` if the engine gives it a timer, else hands it back.
-    fn try_insert_with(
-        &mut self,
-        value: T,
-        deadline: Option<Instant>,
-    ) -> Result<Key, InsertError<T>> {
-        let generation = self.ids.next();
-        let index = self.slab.next_index();
-        match arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            generation,
-            deadline,
-            Far::Refused,
-        ) {
-            Ok(timer) => Ok(self.place(generation, value, deadline, Some(timer), false)),
-            Err(why) => Err(why.error(value)),
-        }
-    }
-
-    /// Stores a value in the slot `next_index` announced, its first arm being its generation.
-    fn place(
-        &mut self,
-        generation: u64,
-        value: T,
-        deadline: Option<Instant>,
-        timer: Option<TimerHandle>,
-        due_now: bool,
-    ) -> Key {
-        let entry = Entry {
-            value,
-            deadline,
-            timer,
-            arm: generation,
-        };
-        let index = self.slab.insert(generation, entry);
-        if due_now {
-            self.make_due(index, generation, generation, deadline);
-        }
-        Key::new(index, generation)
-    }
-
-    /// Puts the value in slot `index` among the values due, as arm `arm`, and wakes the task
-    /// waiting on the queue.
-    fn make_due(&mut self, index: usize, generation: u64, arm: u64, deadline: Option<Instant>) {
-        let deadline = deadline.unwrap_or_else(|| self.engine.now());
-        self.due.push(Reverse(Due {
-            deadline,
-            generation,
-            index,
-            arm,
-        }));
-        if let Some(waker) = self.inbox.take_waker() {
-            waker.wake();
-        }
-    }
-
-    /// Takes the value of `key` out of the queue, cancelling its timer.
-    ///
-    /// # Errors
-    /// [`KeyError`] if `key` names no value in the queue (see [Keys](Self#keys)).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("request 1", Duration::from_secs(30));
-    /// assert_eq!(queue.remove(&key), Ok("request 1")); // the response came in time
-    /// assert!(queue.remove(&key).is_err());
-    /// assert_eq!(engine.pending(), 0);
-    /// ```
-    pub fn remove(&mut self, key: &Key) -> Result<T, KeyError> {
-        let entry = self
-            .slab
-            .remove(key.index(), key.generation())
-            .ok_or_else(KeyError::new)?;
-        if let Some(timer) = &entry.timer {
-            quietly(|| timer.cancel());
-        }
-        if self.slab.len() == 0 {
-            self.emptied(true);
-        }
-        Ok(entry.value)
-    }
-
-    /// As [`remove`](Self::remove), with `None` for a key that names no value.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert(1, Duration::from_secs(30));
-    /// assert_eq!(queue.try_remove(&key), Some(1));
-    /// assert_eq!(queue.try_remove(&key), None);
-    /// ```
-    pub fn try_remove(&mut self, key: &Key) -> Option<T> {
-        self.remove(key).ok()
-    }
-
-    /// Moves the deadline of `key`'s value to `delay` from now, whether or not its old deadline
-    /// has passed (a value that expired but was not yet yielded is held again). Pushing a
-    /// pending deadline later moves its timer in place (one CAS on the engine); otherwise the
-    /// value gets a new timer. A deadline the engine refuses is treated as
-    /// [`insert`](Self::insert) treats it.
-    ///
-    /// # Errors
-    /// [`KeyError`] if `key` names no value in the queue.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("idle connection", Duration::from_secs(30));
-    /// clock.advance(Duration::from_secs(20));
-    /// queue.reset(&key, Duration::from_secs(30)).unwrap(); // it saw traffic
-    /// assert_eq!(queue.deadline(&key), Some(clock.now() + Duration::from_secs(30)));
-    /// ```
-    pub fn reset(&mut self, key: &Key, delay: Duration) -> Result<(), KeyError> {
-        let deadline = self.engine.now().checked_add(delay);
-        self.reset_to(key, deadline)
-    }
-
-    /// As [`reset`](Self::reset), to `deadline`.
-    ///
-    /// # Errors
-    /// [`KeyError`] if `key` names no value in the queue.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("a", Duration::from_secs(30));
-    /// let sooner = Instant::now() + Duration::from_secs(1);
-    /// queue.reset_at(&key, sooner).unwrap();
-    /// assert_eq!(queue.deadline(&key), Some(sooner));
-    /// ```
-    pub fn reset_at(&mut self, key: &Key, deadline: Instant) -> Result<(), KeyError> {
-        self.reset_to(key, Some(deadline))
-    }
-
-    fn reset_to(&mut self, key: &Key, deadline: Option<Instant>) -> Result<(), KeyError> {
-        let index = key.index();
-        let generation = key.generation();
-        let entry = self
-            .slab
-            .get_mut(index, generation)
-            .ok_or_else(KeyError::new)?;
-        entry.deadline = deadline;
-        if let (Some(timer), Some(deadline)) = (&entry.timer, deadline) {
-            // Fails if the timer fired (its record may be on its way) or was let go, or if the
-            // new deadline is beyond the engine's range.
-            if timer.reset_at(deadline) {
-                return Ok(());
-            }
-        }
-        self.rearm(index, generation);
-        Ok(())
-    }
-
-    /// Gives the value in slot `index` (of `generation`) a new timer for its deadline,
-    /// cancelling the old one; a refusal makes it due at once.
-    fn rearm(&mut self, index: usize, generation: u64) {
-        let arm = self.ids.next();
-        let Some(entry) = self.slab.get_mut(index, generation) else {
-            return;
-        };
-        if let Some(timer) = entry.timer.take() {
-            quietly(|| timer.cancel());
-        }
-        // A new arm: whatever the old timer recorded, or the queue took in, is stale now.
-        entry.arm = arm;
-        let deadline = entry.deadline;
-        let armed = arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            arm,
-            deadline,
-            Far::StandIn,
-        );
-        match armed {
-            Ok(timer) => entry.timer = Some(timer),
-            // The end of a manual clock's time: no tick is left to hold a stand-in at.
-            Err(NoTimer::TooFar) => {}
-            Err(NoTimer::Shutdown | NoTimer::Full) => {
-                self.make_due(index, generation, arm, deadline);
-            }
         }
     }
 
@@ -682,7 +330,7 @@ impl<T> DelayQueue<T> {
 
     /// The queue holds no value any more: drops what is left of the values due and the records
     /// (all stale), their storage beyond the floor, and wakes the waiting task if `wake`.
-    fn emptied(&mut self, wake: bool) {
+    pub(super) fn emptied(&mut self, wake: bool) {
         self.due.clear();
         self.due.shrink_to(self.floor);
         self.taken.shrink_to(self.floor);
@@ -693,123 +341,11 @@ impl<T> DelayQueue<T> {
             }
         }
     }
-
-    /// The next value whose deadline has passed, soonest first.
-    ///
-    /// - `Ready(Some(expired))`: a value expired; it is out of the queue, and its key names
-    ///   nothing any more.
-    /// - `Pending`: no value has expired yet; the task is woken when one does (or when the last
-    ///   value is removed, or when a value is made due at once).
-    /// - `Ready(None)`: the queue is empty. The task is not woken by a later insert.
-    ///
-    /// ```
-    /// use std::task::{Context, Poll};
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    /// assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
-    /// queue.insert("x", Duration::from_secs(1));
-    /// assert!(queue.poll_expired(&mut cx).is_pending());
-    /// clock.advance(Duration::from_secs(1));
-    /// match queue.poll_expired(&mut cx) {
-    ///     Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "x"),
-    ///     _ => unreachable!(),
-    /// }
-    /// ```
-    pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        loop {
-            let took = self.take_in(cx.waker());
-            if let Some(expired) = self.pop_due() {
-                return Poll::Ready(Some(expired));
-            }
-            if self.slab.len() == 0 {
-                return Poll::Ready(None);
-            }
-            if !took {
-                // The inbox was empty, and `waker` is registered with it.
-                return Poll::Pending;
-            }
-        }
-    }
-
-    /// Moves the records of fired timers from the inbox to the values due, dropping stale
-    /// ones. `false` if there were none, and then `waker` is registered for the next one.
-    fn take_in(&mut self, waker: &Waker) -> bool {
-        if !self.inbox.take_or_register(&mut self.taken, waker) {
-            return false;
-        }
-        // Read once, after the records were taken: each timer fired before its record came.
-        let now = self.engine.now();
-        let mut taken = std::mem::take(&mut self.taken);
-        for record in taken.drain(..) {
-            let Some((generation, entry)) = self.slab.get_at(record.index) else {
-                continue;
-            };
-            if entry.arm != record.arm {
-                continue;
-            }
-            // A timer never fires before its deadline: one that did not reach it is a
-            // stand-in for a deadline beyond the engine's range, come due (renewed here) or
-            // handed back at shutdown (the value comes out, as every held one does then).
-            let deadline = entry.deadline.filter(|&deadline| deadline <= now);
-            match deadline {
-                Some(deadline) => self.due.push(Reverse(Due {
-                    deadline,
-                    generation,
-                    index: record.index,
-                    arm: record.arm,
-                })),
-                None if self.engine.is_shutdown() => {
-                    self.make_due(record.index, generation, record.arm, entry.deadline);
-                }
-                None => self.rearm(record.index, generation),
-            }
-        }
-        self.taken = taken;
-        true
-    }
-
-    /// Takes the soonest value due out of the queue, skipping stale entries.
-    fn pop_due(&mut self) -> Option<Expired<T>> {
-        while let Some(Reverse(due)) = self.due.pop() {
-            let current = self
-                .slab
-                .get_at(due.index)
-                .is_some_and(|(generation, entry)| {
-                    generation == due.generation && entry.arm == due.arm
-                });
-            if !current {
-                continue;
-            }
-            // Its timer fired or was let go: there is nothing to cancel.
-            let Some(entry) = self.slab.remove(due.index, due.generation) else {
-                continue;
-            };
-            if self.slab.len() == 0 {
-                // The task polling is the one that would be woken: no need.
-                self.emptied(false);
-            }
-            let key = Key::new(due.index, due.generation);
-            return Some(Expired::new(entry.value, key, due.deadline));
-        }
-        None
-    }
 }
 
 // The queue never pins its values (they move in and out of the slab freely), so pinning the
 // queue promises nothing about them.
 impl<T> Unpin for DelayQueue<T> {}
-
-impl<T> Stream for DelayQueue<T> {
-    type Item = Expired<T>;
-
-    /// As [`DelayQueue::poll_expired`]: the stream ends (for now) when the queue is empty.
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        self.get_mut().poll_expired(cx)
-    }
-}
 
 impl<T> Drop for DelayQueue<T> {
     fn drop(&mut self) {

@@ -15,11 +15,10 @@ use super::error::ScheduleError;
 use super::routing::task_hash;
 use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
-use crate::entry::{unbox, CallbackBox, Entry, EntryRef};
-use crate::shard::{Lane, Stopped};
+use crate::shard::Stopped;
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
-use crate::timer::{Interval, Repeating, Sleep, Timeout, TimerHandle};
+use crate::timer::{fresh, schedule, FirstRun, Interval, OneShot, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -247,20 +246,15 @@ impl TimerEngine {
         let lane = self.core.lane_for(route);
         let clock = &self.core.clock;
         let start = clock.now();
-        let first = start.checked_add(period);
-        let tick = match lane.admit(first.and_then(|first| clock.tick_at(first))) {
-            Ok(tick) => tick,
-            Err(refusal) => return Err(ScheduleError::refused(refusal, callback)),
+        let tick = start
+            .checked_add(period)
+            .and_then(|first| clock.tick_at(first));
+        let job = FirstRun {
+            run: callback,
+            start,
+            period,
         };
-        let mut entry = EntryRef::new(Entry::new_repeating(tick));
-        let repeating = Repeating::new(callback, start, period, lane.clone());
-        match EntryRef::get_mut(&mut entry) {
-            Some(unshared) => unshared.install(CallbackBox::new(repeating)),
-            None => unreachable!("a new entry is not shared yet"),
-        }
-        TimerHandle::enqueue(lane, Lane::ownership(lane), entry).map_err(|callback| {
-            ScheduleError::Shutdown(unbox::<Repeating<F>>(callback).into_inner())
-        })
+        schedule(lane, tick, job, fresh).map_err(ScheduleError::not_queued)
     }
 
     /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
@@ -471,9 +465,11 @@ impl TimerEngine {
         F: FnOnce() + Send + 'static,
     {
         let lane = self.core.lane_for(route);
-        // SAFETY: this is a call on the engine.
-        unsafe { TimerHandle::schedule_reusing(lane, tick, callback) }
-            .map_err(ScheduleError::not_queued)
+        schedule(lane, tick, OneShot(callback), |ownership, entry| {
+            // SAFETY: this is a call on the engine, as `Lane::new_entry` requires.
+            unsafe { lane.new_entry(ownership, entry) }
+        })
+        .map_err(ScheduleError::not_queued)
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about

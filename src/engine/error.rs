@@ -3,9 +3,7 @@
 use std::error::Error;
 use std::fmt;
 
-use crate::entry::unbox;
 use crate::shard::Refusal;
-use crate::timer::NotQueued;
 
 /// Why [`Builder::build`](crate::Builder::build) refused.
 #[derive(Debug)]
@@ -96,15 +94,10 @@ impl<F> ScheduleError<F> {
         }
     }
 
-    /// The error for a one-shot timer that was not queued, handing its callback back.
-    pub(super) fn not_queued(not_queued: NotQueued<F>) -> Self
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        match not_queued {
-            NotQueued::Refused(refusal, callback) => ScheduleError::refused(refusal, callback),
-            NotQueued::TakenBack(callback) => ScheduleError::Shutdown(unbox(callback)),
-        }
+    /// The error for a timer that was not queued (see `timer::schedule`), handing `callback`
+    /// back.
+    pub(super) fn not_queued((refusal, callback): (Refusal, F)) -> Self {
+        ScheduleError::refused(refusal, callback)
     }
 
     /// The callback that was not scheduled.

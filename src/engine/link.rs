@@ -16,7 +16,7 @@ use super::api::TimerEngine;
 use super::core::EngineCore;
 use super::error::ScheduleError;
 use crate::sync::Arc;
-use crate::timer::TimerHandle;
+use crate::timer::{fresh, schedule, OneShot, TimerHandle};
 
 /// A handle on an engine's scheduling and clock that does not borrow the engine.
 #[derive(Clone)]
@@ -43,9 +43,7 @@ impl EngineLink {
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core.lane_for_task();
-        TimerHandle::schedule(lane, self.core.clock.tick_at(deadline), callback)
-            .map_err(ScheduleError::not_queued)
+        self.schedule_on(self.core.clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), at the farthest deadline the engine takes
@@ -55,9 +53,20 @@ impl EngineLink {
     where
         F: FnOnce() + Send + 'static,
     {
+        self.schedule_on(self.core.clock.farthest_tick(), callback)
+    }
+
+    /// Schedules `callback` at `tick` on the calling task's lane, in a new entry.
+    fn schedule_on<F>(
+        &self,
+        tick: Option<u64>,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
         let lane = self.core.lane_for_task();
-        TimerHandle::schedule(lane, self.core.clock.farthest_tick(), callback)
-            .map_err(ScheduleError::not_queued)
+        schedule(lane, tick, OneShot(callback), fresh).map_err(ScheduleError::not_queued)
     }
 
     /// As [`TimerEngine::is_shutdown`].

@@ -4,8 +4,8 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
-use crate::shard::{Lane, Ownership, Refusal};
+use crate::entry::{CallbackBox, EntryRef, Lifecycle};
+use crate::shard::{Lane, Ownership};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
@@ -20,14 +20,6 @@ use crate::sync::Arc;
 pub struct TimerHandle {
     entry: EntryRef,
     lane: Arc<Lane>,
-}
-
-/// Why `TimerHandle::schedule` queued no timer.
-pub(crate) enum NotQueued<F> {
-    /// Refused at admission; the callback, as it was given.
-    Refused(Refusal, F),
-    /// Admitted, then taken back by a shutdown that raced the queueing; the callback, boxed.
-    TakenBack(CallbackBox),
 }
 
 /// Where a timer is in its life, as [`TimerHandle::state`] reads it.
@@ -52,61 +44,9 @@ impl TimerHandle {
         TimerHandle { entry, lane }
     }
 
-    /// Admits and queues a one-shot timer running `callback` at `tick` (`None`: beyond the
-    /// wheel's range) on `lane`, in a new entry: the scheduling path of every one-shot timer
-    /// (the engine's, a sleep's, a delay queue's).
-    pub(crate) fn schedule<F>(
-        lane: &Arc<Lane>,
-        tick: Option<u64>,
-        callback: F,
-    ) -> Result<TimerHandle, NotQueued<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        TimerHandle::schedule_into(lane, tick, callback, |_, entry| EntryRef::new(entry))
-    }
-
-    /// As [`schedule`](Self::schedule), with the entry from the lane's owner's spares or chunk
-    /// if the calling thread owns the lane (see `Lane::new_entry`).
-    ///
-    /// # Safety
-    /// The caller is inside a call on the lane's engine (as `Lane::new_entry` requires).
-    pub(crate) unsafe fn schedule_reusing<F>(
-        lane: &Arc<Lane>,
-        tick: Option<u64>,
-        callback: F,
-    ) -> Result<TimerHandle, NotQueued<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        // SAFETY: passed on from the caller.
-        TimerHandle::schedule_into(lane, tick, callback, |ownership, entry| unsafe {
-            lane.new_entry(ownership, entry)
-        })
-    }
-
-    fn schedule_into<F>(
-        lane: &Arc<Lane>,
-        tick: Option<u64>,
-        callback: F,
-        make: impl FnOnce(Ownership, Entry) -> EntryRef,
-    ) -> Result<TimerHandle, NotQueued<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let tick = match lane.admit(tick) {
-            Ok(tick) => tick,
-            Err(refusal) => return Err(NotQueued::Refused(refusal, callback)),
-        };
-        let callback = CallbackBox::new(callback);
-        let ownership = Lane::ownership(lane);
-        let entry = make(ownership, Entry::new(tick, callback));
-        TimerHandle::enqueue(lane, ownership, entry).map_err(NotQueued::TakenBack)
-    }
-
     /// Queues `entry`, admitted by `Lane::admit`, on `lane` (as `Lane::enqueue`) and hands out
     /// its handle.
-    pub(crate) fn enqueue(
+    pub(super) fn enqueue(
         lane: &Arc<Lane>,
         ownership: Ownership,
         entry: EntryRef,

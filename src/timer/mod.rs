@@ -3,15 +3,17 @@
 //! - `handle`: [`TimerHandle`], cancel, reset and look at one timer.
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
 //! - `repeating`: the runner that re-arms a repeating timer after each run.
+//! - `schedule`: the one scheduling path every timer takes, one-shot or repeating.
 //! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
 
 mod handle;
 mod interval;
 mod repeating;
+mod schedule;
 mod sleep;
 
-pub(crate) use handle::NotQueued;
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
-pub(crate) use repeating::Repeating;
+pub(crate) use repeating::FirstRun;
+pub(crate) use schedule::{fresh, schedule, OneShot};
 pub use sleep::{Elapsed, Sleep, Timeout};

@@ -12,9 +12,39 @@
 
 use std::time::{Duration, Instant};
 
-use crate::entry::{Boxed, Callback, EntryRef};
+use super::schedule::Job;
+use crate::entry::{unbox, Boxed, Callback, CallbackBox, Entry, EntryRef};
 use crate::shard::Lane;
 use crate::sync::Arc;
+
+/// A repeating timer as it is scheduled: its first run is due at `start + period`.
+pub(crate) struct FirstRun<F> {
+    pub(crate) run: F,
+    pub(crate) start: Instant,
+    pub(crate) period: Duration,
+}
+
+impl<F: FnMut() + Send + 'static> Job for FirstRun<F> {
+    type Value = F;
+
+    /// A repeating entry whose runner re-arms it on `lane` after each run.
+    #[inline]
+    fn entry(self, lane: &Arc<Lane>, tick: u64) -> Entry {
+        let runner = Repeating::new(self.run, self.start, self.period, lane.clone());
+        let mut entry = Entry::new_repeating(tick);
+        entry.install(CallbackBox::new(runner));
+        entry
+    }
+
+    #[inline]
+    fn refused(self) -> F {
+        self.run
+    }
+
+    fn taken_back(callback: CallbackBox) -> F {
+        unbox::<Repeating<F>>(callback).into_inner()
+    }
+}
 
 pub(crate) struct Repeating<F> {
     run: F,
@@ -27,7 +57,7 @@ pub(crate) struct Repeating<F> {
 }
 
 impl<F> Repeating<F> {
-    pub(crate) fn new(run: F, start: Instant, period: Duration, lane: Arc<Lane>) -> Self {
+    fn new(run: F, start: Instant, period: Duration, lane: Arc<Lane>) -> Self {
         Repeating {
             run,
             start,
@@ -37,7 +67,7 @@ impl<F> Repeating<F> {
         }
     }
 
-    pub(crate) fn into_inner(self) -> F {
+    fn into_inner(self) -> F {
         self.run
     }
 

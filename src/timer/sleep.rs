@@ -35,7 +35,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::handle::{NotQueued, TimerHandle};
+use super::handle::TimerHandle;
+use super::schedule::{fresh, schedule, OneShot};
 use crate::shard::{Lane, Refusal};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::time::TickClock;
@@ -126,7 +127,7 @@ impl Sleep {
 
     /// Schedules a timer that fires `wake` at `tick`, or, for `None` (too far away: as good as
     /// forever), a stand-in at the farthest tick the engine takes. The only path by which a
-    /// sleep gets a timer (through `TimerHandle::schedule`). On a refusal, hands `wake` back
+    /// sleep gets a timer (through `timer::schedule`). On a refusal, hands `wake` back
     /// with it, fired: the callback that was not queued dropped its guard.
     fn schedule(
         lane: &Arc<Lane>,
@@ -139,7 +140,7 @@ impl Sleep {
             return Ok(Sleep::unheld(lane, wake, true));
         };
         let guard = WakeOnDrop(wake.clone());
-        match TimerHandle::schedule(lane, Some(tick), move || drop(guard)) {
+        match schedule(lane, Some(tick), OneShot(move || drop(guard)), fresh) {
             Ok(timer) => Ok(Sleep {
                 wake,
                 timer: Some(timer),
@@ -147,13 +148,9 @@ impl Sleep {
                 lane: lane.clone(),
             }),
             // Dropping the callback (the guard) fires `wake`: the sleep has ended.
-            Err(NotQueued::Refused(refusal, callback)) => {
+            Err((refusal, callback)) => {
                 drop(callback);
                 Err((refusal, wake))
-            }
-            Err(NotQueued::TakenBack(callback)) => {
-                drop(callback);
-                Err((Refusal::Shutdown, wake))
             }
         }
     }

@@ -52,6 +52,15 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Scales counts down under Miri.
+pub fn scaled(n: usize) -> usize {
+    if cfg!(miri) {
+        (n / 100).max(4)
+    } else {
+        n
+    }
+}
+
 /// A tiny deterministic generator (splitmix64) for delays and choices.
 pub struct SplitMix(pub u64);
 

@@ -1,0 +1,75 @@
+//! The one path by which every timer gets onto a shard: admit it under the cap, build its
+//! entry, queue it on the lane, and on a refusal hand the caller's value back.
+//!
+//! What differs between timers is a [`Job`]: a one-shot callback ([`OneShot`]: the engine's
+//! `schedule`, a sleep's wake-up, a delay queue's record) or a repeating one
+//! (`repeating::FirstRun`). Where the entry lives is the caller's choice: a block of its own
+//! ([`fresh`]) or, inside a call on the engine, the lane's spares and chunks (`Lane::new_entry`).
+
+use super::handle::TimerHandle;
+use crate::entry::{unbox, CallbackBox, Entry, EntryRef};
+use crate::shard::{Lane, Ownership, Refusal};
+use crate::sync::Arc;
+
+/// What a timer runs, as [`schedule`] builds its entry from it.
+pub(crate) trait Job {
+    /// What a refusal hands back to the caller.
+    type Value;
+
+    /// The entry of a timer admitted at `tick` on `lane`.
+    fn entry(self, lane: &Arc<Lane>, tick: u64) -> Entry;
+
+    /// The value of a job refused at admission.
+    fn refused(self) -> Self::Value;
+
+    /// The value of a job whose queued callback a racing shutdown gave back.
+    fn taken_back(callback: CallbackBox) -> Self::Value;
+}
+
+/// A callback run once.
+pub(crate) struct OneShot<F>(pub(crate) F);
+
+impl<F: FnOnce() + Send + 'static> Job for OneShot<F> {
+    type Value = F;
+
+    #[inline]
+    fn entry(self, _: &Arc<Lane>, tick: u64) -> Entry {
+        Entry::new(tick, CallbackBox::new(self.0))
+    }
+
+    #[inline]
+    fn refused(self) -> F {
+        self.0
+    }
+
+    fn taken_back(callback: CallbackBox) -> F {
+        unbox(callback)
+    }
+}
+
+/// An entry in a block of its own: the allocation for calls that may outlive the engine.
+#[inline]
+pub(crate) fn fresh(_: Ownership, entry: Entry) -> EntryRef {
+    EntryRef::new(entry)
+}
+
+/// Admits `job` due at `tick` (`None`: beyond the wheel's range) on `lane`, puts its entry
+/// where `place` says, and queues it. A refusal, at admission or by a shutdown racing the
+/// queueing, hands the job's value back with its reason.
+#[inline]
+pub(crate) fn schedule<J: Job>(
+    lane: &Arc<Lane>,
+    tick: Option<u64>,
+    job: J,
+    place: impl FnOnce(Ownership, Entry) -> EntryRef,
+) -> Result<TimerHandle, (Refusal, J::Value)> {
+    let tick = match lane.admit(tick) {
+        Ok(tick) => tick,
+        Err(refusal) => return Err((refusal, job.refused())),
+    };
+    let entry = job.entry(lane, tick);
+    let ownership = Lane::ownership(lane);
+    let entry = place(ownership, entry);
+    TimerHandle::enqueue(lane, ownership, entry)
+        .map_err(|callback| (Refusal::Shutdown, J::taken_back(callback)))
+}
