@@ -33,8 +33,8 @@ pub struct TimerEngine {
 }
 
 impl TimerEngine {
-    /// A builder with the defaults: one shard per core, 1 ms tick, a rayon callback pool,
-    /// no cap, pinned tick threads.
+    /// A builder with the defaults: one shard per cpu, 1 ms tick, the process's shared
+    /// callback pool, no cap, unpinned tick threads.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
