@@ -56,7 +56,7 @@
 //! 4. **Fire.** The shard advances its wheel to the current tick and wins INIT→EXPIRED for
 //!    each due entry. The turn's callbacks are handed over to the executor as one batch and
 //!    each runs under `catch_unwind`; a one-shot timer's place under the cap is released when
-//!    its callback returns (src/callbacks/run.rs). After a repeating timer's callback returns,
+//!    its callback begins (src/callbacks/run.rs). After a repeating timer's callback returns,
 //!    the thread that ran it re-arms the entry, EXPIRED→INIT, and queues it again
 //!    (src/timer/repeating.rs).
 //! 5. **Memory back.** The one-shot entries a turn fired that no handle holds have their slots
@@ -86,7 +86,7 @@
 //! - **One thread per wheel.** Only the shard's tick thread touches its wheel and the links of
 //!   the entries in it; shutdown empties the wheel only after joining that thread.
 //! - **The cap bounds what the engine holds.** A timer holds its place from admission until
-//!   its callback returns, it is handed back, or (cancelled) its shard drops its entry; a
+//!   its callback begins, it is handed back, or (cancelled) its shard drops its entry; a
 //!   repeating timer holds one place until it stops.
 //! - **Cancelled memory comes back within about a tick.** The unlink request of a timer
 //!   cancelled while linked wakes its shard, which unlinks the entry on its next turn.

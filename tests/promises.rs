@@ -475,3 +475,78 @@ fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
         }
     }
 }
+
+/// Re-arms a timer from its own callback `runs` times on `engine`, whose cap is one: each
+/// callback schedules its successor, the way a heartbeat or an idle check re-arms itself.
+fn rearm_from_its_own_callback(engine: TimerEngine, runs: usize) {
+    fn arm(engine: Arc<TimerEngine>, left: usize, done: mpsc::Sender<()>) {
+        let next = engine.clone();
+        // A refusal drops the callback and `done` with it: the receiver sees the channel close.
+        let _ = engine.schedule(Duration::from_millis(1), move || {
+            if left > 1 {
+                arm(next, left - 1, done);
+            } else {
+                done.send(()).unwrap();
+            }
+        });
+    }
+    let engine = Arc::new(engine);
+    let (done, finished) = mpsc::channel();
+    arm(engine.clone(), runs, done);
+    assert_eq!(
+        finished.recv_timeout(PATIENCE),
+        Ok(()),
+        "every re-arming was taken under a cap of one"
+    );
+}
+
+#[test]
+fn a_callback_can_rearm_itself_at_a_cap_of_one_on_the_pool() {
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .max_pending(1)
+        .build()
+        .unwrap();
+    rearm_from_its_own_callback(engine, 10);
+}
+
+#[test]
+fn a_callback_can_rearm_itself_at_a_cap_of_one_inline() {
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .max_pending(1)
+        .build()
+        .unwrap();
+    rearm_from_its_own_callback(engine, 10);
+}
+
+#[test]
+fn filling_up_to_pending_after_a_cancel_reaches_the_cap_exactly() {
+    const CAP: usize = 8;
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .max_pending(CAP)
+        .build()
+        .unwrap();
+    // The shard is held, so the cancelled timer below keeps its place until it is let go.
+    let go = hold_a_callback_thread(&engine);
+    let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    assert!(cancelled.cancel());
+    let mut held = Vec::new();
+    while engine.pending() < CAP as u64 {
+        held.push(engine.schedule(Duration::from_secs(60), || {}).unwrap());
+    }
+    assert!(matches!(
+        engine.schedule(Duration::from_secs(60), || {}),
+        Err(ScheduleError::Full(_))
+    ));
+    assert_eq!(
+        held.len(),
+        CAP - 1,
+        "the cancelled timer counts until its shard drops it"
+    );
+    go.send(()).unwrap();
+    assert_eq!(engine.shutdown().len(), CAP - 1);
+}

@@ -105,7 +105,7 @@ impl Executor {
     }
 
     /// Runs `batch`, counting panics against `shard`. A one-shot timer keeps its place under
-    /// the engine's cap until its callback has returned, so the cap also bounds what waits for
+    /// the engine's cap until its callback begins, so the cap also bounds what waits for
     /// a pool thread (a repeating timer keeps its place until it stops, see
     /// `timer::repeating`).
     pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>) {

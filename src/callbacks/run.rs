@@ -32,18 +32,17 @@ pub(super) enum Runner {
 }
 
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
-/// and releasing its place under the cap once it returns (see `Executor::run`).
+/// and releasing a one-shot timer's place under the cap as it begins (see `Executor::run`).
 pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: Runner) {
-    let ends = !fired.repeats();
+    if !fired.repeats() {
+        // Before the callback runs, so that it can schedule its successor at the cap.
+        shard.release_place();
+    }
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     shard.runs().begin(runner);
     let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
     shard.runs().end(runner);
     RUNNING_FOR.with(|running| running.set(outer));
-    if ends {
-        // Its place under the cap, held until now (see `Executor::run`); nothing without one.
-        shard.release_place();
-    }
     if let Err(payload) = outcome {
         shard.add_panicked();
         crate::trace::callback_panicked(&*payload);

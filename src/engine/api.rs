@@ -505,9 +505,13 @@ impl TimerEngine {
         self.core.clock.now()
     }
 
-    /// The number of timers neither fired, cancelled nor handed back. Exact whenever the
-    /// threads scheduling and cancelling are quiet and no shard is in a turn (a timer its
-    /// shard is firing counts until the turn ends).
+    /// The number of timers the engine holds. Without a cap: those neither fired, cancelled
+    /// nor handed back ([`Stats::pending`]), exact whenever the threads scheduling and
+    /// cancelling are quiet and no shard is in a turn. With
+    /// [`max_pending`](crate::Builder::max_pending): what the cap counts, which also holds a
+    /// cancelled timer until its shard drops it (within about a tick) and a fired one until
+    /// its callback begins, so that filling the engine while `pending()` is below the cap
+    /// stops exactly at it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -519,7 +523,10 @@ impl TimerEngine {
     /// assert_eq!(engine.pending(), 1);
     /// ```
     pub fn pending(&self) -> u64 {
-        self.stats().pending
+        match self.core.shards[0].cap_used() {
+            Some(used) => u64::try_from(used).unwrap_or(u64::MAX),
+            None => self.stats().pending,
+        }
     }
 
     /// A snapshot of the engine's counters.

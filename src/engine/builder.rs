@@ -210,9 +210,10 @@ impl Builder {
     ///
     /// The cap bounds the engine's timer memory, whatever its shards and callbacks are doing: a
     /// timer holds its place from `schedule` until the engine is done with it. That is when its
-    /// callback has returned, when it is handed back, or, once cancelled, when its shard drops
-    /// it (on the shard's next turn, within about a tick); a repeating timer holds its place
-    /// until it stops. A producer that outruns a stalled shard or a busy callback pool gets
+    /// callback begins (so a callback can always schedule its successor), when it is handed
+    /// back, or, once cancelled, when its shard drops it (on the shard's next turn, within
+    /// about a tick); a repeating timer holds its place until it stops.
+    /// [`TimerEngine::pending`](crate::TimerEngine::pending) reads what the cap counts. A producer that outruns a stalled shard or a busy callback pool gets
     /// `Full` rather than piling up memory.
     ///
     /// ```

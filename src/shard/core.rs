@@ -132,6 +132,11 @@ impl ShardCore {
         self.stop.load(Ordering::Acquire)
     }
 
+    /// The places taken under the engine's cap, if it has one.
+    pub(crate) fn cap_used(&self) -> Option<usize> {
+        self.cap.as_ref().map(|cap| cap.used())
+    }
+
     /// Whether the engine has a cap on pending timers.
     pub(super) fn has_cap(&self) -> bool {
         self.cap.is_some()

@@ -2,7 +2,7 @@
 //!
 //! A lane takes a place when it admits a timer, and the schedule is refused with `Full` when
 //! none is left. A place is released when the engine is done with the timer: when its callback
-//! has returned; when it is handed back at shutdown or taken back by a schedule that raced
+//! begins (so that a callback can schedule its successor at the cap); when it is handed back at shutdown or taken back by a schedule that raced
 //! shutdown; or, once cancelled, when its shard drops its entry (on taking it off a queue if it
 //! was cancelled while queued, on taking its unlink request if it was linked). A repeating
 //! timer holds one place for its whole life. So the cap bounds the engine's timer memory even
@@ -34,6 +34,12 @@ impl Cap {
             return false;
         }
         true
+    }
+
+    /// How many places are taken.
+    pub(crate) fn used(&self) -> usize {
+        // Relaxed: a reading for the caller, ordered with nothing else.
+        self.used.load(Ordering::Relaxed)
     }
 
     /// Releases `n` places (timers the engine is done with).
