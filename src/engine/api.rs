@@ -22,11 +22,22 @@ use crate::timer::{fresh, schedule, FirstRun, Interval, OneShot, Sleep, Timeout,
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
-/// `TimerEngine` is `Send + Sync`: share it by reference or in an `Arc`. Dropping it shuts it
-/// down (dropping the timers that never ran) and joins every thread it started.
+/// `TimerEngine` is `Send + Sync`, and a clone is one more reference to the same engine (one
+/// reference count). Dropping the last clone shuts the engine down as
+/// [`shutdown`](Self::shutdown) does, dropping the timers that never ran: it stops the tick
+/// threads (within a turn), waits for the callbacks running on the engine's pool or tick
+/// threads, and joins the threads the engine started. It never waits for a task to run, so
+/// it is safe on an async runtime's worker thread; it blocks for as long as the slowest
+/// callback then running takes (callbacks that only wake tasks return at once).
+#[derive(Clone)]
 pub struct TimerEngine {
-    core: Arc<EngineCore>,
-    shutdown: Shutdown,
+    engine: StdArc<Engine>,
+}
+
+/// What the clones of a [`TimerEngine`] share; its drop shuts the engine down.
+pub(super) struct Engine {
+    pub(super) core: Arc<EngineCore>,
+    pub(super) shutdown: Shutdown,
     /// The engine's registration with its manual clock, if it has one and drives its shards
     /// itself: what the clock holds weakly, and the id to unwatch it by.
     watch: Option<(StdArc<ClockWatch>, u64)>,
@@ -56,29 +67,24 @@ impl TimerEngine {
                 (watch, id)
             });
         TimerEngine {
-            core,
-            shutdown: Shutdown::new(runners),
-            watch,
+            engine: StdArc::new(Engine {
+                core,
+                shutdown: Shutdown::new(runners),
+                watch,
+            }),
         }
     }
 
     pub(super) fn core(&self) -> &Arc<EngineCore> {
-        &self.core
+        &self.engine.core
     }
 
-    pub(super) fn shutdown_state(&self) -> &Shutdown {
-        &self.shutdown
-    }
-
-    /// Stops catching up with the manual clock, if the engine was.
-    pub(super) fn unwatch_clock(&self) {
-        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
-            clock.unwatch(*id);
-        }
+    pub(super) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     pub(super) fn add_shard_thread(&self, thread: JoinHandle<Stopped>) {
-        if let Phase::Running(runners) = &mut *self.shutdown.lock() {
+        if let Phase::Running(runners) = &mut *self.engine.shutdown.lock() {
             runners.shard_threads.push(thread);
         }
     }
@@ -103,7 +109,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(task_hash(), self.core.clock.tick_after(delay), callback)
+        self.schedule_routed(task_hash(), self.core().clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -126,7 +132,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(task_hash(), self.core.clock.tick_at(deadline), callback)
+        self.schedule_routed(task_hash(), self.core().clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -149,7 +155,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(key, self.core.clock.tick_after(delay), callback)
+        self.schedule_routed(key, self.core().clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -169,7 +175,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(key, self.core.clock.tick_at(deadline), callback)
+        self.schedule_routed(key, self.core().clock.tick_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -243,8 +249,8 @@ impl TimerEngine {
     where
         F: FnMut() + Send + 'static,
     {
-        let lane = self.core.lane_for(route);
-        let clock = &self.core.clock;
+        let lane = self.core().lane_for(route);
+        let clock = &self.core().clock;
         let start = clock.now();
         let tick = start
             .checked_add(period)
@@ -272,8 +278,8 @@ impl TimerEngine {
     /// assert!(start.elapsed() >= Duration::from_millis(20));
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let lane = self.core.lane_for_task();
-        Sleep::on(lane, self.core.clock.tick_after(delay))
+        let lane = self.core().lane_for_task();
+        Sleep::on(lane, self.core().clock.tick_after(delay))
     }
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
@@ -287,8 +293,8 @@ impl TimerEngine {
     /// assert!(Instant::now() >= deadline);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let lane = self.core.lane_for_task();
-        Sleep::on(lane, self.core.clock.tick_at(deadline))
+        let lane = self.core().lane_for_task();
+        Sleep::on(lane, self.core().clock.tick_at(deadline))
     }
 
     /// As [`sleep`](Self::sleep), but a sleep the engine refuses is an error rather than a
@@ -310,8 +316,8 @@ impl TimerEngine {
     /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Shutdown(()))));
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
-        let lane = self.core.lane_for_task();
-        Sleep::try_on(lane, self.core.clock.tick_after(delay))
+        let lane = self.core().lane_for_task();
+        Sleep::try_on(lane, self.core().clock.tick_after(delay))
             .map_err(|refusal| ScheduleError::refused(refusal, ()))
     }
 
@@ -328,8 +334,8 @@ impl TimerEngine {
     /// assert!(engine.now() >= deadline);
     /// ```
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
-        let lane = self.core.lane_for_task();
-        Sleep::try_on(lane, self.core.clock.tick_at(deadline))
+        let lane = self.core().lane_for_task();
+        Sleep::try_on(lane, self.core().clock.tick_at(deadline))
             .map_err(|refusal| ScheduleError::refused(refusal, ()))
     }
 
@@ -451,7 +457,7 @@ impl TimerEngine {
     /// assert_eq!(interval.tick().now_or_never(), Some(start));
     /// ```
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
-        Interval::new(self.core.lane_for_task(), start, period)
+        Interval::new(self.core().lane_for_task(), start, period)
     }
 
     /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
@@ -464,7 +470,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core.lane_for(route);
+        let lane = self.core().lane_for(route);
         schedule(lane, tick, OneShot(callback), |ownership, entry| {
             // SAFETY: this is a call on the engine, as `Lane::new_entry` requires.
             unsafe { lane.new_entry(ownership, entry) }
@@ -482,7 +488,7 @@ impl TimerEngine {
     /// assert!(engine.schedule(max * 2, || {}).is_err());
     /// ```
     pub fn max_delay(&self) -> Duration {
-        self.core.clock.max_delay()
+        self.core().clock.max_delay()
     }
 
     /// The engine's tick.
@@ -492,7 +498,7 @@ impl TimerEngine {
     /// assert_eq!(engine.tick(), std::time::Duration::from_millis(1));
     /// ```
     pub fn tick(&self) -> Duration {
-        self.core.clock.tick()
+        self.core().clock.tick()
     }
 
     /// The engine's current time: the system's monotonic clock, or its manual clock.
@@ -502,7 +508,7 @@ impl TimerEngine {
     /// assert!(engine.now() <= std::time::Instant::now());
     /// ```
     pub fn now(&self) -> Instant {
-        self.core.clock.now()
+        self.core().clock.now()
     }
 
     /// The number of timers the engine holds. Without a cap: those neither fired, cancelled
@@ -523,7 +529,7 @@ impl TimerEngine {
     /// assert_eq!(engine.pending(), 1);
     /// ```
     pub fn pending(&self) -> u64 {
-        match self.core.shards[0].cap_used() {
+        match self.core().shards[0].cap_used() {
             Some(used) => u64::try_from(used).unwrap_or(u64::MAX),
             None => self.stats().pending,
         }
@@ -541,7 +547,16 @@ impl TimerEngine {
     /// assert_eq!(stats.shards.iter().map(|s| s.pending).sum::<u64>(), 1);
     /// ```
     pub fn stats(&self) -> Stats {
-        self.core.stats()
+        self.core().stats()
+    }
+}
+
+impl Engine {
+    /// Stops catching up with the manual clock, if the engine was.
+    pub(super) fn unwatch_clock(&self) {
+        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
+            clock.unwatch(*id);
+        }
     }
 }
 

@@ -44,11 +44,11 @@ impl TimerEngine {
 
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
     pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
-        let runners = match std::mem::replace(&mut *self.shutdown_state().lock(), Phase::Stopped) {
+        let runners = match std::mem::replace(&mut *self.engine().shutdown.lock(), Phase::Stopped) {
             Phase::Running(runners) => runners,
             _ => return Vec::new(),
         };
-        self.stop_shards();
+        self.engine().stop_shards();
         let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();
         self.core().finish_with(runners.pool, stopped)
     }

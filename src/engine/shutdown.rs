@@ -21,7 +21,7 @@ use std::fmt;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::api::TimerEngine;
+use super::api::{Engine, TimerEngine};
 use super::closing::{Closing, CompleteOnDrop, Duty};
 use super::core::EngineCore;
 use crate::callbacks::{in_callback_of, CallbackPool};
@@ -134,27 +134,47 @@ impl TimerEngine {
     /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
     /// ```
     pub fn shutdown(&self) -> Vec<Unfired> {
-        let inside = in_callback_of(self.core().id);
-        let shutdown = self.shutdown_state();
+        self.engine().shutdown()
+    }
+
+    /// Whether `shutdown` has been called (or the engine dropped). From then on every
+    /// `schedule` is refused.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(!engine.is_shutdown());
+    /// engine.shutdown();
+    /// assert!(engine.is_shutdown());
+    /// ```
+    pub fn is_shutdown(&self) -> bool {
+        self.core().is_shutdown()
+    }
+}
+
+impl Engine {
+    /// See [`TimerEngine::shutdown`].
+    pub(super) fn shutdown(&self) -> Vec<Unfired> {
+        let inside = in_callback_of(self.core.id);
+        let shutdown = &self.shutdown;
         let duty = shutdown.begin(inside, |runners| {
             if runners.driven {
                 // The shards belong to the caller (a driven engine): theirs to stop.
                 return false;
             }
-            crate::trace::shutdown_began(self.core().id);
+            crate::trace::shutdown_began(self.core.id);
             self.stop_shards();
             true
         });
         match duty {
             Duty::Finish(runners) => {
                 let _complete = CompleteOnDrop(shutdown);
-                self.core().finish(runners)
+                self.core.finish(runners)
             }
             Duty::FinishElsewhere(runners) => {
                 // If no thread can be had, the runners go with the closure, the shard threads
                 // exit on their own (their stop flags are set), and the timers still pending
                 // stay where they are, their memory freed as the handles go.
-                let core = self.core().clone();
+                let core = self.core.clone();
                 let finisher =
                     thread::spawn_named("shardwheel-shutdown", move || core.finish(runners));
                 shutdown.finishing(finisher.ok());
@@ -170,23 +190,10 @@ impl TimerEngine {
         }
     }
 
-    /// Whether `shutdown` has been called (or the engine dropped). From then on every
-    /// `schedule` is refused.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(!engine.is_shutdown());
-    /// engine.shutdown();
-    /// assert!(engine.is_shutdown());
-    /// ```
-    pub fn is_shutdown(&self) -> bool {
-        self.core().is_shutdown()
-    }
-
     /// Sets every shard's `stop` flag and wakes it; stops catching up with a manual clock.
     pub(super) fn stop_shards(&self) {
         self.unwatch_clock();
-        for shard in self.core().shards.iter() {
+        for shard in self.core.shards.iter() {
             shard.set_stopped();
             shard.signal().wake();
         }
@@ -258,12 +265,12 @@ impl EngineCore {
     }
 }
 
-impl Drop for TimerEngine {
+impl Drop for Engine {
     fn drop(&mut self) {
         drop(self.shutdown());
-        for lane in self.core().lanes.iter() {
+        for lane in self.core.lanes.iter() {
             // SAFETY: a lane's owner takes spares only inside a call on this engine, and none
-            // can be in progress while it is dropped.
+            // can be in progress while its last clone is dropped.
             unsafe { lane.free_spares() };
         }
     }
