@@ -345,6 +345,18 @@ impl<T> DelayQueue<T> {
 
 // The queue never pins its values (they move in and out of the slab freely), so pinning the
 // queue promises nothing about them.
+impl<T> Default for DelayQueue<T> {
+    /// An empty queue on the [`default_engine`](crate::default_engine).
+    ///
+    /// ```
+    /// let queue: shardwheel::DelayQueue<u32> = shardwheel::DelayQueue::default();
+    /// assert!(queue.is_empty());
+    /// ```
+    fn default() -> Self {
+        DelayQueue::new(crate::default_engine())
+    }
+}
+
 impl<T> Unpin for DelayQueue<T> {}
 
 impl<T> Drop for DelayQueue<T> {

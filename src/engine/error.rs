@@ -26,6 +26,9 @@ pub enum BuildError {
     /// The operating system refused to start a thread: a shard's tick thread, or one of the
     /// engine's callback threads.
     Spawn(std::io::Error),
+    /// [`Builder::build_global`](crate::Builder::build_global) after the default engine had
+    /// started.
+    GlobalAlreadyBuilt,
 }
 
 impl fmt::Display for BuildError {
@@ -43,6 +46,7 @@ impl fmt::Display for BuildError {
             }
             BuildError::ZeroMaxPending => f.write_str("the pending-timer cap must be at least 1"),
             BuildError::Spawn(e) => write!(f, "could not start a thread: {e}"),
+            BuildError::GlobalAlreadyBuilt => f.write_str("the default engine has already started"),
         }
     }
 }

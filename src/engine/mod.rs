@@ -9,6 +9,7 @@
 //! - `closing`: the protocol by which callers of `shutdown` and `drop` meet.
 //! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
+//! - `global`: the default engine, [`default_engine`].
 //! - `link`: `EngineLink`, what the layers above keep of an engine beyond a borrow of it.
 
 mod api;
@@ -16,6 +17,7 @@ mod builder;
 mod closing;
 mod core;
 mod error;
+mod global;
 #[cfg(test)]
 mod hooks;
 mod link;
@@ -28,6 +30,10 @@ mod tests;
 pub use self::api::TimerEngine;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError};
+pub use self::global::{
+    default_engine, interval, interval_at, schedule, schedule_at, schedule_repeating, sleep,
+    sleep_until, timeout, timeout_at, try_default_engine,
+};
 pub(crate) use self::link::EngineLink;
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};

@@ -1,0 +1,151 @@
+//! The default engine: one per process, started on first use or configured once before it by
+//! [`Builder::build_global`], and the free functions that schedule on it. It is never shut
+//! down; its threads end with the process.
+
+use std::future::IntoFuture;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::api::TimerEngine;
+use super::builder::Builder;
+use super::error::{BuildError, ScheduleError};
+use crate::timer::{Interval, Sleep, Timeout, TimerHandle};
+
+static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
+
+/// The process's default engine, started with [`Builder`]'s defaults on first use unless
+/// [`Builder::build_global`] configured it before.
+///
+/// # Panics
+/// If the system refuses the engine's threads on first use; [`try_default_engine`] returns
+/// that error instead.
+///
+/// ```
+/// use std::time::Duration;
+/// let timer = shardwheel::default_engine().schedule(Duration::from_secs(5), || {})?;
+/// assert!(timer.cancel());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn default_engine() -> &'static TimerEngine {
+    match try_default_engine() {
+        Ok(engine) => engine,
+        Err(e) => panic!("shardwheel: the default engine could not start: {e}"),
+    }
+}
+
+/// The process's default engine, as [`default_engine`], or why it could not start.
+///
+/// ```
+/// let engine = shardwheel::try_default_engine()?;
+/// assert!(!engine.is_shutdown());
+/// # Ok::<(), shardwheel::BuildError>(())
+/// ```
+pub fn try_default_engine() -> Result<&'static TimerEngine, BuildError> {
+    if let Some(engine) = DEFAULT.get() {
+        return Ok(engine);
+    }
+    let engine = Builder::default().build()?;
+    // Another thread may have set it meanwhile: its engine is the default, this one is
+    // dropped (shut down) here.
+    Ok(DEFAULT.get_or_init(|| engine))
+}
+
+impl Builder {
+    /// Builds the process's default engine with these settings, before its first use.
+    ///
+    /// # Errors
+    /// [`BuildError::GlobalAlreadyBuilt`] if the default engine has already started (it was
+    /// used, or built before), and the errors of [`build`](Self::build).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// shardwheel::TimerEngine::builder().max_pending(1_000_000).build_global()?;
+    /// assert!(shardwheel::TimerEngine::builder().build_global().is_err());
+    /// # Ok::<(), shardwheel::BuildError>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        if DEFAULT.get().is_some() {
+            return Err(BuildError::GlobalAlreadyBuilt);
+        }
+        let engine = self.build()?;
+        DEFAULT
+            .set(engine)
+            .map_err(|_| BuildError::GlobalAlreadyBuilt)
+    }
+}
+
+/// [`TimerEngine::schedule`] on the [`default_engine`].
+///
+/// ```
+/// use std::time::Duration;
+/// let timer = shardwheel::schedule(Duration::from_secs(5), || eprintln!("request timed out"))?;
+/// assert!(timer.cancel());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn schedule<F>(delay: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    default_engine().schedule(delay, callback)
+}
+
+/// [`TimerEngine::schedule_at`] on the [`default_engine`].
+pub fn schedule_at<F>(deadline: Instant, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    default_engine().schedule_at(deadline, callback)
+}
+
+/// [`TimerEngine::schedule_repeating`] on the [`default_engine`].
+pub fn schedule_repeating<F>(period: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnMut() + Send + 'static,
+{
+    default_engine().schedule_repeating(period, callback)
+}
+
+/// [`TimerEngine::sleep`] on the [`default_engine`]: a future that completes `delay` from
+/// now, under any executor.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let start = Instant::now();
+/// futures::executor::block_on(shardwheel::sleep(Duration::from_millis(20)));
+/// assert!(start.elapsed() >= Duration::from_millis(20));
+/// ```
+pub fn sleep(delay: Duration) -> Sleep {
+    default_engine().sleep(delay)
+}
+
+/// [`TimerEngine::sleep_until`] on the [`default_engine`].
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    default_engine().sleep_until(deadline)
+}
+
+/// [`TimerEngine::timeout`] on the [`default_engine`]: `future`'s output, or
+/// [`Elapsed`](crate::Elapsed) if `delay` passes first.
+///
+/// ```
+/// use std::time::Duration;
+/// let answer = futures::executor::block_on(shardwheel::timeout(Duration::from_secs(5), async { 42 }));
+/// assert_eq!(answer, Ok(42));
+/// ```
+pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
+    default_engine().timeout(delay, future)
+}
+
+/// [`TimerEngine::timeout_at`] on the [`default_engine`].
+pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+    default_engine().timeout_at(deadline, future)
+}
+
+/// [`TimerEngine::interval`] on the [`default_engine`].
+pub fn interval(period: Duration) -> Interval {
+    default_engine().interval(period)
+}
+
+/// [`TimerEngine::interval_at`] on the [`default_engine`].
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    default_engine().interval_at(start, period)
+}
