@@ -80,7 +80,7 @@ pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
     default_engine, interval, interval_at, schedule, schedule_at, schedule_repeating, sleep,
     sleep_until, timeout, timeout_at, try_default_engine, BuildError, Builder, Lateness,
-    ScheduleError, ShardStats, Stats, TimerEngine, Unfired,
+    ScheduleError, ScheduleErrorKind, ShardStats, Stats, TimerEngine, Unfired,
 };
 pub use time::ManualClock;
 pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout, TimerHandle, TimerState};

@@ -4,6 +4,8 @@ use std::error::Error;
 use std::fmt;
 use std::time::Instant;
 
+use crate::engine::ScheduleErrorKind;
+
 /// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
 ///
 /// A key names one value in one queue, once: after the value is removed, expires (is yielded
@@ -165,6 +167,7 @@ impl Error for KeyError {}
 /// assert!(queue.is_empty());
 /// ```
 #[derive(PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InsertError<T> {
     /// The engine has been shut down.
     Shutdown(T),
@@ -193,6 +196,22 @@ impl<T> InsertError<T> {
             | InsertError::DelayTooLong(value) => value,
         }
     }
+
+    /// Why the value was refused, without it: an error that is `Send + Sync + 'static`
+    /// whatever the value is.
+    pub fn kind(&self) -> ScheduleErrorKind {
+        match self {
+            InsertError::Shutdown(_) => ScheduleErrorKind::Shutdown,
+            InsertError::Full(_) => ScheduleErrorKind::Full,
+            InsertError::DelayTooLong(_) => ScheduleErrorKind::DelayTooLong,
+        }
+    }
+}
+
+impl<T> From<InsertError<T>> for ScheduleErrorKind {
+    fn from(error: InsertError<T>) -> Self {
+        error.kind()
+    }
 }
 
 impl<T> fmt::Debug for InsertError<T> {
@@ -208,11 +227,7 @@ impl<T> fmt::Debug for InsertError<T> {
 
 impl<T> fmt::Display for InsertError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            InsertError::Shutdown(_) => "the timer engine has been shut down",
-            InsertError::Full(_) => "the timer engine holds its maximum of pending timers",
-            InsertError::DelayTooLong(_) => "the deadline is beyond the timer engine's range",
-        })
+        fmt::Display::fmt(&self.kind(), f)
     }
 }
 

@@ -122,12 +122,57 @@ impl<F> ScheduleError<F> {
         }
     }
 
-    fn describe(&self) -> &'static str {
+    /// Why the timer was refused, without the callback: an error that is `Send + Sync +
+    /// 'static` whatever the callback is.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::time::Duration;
+    /// fn arm(engine: &shardwheel::TimerEngine) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    ///     let counted = Cell::new(0); // not Sync: the callback is not either
+    ///     engine.schedule(Duration::MAX, move || counted.set(1)).map_err(|e| e.kind())?;
+    ///     Ok(())
+    /// }
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(arm(&engine).is_err());
+    /// ```
+    pub fn kind(&self) -> ScheduleErrorKind {
         match self {
-            ScheduleError::Shutdown(_) => "the timer engine has been shut down",
-            ScheduleError::Full(_) => "the timer engine holds its maximum of pending timers",
-            ScheduleError::DelayTooLong(_) => "the delay is beyond the timer engine's range",
+            ScheduleError::Shutdown(_) => ScheduleErrorKind::Shutdown,
+            ScheduleError::Full(_) => ScheduleErrorKind::Full,
+            ScheduleError::DelayTooLong(_) => ScheduleErrorKind::DelayTooLong,
         }
+    }
+}
+
+/// Why a timer (or a delay-queue value) was refused, without the value handed back: what
+/// [`ScheduleError::kind`] returns and what every `ScheduleError` converts into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ScheduleErrorKind {
+    /// The engine has been shut down.
+    Shutdown,
+    /// The engine holds as many pending timers as its cap allows.
+    Full,
+    /// The deadline is beyond the engine's range or what `Instant` can represent.
+    DelayTooLong,
+}
+
+impl fmt::Display for ScheduleErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ScheduleErrorKind::Shutdown => "the timer engine has been shut down",
+            ScheduleErrorKind::Full => "the timer engine holds its maximum of pending timers",
+            ScheduleErrorKind::DelayTooLong => "the delay is beyond the timer engine's range",
+        })
+    }
+}
+
+impl Error for ScheduleErrorKind {}
+
+impl<F> From<ScheduleError<F>> for ScheduleErrorKind {
+    fn from(error: ScheduleError<F>) -> Self {
+        error.kind()
     }
 }
 
@@ -144,7 +189,7 @@ impl<F> fmt::Debug for ScheduleError<F> {
 
 impl<F> fmt::Display for ScheduleError<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.describe())
+        fmt::Display::fmt(&self.kind(), f)
     }
 }
 

@@ -338,6 +338,14 @@ pin_project_lite::pin_project! {
     }
 }
 
+impl<F> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("sleep", &self.sleep)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F> Timeout<F> {
     pub(crate) fn new(future: F, sleep: Sleep) -> Self {
         Timeout { future, sleep }
