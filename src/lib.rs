@@ -5,31 +5,86 @@
 //! to their shard through lock-free queues; cancellation by one compare-and-swap on the timer's
 //! state word; expired callbacks run on a rayon pool, so a slow callback never stalls ticking.
 //!
+//! ## Quick start
+//!
+//! ```toml
+//! [dependencies]
+//! shardwheel = "0.1"
 //! ```
-//! use std::sync::mpsc;
+//!
+//! The free functions run on the [`default_engine`], started on first use (configure it before
+//! with [`Builder::build_global`]); a [`TimerEngine`] of your own is
+//! [`TimerEngine::builder`]`().build()`, and a clone of it is one more handle on it.
+//!
+//! ```
 //! use std::time::Duration;
-//! use shardwheel::TimerEngine;
+//! use futures::executor::block_on;
 //!
-//! let engine = TimerEngine::builder().build()?;
-//!
-//! // An RPC deadline that is met: the response arrives, the timeout is cancelled.
-//! let deadline = engine.schedule(Duration::from_secs(5), || eprintln!("request timed out"))?;
+//! // A deadline on a request: cancelled when the answer comes first.
+//! let deadline = shardwheel::schedule(Duration::from_secs(5), || eprintln!("timed out"))?;
 //! assert!(deadline.cancel());
 //!
-//! // One that runs out.
-//! let (tx, rx) = mpsc::channel();
-//! engine.schedule(Duration::from_millis(10), move || tx.send(()).unwrap())?;
-//! rx.recv_timeout(Duration::from_secs(10)).unwrap();
+//! // A sleep and a timeout, under any executor.
+//! block_on(shardwheel::sleep(Duration::from_millis(5)));
+//! let answer = block_on(shardwheel::timeout(Duration::from_secs(5), async { 42 }));
+//! assert_eq!(answer, Ok(42));
 //!
-//! // Shutdown hands back what never ran.
-//! engine.schedule(Duration::from_secs(60), || {})?;
-//! assert_eq!(engine.shutdown().len(), 1);
+//! // A DelayQueue: values that come out at their deadlines.
+//! use futures::StreamExt;
+//! let mut sessions = shardwheel::DelayQueue::default();
+//! sessions.insert("session 7", Duration::from_millis(5));
+//! assert_eq!(block_on(sessions.next()).unwrap().into_inner(), "session 7");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Guarantees: a callback runs at or after its deadline (never early), at most once, and never
-//! after a `cancel` that returned `true`. Every timer scheduled is fired, cancelled, or handed
-//! back by [`TimerEngine::shutdown`].
+//! A deadline on every request of a tower service (the `tower` feature):
+//!
+//! ```
+//! # #[cfg(feature = "tower")] {
+//! use std::time::Duration;
+//! use shardwheel::tower::TimeoutLayer;
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! let service = ServiceBuilder::new()
+//!     .layer(TimeoutLayer::on_default_engine(Duration::from_secs(5)))
+//!     .service_fn(|name: &str| async move { Ok::<_, std::convert::Infallible>(name.len()) });
+//! assert_eq!(futures::executor::block_on(service.oneshot("hello")).unwrap(), 5);
+//! # }
+//! ```
+//!
+//! A test on a [`ManualClock`], where time moves only when the test says so (code under test
+//! reads the time from [`TimerEngine::now`]):
+//!
+//! ```
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let clock = shardwheel::ManualClock::new();
+//! let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build()?;
+//! let fired = Arc::new(AtomicBool::new(false));
+//! let f = fired.clone();
+//! engine.schedule(Duration::from_secs(30), move || f.store(true, Ordering::SeqCst))?;
+//! clock.advance(Duration::from_secs(29));
+//! assert!(!fired.load(Ordering::SeqCst));
+//! clock.advance(Duration::from_secs(1)); // returns once the callback has run
+//! assert!(fired.load(Ordering::SeqCst));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Features
+//!
+//! All off by default:
+//! - `tokio`: `Builder::tokio_callbacks`: callbacks run as tasks on a tokio runtime.
+//! - `tower`: `shardwheel::tower`, a timeout middleware on the engine's timers.
+//! - `hyper`: `hyper::rt::Timer` for [`TimerEngine`], so hyper's own timeouts run on it.
+//! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
+//!
+//! ## Guarantees
+//!
+//! A callback runs at or after its deadline (never early), at most once, and never after a
+//! `cancel` that returned `true`. Every timer scheduled is fired, cancelled, or handed back
+//! by [`TimerEngine::shutdown`]. The [`design`] module is a map of how the engine is built.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
