@@ -30,7 +30,7 @@
 //! placement  pinning a tick thread to its cpu (opt-in), and unpinning it   src/placement/
 //! shard      the tick loop, its lanes, the sleep signal, lateness          src/shard/
 //! timer      handles, repeating timers, Sleep, Timeout, Interval           src/timer/
-//! engine     TimerEngine, builder, routing, shutdown, statistics, errors   src/engine/
+//! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
 //! delay      DelayQueue                                                    src/delay/
 //! ```
@@ -132,14 +132,17 @@
 //! - Reset: src/timer/handle.rs (the doc of `TimerHandle::reset`).
 //! - The wheel: src/wheel/mod.rs and src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs (the catch-up a manual clock
-//!   asks of an engine: src/engine/core.rs).
+//!   asks of an engine, and its look-ahead for the earliest deadline pending:
+//!   src/engine/core.rs; the shard's side of the look-ahead: `ShardCore::ask_earliest` in
+//!   src/shard/core.rs).
 //! - The tick loop: src/shard/worker.rs.
 //! - Sleeping and waking: src/shard/signal.rs, with src/sync/barrier.rs; the kernel's timer
 //!   slack and slice: src/placement/waking.rs.
 //! - The relay: src/callbacks/relay.rs, with src/sync/claims.rs and src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs, and the producer's half in
 //!   src/shard/lane.rs.
-//! - Repeating timers: src/timer/repeating.rs.
+//! - Repeating timers: src/timer/repeating.rs (fixed rate and fixed delay, `Repeat`); their
+//!   options: src/engine/repeat.rs.
 //! - Sleep and Timeout: src/timer/sleep.rs; Interval: src/timer/interval.rs.
 //! - The delay queue: src/delay/queue.rs (the doc of `DelayQueue`) and src/delay/inbox.rs.
 //! - The cap: src/sync/cap.rs.
@@ -209,6 +212,8 @@
 //! - **stand-in timer**: the timer a `Sleep`, `Interval` or `DelayQueue` value holds at the
 //!   farthest deadline the engine takes when its own deadline is beyond `max_delay()`,
 //!   renewed as it comes due, so that shutdown hands it back.
+//! - **look-ahead**: a manual clock asking each shard thread, by ticket, for the earliest
+//!   deadline pending in its wheel, answered after a complete turn.
 //! - **handed back**: a pending timer whose entry shutdown took (INIT→RETURNED), returned to
 //!   the caller as `Unfired`.
 //! - **drop**: the engine is done with an entry (`Settled::Dropped`): the shard gives up its

@@ -133,9 +133,12 @@ struct ReadmeExample;
 pub use callbacks::Task;
 pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
-    default_engine, interval, interval_at, schedule, schedule_at, schedule_repeating, sleep,
-    sleep_until, timeout, timeout_at, try_default_engine, BuildError, Builder, Lateness,
-    ScheduleError, ScheduleErrorKind, ShardStats, Stats, TimerEngine, Unfired,
+    default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
+    schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
+    try_default_engine, BuildError, Builder, Lateness, RepeatBuilder, ScheduleError,
+    ScheduleErrorKind, ShardStats, Stats, TimerEngine, Unfired,
 };
 pub use time::ManualClock;
-pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout, TimerHandle, TimerState};
+pub use timer::{
+    Elapsed, Interval, MissedTickBehavior, Repeat, Sleep, Timeout, TimerHandle, TimerState,
+};

@@ -8,15 +8,8 @@ use std::time::{Duration, Instant};
 
 use shardwheel::{ManualClock, TimerEngine, TimerHandle};
 
-fn manual() -> (ManualClock, TimerEngine) {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(2)
-        .build()
-        .unwrap();
-    (clock, engine)
-}
+mod support;
+use support::{capped, manual};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -268,12 +261,7 @@ fn a_repeating_timer_is_handed_back_once_at_shutdown() {
 
 #[test]
 fn a_repeating_timer_holds_one_cap_place_for_its_whole_life() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .max_pending(1)
-        .build()
-        .unwrap();
+    let (clock, engine) = capped(1);
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let heartbeat = engine
@@ -298,12 +286,7 @@ fn a_repeating_timer_holds_one_cap_place_for_its_whole_life() {
 
 #[test]
 fn a_panicking_repeating_callback_stops_its_timer_for_good() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .max_pending(1)
-        .build()
-        .unwrap();
+    let (clock, engine) = capped(1);
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let timer = engine

@@ -12,13 +12,17 @@ use super::builder::Builder;
 use super::closing::Phase;
 use super::core::{ClockWatch, EngineCore};
 use super::error::ScheduleError;
+use super::repeat::RepeatBuilder;
 use super::routing::task_hash;
 use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
 use crate::shard::Stopped;
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
-use crate::timer::{fresh, schedule, FirstRun, Interval, OneShot, Sleep, Timeout, TimerHandle};
+use crate::timer::{
+    fresh, schedule, FirstRun, Interval, OneShot, Pace, Repeat, RepeatFn, Sleep, Timeout,
+    TimerHandle,
+};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -184,7 +188,7 @@ impl TimerEngine {
     /// callback ran long), is skipped, never queued up. `cancel()` on the handle stops it,
     /// also from inside the callback itself; shutdown hands it back like any pending timer
     /// (running it then runs it once). A period shorter than the tick repeats once a tick. A
-    /// callback that panics stops its timer.
+    /// callback that panics stops its timer. [`repeating`](Self::repeating) sets up the rest.
     ///
     /// # Errors
     /// As [`schedule`](Self::schedule), for the first run.
@@ -216,7 +220,7 @@ impl TimerEngine {
     where
         F: FnMut() + Send + 'static,
     {
-        self.schedule_repeating_routed(task_hash(), period, callback)
+        self.repeating(period).schedule(callback)
     }
 
     /// As [`schedule_repeating`](Self::schedule_repeating), routed by `key`, so a connection's
@@ -237,28 +241,110 @@ impl TimerEngine {
     where
         F: FnMut() + Send + 'static,
     {
-        self.schedule_repeating_routed(key, period, callback)
+        self.repeating(period).keyed(key).schedule(callback)
     }
 
-    fn schedule_repeating_routed<F>(
+    /// As [`schedule_repeating`](Self::schedule_repeating), the first run due at `first` (at
+    /// once if it is past) and run `n` at `first + n·period`.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule), for the first run.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let first = engine.now() + Duration::from_secs(60);
+    /// let report = engine.schedule_repeating_at(first, Duration::from_secs(3600), || {}).unwrap();
+    /// assert!(report.deadline() >= first);
+    /// # report.cancel();
+    /// ```
+    pub fn schedule_repeating_at<F>(
         &self,
-        route: u64,
+        first: Instant,
         period: Duration,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut() + Send + 'static,
     {
-        let lane = self.core().lane_for(route);
+        self.repeating(period).first_at(first).schedule(callback)
+    }
+
+    /// As [`schedule_repeating`](Self::schedule_repeating), with a callback handed each run as
+    /// a [`Repeat`], through which it can cancel its timer or change its period.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule), for the first run.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let mut tries = 0;
+    /// let retry = engine
+    ///     .schedule_repeating_with(Duration::from_secs(1), move |run| {
+    ///         tries += 1;
+    ///         if tries == 3 {
+    ///             run.cancel(); // gave up
+    ///         } else {
+    ///             run.set_period(run.period() * 2); // back off
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// let start = clock.now();
+    /// for after in [1, 3, 7] {
+    ///     assert_eq!(clock.advance_to_next(), Some(start + Duration::from_secs(after)));
+    /// }
+    /// assert!(retry.is_cancelled());
+    /// assert_eq!(clock.advance_to_next(), None);
+    /// ```
+    pub fn schedule_repeating_with<F>(
+        &self,
+        period: Duration,
+        callback: F,
+    ) -> Result<TimerHandle, ScheduleError<F>>
+    where
+        F: FnMut(&mut Repeat) + Send + 'static,
+    {
+        self.repeating(period).schedule_with(callback)
+    }
+
+    /// Sets up a repeating timer of period `period`: by default at a fixed rate, its first run
+    /// one period from now, routed as [`schedule`](Self::schedule) routes. See [`RepeatBuilder`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let poll = engine.repeating(Duration::from_secs(1)).fixed_delay().schedule(|| {}).unwrap();
+    /// assert!(poll.cancel());
+    /// ```
+    pub fn repeating(&self, period: Duration) -> RepeatBuilder<'_> {
+        RepeatBuilder::new(self, period)
+    }
+
+    /// Schedules a repeating timer routed by `route` (else as `schedule`), first due at
+    /// `first` (else a period from now).
+    pub(super) fn schedule_repeating_job<R: RepeatFn>(
+        &self,
+        route: Option<u64>,
+        first: Option<Instant>,
+        period: Duration,
+        pace: Pace,
+        callback: R,
+    ) -> Result<TimerHandle, ScheduleError<R::Value>> {
+        let lane = self.core().lane_for(route.unwrap_or_else(task_hash));
         let clock = &self.core().clock;
-        let start = clock.now();
-        let tick = start
-            .checked_add(period)
-            .and_then(|first| clock.tick_at(first));
+        let now = clock.now();
+        let (first, tick) = match first.or_else(|| now.checked_add(period)) {
+            Some(first) => (first, clock.tick_at(first)),
+            // Beyond what an instant holds: refused as too far away.
+            None => (now, None),
+        };
         let job = FirstRun {
             run: callback,
-            start,
+            first,
             period,
+            pace,
         };
         schedule(lane, tick, job, fresh).map_err(ScheduleError::not_queued)
     }

@@ -1,4 +1,7 @@
-//! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight.
+//! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight;
+//! and what a manual clock asks of an engine: to catch up, and the earliest deadline pending.
+
+use std::time::Instant;
 
 use super::routing::{shard_for, task_hash};
 use crate::callbacks::Inflight;
@@ -107,5 +110,35 @@ impl CatchUp for ClockWatch {
                 return;
             }
         }
+    }
+
+    /// After a catch-up, asks each shard thread for the earliest deadline pending in its
+    /// wheel (it alone may read it), waking it until it answers; the catch-up left nothing
+    /// queued, so the wheels hold every pending timer.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.catch_up();
+        let core = &*self.0;
+        let tickets: Vec<u64> = core.shards.iter().map(|s| s.ask_earliest()).collect();
+        core.shards
+            .iter()
+            .zip(tickets)
+            .filter_map(|(shard, ticket)| earliest_in(shard, ticket))
+            .min()
+            .map(|tick| core.clock.instant_of(tick))
+    }
+}
+
+/// The earliest deadline pending on `shard`, as it answers `ticket` (`None` once it stopped).
+fn earliest_in(shard: &ShardCore, ticket: u64) -> Option<u64> {
+    loop {
+        if let Some(answer) = shard.earliest_answer(ticket) {
+            return answer;
+        }
+        if shard.is_stopped() {
+            return None;
+        }
+        // An idle shard sleeps until woken; a busy one answers after its next complete turn.
+        shard.signal().wake();
+        thread::yield_now();
     }
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use super::api::TimerEngine;
 use super::builder::Builder;
 use super::error::{BuildError, ScheduleError};
-use crate::timer::{Interval, Sleep, Timeout, TimerHandle};
+use super::repeat::RepeatBuilder;
+use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
 
@@ -103,6 +104,52 @@ where
     F: FnMut() + Send + 'static,
 {
     default_engine().schedule_repeating(period, callback)
+}
+
+/// [`TimerEngine::schedule_repeating_at`] on the [`default_engine`]: the first run at
+/// `first`, then every `period` at a fixed rate.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let first = Instant::now() + Duration::from_secs(60);
+/// let report = shardwheel::schedule_repeating_at(first, Duration::from_secs(3600), || {})?;
+/// assert!(report.cancel());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn schedule_repeating_at<F>(
+    first: Instant,
+    period: Duration,
+    callback: F,
+) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnMut() + Send + 'static,
+{
+    default_engine().schedule_repeating_at(first, period, callback)
+}
+
+/// [`TimerEngine::schedule_repeating_with`] on the [`default_engine`]: a callback that can
+/// cancel its timer or change its period through the [`Repeat`] it is handed.
+pub fn schedule_repeating_with<F>(
+    period: Duration,
+    callback: F,
+) -> Result<TimerHandle, ScheduleError<F>>
+where
+    F: FnMut(&mut Repeat) + Send + 'static,
+{
+    default_engine().schedule_repeating_with(period, callback)
+}
+
+/// [`TimerEngine::repeating`] on the [`default_engine`]: a repeating timer's options, such as
+/// a fixed delay.
+///
+/// ```
+/// use std::time::Duration;
+/// let poll = shardwheel::repeating(Duration::from_secs(5)).fixed_delay().schedule(|| {})?;
+/// assert!(poll.cancel());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
+    default_engine().repeating(period)
 }
 
 /// [`TimerEngine::sleep`] on the [`default_engine`]: a future that completes `delay` from

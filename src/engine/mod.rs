@@ -3,6 +3,7 @@
 //!
 //! - `api`: [`TimerEngine`] and its scheduling calls.
 //! - `builder`: [`Builder`], the settings, and the assembly of shards, lanes and pool.
+//! - `repeat`: [`RepeatBuilder`], the options of a repeating timer.
 //! - `core`: what the engine's parts share, and the catch-up a manual clock asks for.
 //! - `routing`: which shard a timer goes to.
 //! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
@@ -21,6 +22,7 @@ mod global;
 #[cfg(test)]
 mod hooks;
 mod link;
+mod repeat;
 mod routing;
 mod shutdown;
 mod stats;
@@ -31,10 +33,12 @@ pub use self::api::TimerEngine;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use self::global::{
-    default_engine, interval, interval_at, schedule, schedule_at, schedule_repeating, sleep,
-    sleep_until, timeout, timeout_at, try_default_engine,
+    default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
+    schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
+    try_default_engine,
 };
 pub(crate) use self::link::EngineLink;
+pub use self::repeat::RepeatBuilder;
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};
 

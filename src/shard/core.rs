@@ -21,7 +21,23 @@ pub(crate) struct ShardCore {
     clock: TickClock,
     cap: Option<Arc<Cap>>,
     placement: Placement,
+    lookahead: Lookahead,
 }
+
+/// A manual clock's question to the shard thread, which alone may read its wheel: the
+/// earliest deadline pending there. Asked by ticket; answered after a complete turn.
+#[derive(Default)]
+struct Lookahead {
+    /// The last ticket handed out.
+    asked: AtomicU64,
+    /// The last ticket answered.
+    answered: AtomicU64,
+    /// The answer: the earliest deadline tick, or `NO_DEADLINE`.
+    earliest: AtomicU64,
+}
+
+/// The lookahead's answer when nothing is pending (no entry's deadline reaches it).
+const NO_DEADLINE: u64 = u64::MAX;
 
 /// Counters of a shard: statistics (`sync::Counter`), exact once the writers are quiet; and
 /// `processed` and `turns`, which a manual clock waits on (see `finish_turn`).
@@ -81,6 +97,7 @@ impl ShardCore {
             clock,
             cap,
             placement: Placement::default(),
+            lookahead: Lookahead::default(),
         }
     }
 
@@ -140,6 +157,42 @@ impl ShardCore {
     /// Whether the engine has a cap on pending timers.
     pub(super) fn has_cap(&self) -> bool {
         self.cap.is_some()
+    }
+
+    /// Asks the shard for the earliest deadline pending in its wheel; returns the ticket to
+    /// collect the answer by. The caller then wakes the shard until it answers.
+    pub(crate) fn ask_earliest(&self) -> u64 {
+        // Relaxed: a ticket is only compared; the answer is published by `answered`.
+        self.lookahead.asked.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The answer to `ticket` (or a later one), if the shard has given it: the earliest
+    /// pending deadline tick, `None` if its wheel holds no pending timer.
+    pub(crate) fn earliest_answer(&self, ticket: u64) -> Option<Option<u64>> {
+        // Acquire: pairs with the Release in `answer_earliest`, so the answer read below is
+        // the one given with this ticket or a later one.
+        if self.lookahead.answered.load(Ordering::Acquire) < ticket {
+            return None;
+        }
+        // Relaxed: ordered by the Acquire above.
+        let earliest = self.lookahead.earliest.load(Ordering::Relaxed);
+        Some((earliest != NO_DEADLINE).then_some(earliest))
+    }
+
+    /// Shard thread, after a complete turn: answers an open question with `earliest()`.
+    pub(super) fn answer_earliest(&self, earliest: impl FnOnce() -> Option<u64>) {
+        let lookahead = &self.lookahead;
+        // Relaxed: a ticket seen late is answered after the next turn (the asker wakes the
+        // shard until then); only the shard writes `answered`.
+        let asked = lookahead.asked.load(Ordering::Relaxed);
+        if asked == lookahead.answered.load(Ordering::Relaxed) {
+            return;
+        }
+        let tick = earliest().unwrap_or(NO_DEADLINE);
+        // Relaxed: published by the Release store of `answered` below.
+        lookahead.earliest.store(tick, Ordering::Relaxed);
+        // Release: see `earliest_answer`.
+        lookahead.answered.store(asked, Ordering::Release);
     }
 
     /// Releases `n` places under the cap (timers the engine is done with).

@@ -398,8 +398,10 @@ impl Shard {
         let clock = self.core.clock().clone();
         #[cfg(not(loom))]
         crate::placement::tune_current_thread(clock.tick());
-        // A manual clock jumps by whole advances: its lateness means nothing.
+        // A manual clock jumps by whole advances: its lateness means nothing; and it may ask
+        // for the earliest deadline pending (see `ShardCore::ask_earliest`).
         let watch_lag = clock.manual().is_none();
+        let lookahead = !watch_lag;
         // The tick the next turn means to begin at, if any (see `placement::watch`).
         let mut meant = None;
         while !self.core.is_stopped() {
@@ -408,6 +410,9 @@ impl Shard {
                 self.lag.observe(meant, now, self.core.placement());
             }
             let turn = self.turn(now);
+            if lookahead && turn != Turn::Backlog {
+                self.core.answer_earliest(|| self.wheel.earliest_pending());
+            }
             meant = match turn {
                 Turn::Backlog => {
                     thread::yield_now();

@@ -17,6 +17,15 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 /// from this clock. `advance` returns once every such engine has fired every timer due by the new
 /// time and those callbacks have returned (callbacks handed to a spawner of the caller's, with
 /// `Builder::spawn_callbacks`, are only handed over by then).
+/// [`advance_to_next`](ManualClock::advance_to_next) jumps to the next timer due, so a test
+/// need not guess how far to move.
+///
+/// Code under test must read the time from the engine ([`TimerEngine::now`]) or from this
+/// clock, never from `Instant::now()`: the clock stands still while real time goes on, so the
+/// two part at once, and a deadline computed from `Instant::now()` lies outside the clock's
+/// time (in its future by however long the test has run).
+///
+/// [`TimerEngine::now`]: crate::TimerEngine::now
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,6 +63,10 @@ pub(crate) trait CatchUp: Send + Sync {
     /// Returns once every timer due by the clock's current time has fired and its callback
     /// has returned.
     fn catch_up(&self);
+
+    /// Catches up, then returns the earliest deadline of a timer pending on the engine (the
+    /// start of the tick it is due at).
+    fn next_deadline(&self) -> Option<Instant>;
 }
 
 impl ManualClock {
@@ -126,15 +139,56 @@ impl ManualClock {
         ) {
             current = actual;
         }
-        let watchers: Vec<StdArc<dyn CatchUp>> = {
-            let mut watchers = self.inner.watchers.lock();
-            // An engine dropped without unwatching (it never does) costs nothing but its entry.
-            watchers.retain(|(_, watcher)| watcher.strong_count() > 0);
-            watchers.iter().filter_map(|(_, w)| w.upgrade()).collect()
-        };
-        for watcher in watchers {
+        for watcher in self.watchers() {
             watcher.catch_up();
         }
+    }
+
+    /// The earliest deadline of a timer pending on any engine on this clock (the start of the
+    /// tick it is due at), once every timer due by now has fired as `advance` fires them; a
+    /// cancelled timer is never counted. `None` if no timer is pending.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// assert_eq!(clock.next_deadline(), None);
+    /// engine.schedule(Duration::from_secs(3), || {}).unwrap();
+    /// assert_eq!(clock.next_deadline(), Some(clock.now() + Duration::from_secs(3)));
+    /// ```
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.watchers()
+            .iter()
+            .filter_map(|watcher| watcher.next_deadline())
+            .min()
+    }
+
+    /// Advances the clock exactly to [`next_deadline`](Self::next_deadline) and fires what is
+    /// due then, as [`advance`](Self::advance) does; returns the new time. `None`, and the
+    /// clock unchanged, if no timer is pending. Not from inside a callback (as `advance`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let start = clock.now();
+    /// let timer = engine.schedule(Duration::from_secs(90), || {}).unwrap();
+    /// assert_eq!(clock.advance_to_next(), Some(start + Duration::from_secs(90)));
+    /// assert!(timer.is_expired());
+    /// assert_eq!(clock.advance_to_next(), None);
+    /// ```
+    pub fn advance_to_next(&self) -> Option<Instant> {
+        let next = self.next_deadline()?;
+        self.advance(next.saturating_duration_since(self.now()));
+        Some(self.now())
+    }
+
+    /// The engines on this clock that are still alive.
+    fn watchers(&self) -> Vec<StdArc<dyn CatchUp>> {
+        let mut watchers = self.inner.watchers.lock();
+        // An engine dropped without unwatching (it never does) costs nothing but its entry.
+        watchers.retain(|(_, watcher)| watcher.strong_count() > 0);
+        watchers.iter().filter_map(|(_, w)| w.upgrade()).collect()
     }
 
     /// Registers an engine to catch up on every `advance`; returns the id to unwatch it by.

@@ -58,15 +58,13 @@ impl TimerHandle {
         })
     }
 
-    /// The timer's entry (for the models).
-    #[cfg(all(test, loom))]
+    /// The timer's entry.
     pub(crate) fn entry(&self) -> &EntryRef {
         &self.entry
     }
 
-    /// The lane the timer was queued through (for the models).
-    #[cfg(all(test, loom))]
-    pub(crate) fn lane(&self) -> &Lane {
+    /// The lane the timer was queued through.
+    pub(crate) fn lane(&self) -> &Arc<Lane> {
         &self.lane
     }
 

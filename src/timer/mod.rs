@@ -2,7 +2,8 @@
 //!
 //! - `handle`: [`TimerHandle`], cancel, reset and look at one timer.
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
-//! - `repeating`: the runner that re-arms a repeating timer after each run.
+//! - `repeating`: [`Repeat`], one run of a repeating timer, and the runner that re-arms the
+//!   timer after each run.
 //! - `schedule`: the one scheduling path every timer takes, one-shot or repeating.
 //! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
 
@@ -14,6 +15,7 @@ mod sleep;
 
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
-pub(crate) use repeating::FirstRun;
+pub use repeating::Repeat;
+pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
 pub(crate) use schedule::{fresh, schedule, OneShot};
 pub use sleep::{Elapsed, Sleep, Timeout};

@@ -1,134 +1,264 @@
-//! Repeating timers: a callback that re-arms its own entry after each run, at a fixed rate.
+//! Repeating timers: a callback that re-arms its own entry after each run.
 //!
 //! The entry carries the REPEATING bit. When the shard fires it, it hands the runner the entry
-//! along with the callback; after the user's `FnMut` returns, the runner works out the next
+//! along with the callback; after the user's callback returns, the runner works out the next
 //! run, re-arms the entry (EXPIRED→INIT with the new deadline, see `Entry::rearm`) and queues
-//! it to its shard again, like a new timer. Run `n` is due at `start + n·period`; runs whose
-//! time has already come when the previous one finishes are skipped, so a slow callback or a
-//! busy engine never causes a burst of catch-up runs. A cancel while the callback runs
-//! (EXPIRED→CANCELLED, also from inside the callback) makes the re-arm fail, and the timer
-//! stops. A repeating timer holds one place under the engine's cap for its whole life, so a
-//! full engine cannot stop it between two runs.
+//! it to its shard again, like a new timer. At a fixed rate run `n` is due at
+//! `origin + n·period`, and runs whose time has already come when the previous one finishes
+//! are skipped, so a slow callback or a busy engine never causes a burst of catch-up runs; at
+//! a fixed delay each run is due `period` after the previous one returned. A cancel while the
+//! callback runs (EXPIRED→CANCELLED, also from inside the callback, through its handle or its
+//! [`Repeat`]) makes the re-arm fail, and the timer stops. A repeating timer holds one place
+//! under the engine's cap for its whole life, so a full engine cannot stop it between two runs.
 
 use std::time::{Duration, Instant};
 
+use super::handle::TimerHandle;
 use super::schedule::Job;
 use crate::entry::{unbox, Boxed, Callback, CallbackBox, Entry, EntryRef};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
-/// A repeating timer as it is scheduled: its first run is due at `start + period`.
-pub(crate) struct FirstRun<F> {
-    pub(crate) run: F,
-    pub(crate) start: Instant,
-    pub(crate) period: Duration,
+/// How the runs of a repeating timer are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// Run `n` is due at `origin + n·period`, whatever the earlier runs cost.
+    FixedRate,
+    /// Each run is due `period` after the previous one returned.
+    FixedDelay,
 }
 
-impl<F: FnMut() + Send + 'static> Job for FirstRun<F> {
+/// One run of a repeating timer, as the callback of
+/// [`schedule_repeating_with`](crate::TimerEngine::schedule_repeating_with) sees it: when the
+/// run was due, and the means to stop the timer or change its period from inside the run.
+#[derive(Debug)]
+pub struct Repeat {
+    /// The timer; `None` for a run made by [`Unfired::run`](crate::Unfired::run).
+    timer: Option<TimerHandle>,
+    due: Instant,
+    period: Duration,
+    /// Whether `set_period` was called in this run.
+    changed: bool,
+}
+
+impl Repeat {
+    /// When this run was due on the timer's schedule (before rounding up to the engine's tick).
+    pub fn due(&self) -> Instant {
+        self.due
+    }
+
+    /// The timer's period: the one the next run is spaced by.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Spaces the runs after this one by `period`: at a fixed rate the next is due `period`
+    /// after this run's [`due`](Self::due), at a fixed delay `period` after this run returns.
+    pub fn set_period(&mut self, period: Duration) {
+        self.period = period;
+        self.changed = true;
+    }
+
+    /// Stops the timer after this run, as [`TimerHandle::cancel`] from inside its callback
+    /// does; `false` if it was stopped already (or this run was made after shutdown).
+    pub fn cancel(&self) -> bool {
+        self.timer.as_ref().is_some_and(TimerHandle::cancel)
+    }
+
+    /// Whether the timer has been cancelled (in this run, or from outside while it ran).
+    pub fn is_cancelled(&self) -> bool {
+        self.timer.as_ref().is_some_and(TimerHandle::is_cancelled)
+    }
+}
+
+/// A repeating timer's callback, in either of its forms.
+pub(crate) trait RepeatFn: Send + 'static {
+    /// What a refusal hands back to the caller.
+    type Value;
+    fn run(&mut self, run: &mut Repeat);
+    fn into_value(self) -> Self::Value;
+}
+
+/// A callback that takes no arguments (`schedule_repeating`).
+pub(crate) struct Plain<F>(pub(crate) F);
+
+impl<F: FnMut() + Send + 'static> RepeatFn for Plain<F> {
     type Value = F;
+    #[inline]
+    fn run(&mut self, _: &mut Repeat) {
+        (self.0)()
+    }
+    fn into_value(self) -> F {
+        self.0
+    }
+}
+
+/// A callback handed its [`Repeat`] (`schedule_repeating_with`).
+pub(crate) struct WithRepeat<F>(pub(crate) F);
+
+impl<F: FnMut(&mut Repeat) + Send + 'static> RepeatFn for WithRepeat<F> {
+    type Value = F;
+    #[inline]
+    fn run(&mut self, run: &mut Repeat) {
+        (self.0)(run)
+    }
+    fn into_value(self) -> F {
+        self.0
+    }
+}
+
+/// A repeating timer as it is scheduled: its first run is due at `first`.
+pub(crate) struct FirstRun<R> {
+    pub(crate) run: R,
+    pub(crate) first: Instant,
+    pub(crate) period: Duration,
+    pub(crate) pace: Pace,
+}
+
+impl<R: RepeatFn> Job for FirstRun<R> {
+    type Value = R::Value;
 
     /// A repeating entry whose runner re-arms it on `lane` after each run.
     #[inline]
     fn entry(self, lane: &Arc<Lane>, tick: u64) -> Entry {
-        let runner = Repeating::new(self.run, self.start, self.period, lane.clone());
+        let runner = Repeating {
+            callback: self.run,
+            rhythm: Rhythm {
+                pace: self.pace,
+                origin: self.first,
+                period: self.period,
+                next: 0,
+                due: self.first,
+            },
+            lane: lane.clone(),
+        };
         let mut entry = Entry::new_repeating(tick);
         entry.install(CallbackBox::new(runner));
         entry
     }
 
     #[inline]
-    fn refused(self) -> F {
-        self.run
+    fn refused(self) -> R::Value {
+        self.run.into_value()
     }
 
-    fn taken_back(callback: CallbackBox) -> F {
-        unbox::<Repeating<F>>(callback).into_inner()
+    fn taken_back(callback: CallbackBox) -> R::Value {
+        unbox::<Repeating<R>>(callback).callback.into_value()
     }
 }
 
-pub(crate) struct Repeating<F> {
-    run: F,
-    /// When the timer was scheduled: run `n` is due at `start + n·period`.
-    start: Instant,
-    period: Duration,
-    /// The number of the run that is due next.
-    next: u64,
+pub(crate) struct Repeating<R> {
+    callback: R,
+    rhythm: Rhythm,
     lane: Arc<Lane>,
 }
 
-impl<F> Repeating<F> {
-    fn new(run: F, start: Instant, period: Duration, lane: Arc<Lane>) -> Self {
-        Repeating {
-            run,
-            start,
-            period,
-            next: 1,
-            lane,
+/// When a repeating timer's runs are due.
+struct Rhythm {
+    pace: Pace,
+    /// At a fixed rate, run `n` is due at `origin + n·period`.
+    origin: Instant,
+    period: Duration,
+    /// The number of the run that is due next, counted from `origin` (at a fixed rate).
+    next: u64,
+    /// When the run that is due next is due.
+    due: Instant,
+}
+
+impl Rhythm {
+    /// The next run as its callback sees it.
+    fn run(&self, timer: Option<TimerHandle>) -> Repeat {
+        Repeat {
+            timer,
+            due: self.due,
+            period: self.period,
+            changed: false,
         }
     }
 
-    fn into_inner(self) -> F {
-        self.run
+    /// Moves on past the run `run` that returned at `now`: when the next one is due, if an
+    /// instant can say so.
+    fn after(&mut self, run: &Repeat, now: Instant) -> Option<Instant> {
+        if run.changed {
+            // A new period starts a new grid at the run just made.
+            self.period = run.period;
+            self.origin = self.due;
+            self.next = 0;
+        }
+        let due = match self.pace {
+            Pace::FixedRate => {
+                let (next, due) = self.following(now);
+                self.next = next;
+                due
+            }
+            // A zero period repeats once a tick, as at a fixed rate.
+            Pace::FixedDelay => now.checked_add(self.period.max(Duration::from_nanos(1))),
+        }?;
+        self.due = due;
+        Some(due)
     }
 
     /// The first run after the one just made that is not yet due at `now`, and when it is due.
     fn following(&self, now: Instant) -> (u64, Option<Instant>) {
         let period = self.period.as_nanos().max(1);
-        let elapsed = now.saturating_duration_since(self.start).as_nanos();
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
         let first_not_due = u64::try_from(elapsed / period + 1).unwrap_or(u64::MAX);
         let next = first_not_due.max(self.next.saturating_add(1));
         let offset = u64::try_from(period.saturating_mul(u128::from(next))).ok();
-        let due = offset.and_then(|nanos| self.start.checked_add(Duration::from_nanos(nanos)));
+        let due = offset.and_then(|nanos| self.origin.checked_add(Duration::from_nanos(nanos)));
         (next, due)
     }
 }
 
 /// Ends a repeating timer that will not run again: retires its entry (unless it was
 /// cancelled) and releases the cap place it held for its whole life.
-struct Ending<'a> {
-    entry: &'a EntryRef,
-    lane: &'a Lane,
+struct Ending {
+    run: Repeat,
     rearmed: bool,
 }
 
-impl Drop for Ending<'_> {
+impl Drop for Ending {
     fn drop(&mut self) {
-        if !self.rearmed {
-            self.entry.retire();
-            self.lane.shard().release_cap(1);
+        if let (Some(timer), false) = (&self.run.timer, self.rearmed) {
+            timer.entry().retire();
+            timer.lane().shard().release_cap(1);
         }
     }
 }
 
-impl<F: FnMut() + Send + 'static> Callback for Repeating<F> {
+impl<R: RepeatFn> Callback for Repeating<R> {
     fn call(mut self) {
-        (self.run)()
+        let mut run = self.rhythm.run(None);
+        self.callback.run(&mut run)
     }
 
     fn call_repeating(mut this: Boxed<Self>, entry: EntryRef) {
-        let lane = this.lane.clone();
+        let timer = TimerHandle::of(entry, this.lane.clone());
         // Unless the timer is re-armed, this ends it when dropped: also if the callback panics.
         let mut ending = Ending {
-            entry: &entry,
-            lane: &lane,
+            run: this.rhythm.run(Some(timer)),
             rearmed: false,
         };
-        (this.run)();
+        this.callback.run(&mut ending.run);
+        let Some(timer) = &ending.run.timer else {
+            return;
+        };
+        let lane = timer.lane();
         let clock = lane.shard().clock();
-        let (next, due) = this.following(clock.now());
-        this.next = next;
+        let due = this.rhythm.after(&ending.run, clock.now());
         if lane.shard().is_stopped() {
             return;
         }
         let Some(tick) = due.and_then(|due| clock.tick_at(due)) else {
             return;
         };
+        let entry = timer.entry();
         // Cancelled while it ran: the re-arm fails and hands the callback back to drop.
         if let Ok(()) = entry.rearm(tick, this.erase()) {
             ending.rearmed = true;
             // If shutdown raced the re-arm and this call took the timer back, it stops there
             // (`enqueue` gave its cap place back).
-            drop(lane.enqueue(Lane::ownership(&lane), &entry));
+            drop(lane.enqueue(Lane::ownership(lane), entry));
         }
     }
 }

@@ -103,6 +103,28 @@ impl Wheel {
         self.next_expiration().map(|expiration| expiration.deadline)
     }
 
+    /// The earliest deadline of a pending entry linked in the wheel. Reads every entry: for a
+    /// manual clock's look-ahead, not for the tick loop.
+    pub(crate) fn earliest_pending(&self) -> Option<u64> {
+        let mut earliest = None;
+        for level in self.levels.iter() {
+            // SAFETY: the wheel is not `Sync`, so the thread holding `&self` is the one that
+            // owns it, and with it the links of its entries (ground rule 4 of `entry`).
+            unsafe {
+                level.visit(|entry| {
+                    let word = entry.state();
+                    // A cancelled entry waiting to be unlinked is not counted; a reset one is
+                    // counted at its new deadline, wherever it is linked.
+                    if word.is_pending() {
+                        let deadline = word.deadline();
+                        earliest = Some(earliest.map_or(deadline, |e: u64| e.min(deadline)));
+                    }
+                })
+            };
+        }
+        earliest
+    }
+
     /// The next slot to process and the tick it comes due, if any slot is occupied.
     fn next_expiration(&self) -> Option<Expiration> {
         // A finer level's next slot always comes before a coarser level's: a coarser level

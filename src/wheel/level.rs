@@ -158,6 +158,29 @@ impl Level {
         }
     }
 
+    /// Calls `f` on every entry linked into this level.
+    ///
+    /// # Safety
+    /// The caller owns the links of this level's lists.
+    pub(super) unsafe fn visit(&self, mut f: impl FnMut(&Entry)) {
+        let mut occupied = self.occupied;
+        while occupied != 0 {
+            let slot = occupied.trailing_zeros() as usize;
+            occupied &= occupied - 1;
+            for head in self.heads[slot] {
+                let mut at = head;
+                while let Some(entry) = at {
+                    // SAFETY: a linked entry is live while the list holds it, and by this
+                    // function's contract the caller owns its links.
+                    let entry = unsafe { entry.as_ref() };
+                    f(entry);
+                    // SAFETY: as above.
+                    at = unsafe { entry.links() }.next;
+                }
+            }
+        }
+    }
+
     /// Detaches all the lists of `slot`, returning their heads.
     pub(super) fn take(&mut self, slot: usize) -> Heads {
         self.occupied &= !(1 << slot);
