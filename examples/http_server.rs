@@ -218,13 +218,17 @@ fn status(status: StatusCode) -> Response<Body> {
 }
 
 /// Turns the timeout layer's result into a response: 504 for a deadline that passed (either
-/// layer's `Elapsed`), 500 for any other error. (Its own error type stays tower's `BoxError`,
+/// layer's `Elapsed`), 503 for a request shardwheel's layer shed because its engine would not
+/// time it (`Overloaded`), 500 for any other error. (Its own error type stays tower's `BoxError`,
 /// which readiness errors, of which there are none, would be converted into.)
 fn respond(result: Result<Response<Body>, BoxError>) -> Result<Response<Body>, BoxError> {
     Ok(match result {
         Ok(response) => response,
         Err(e) if e.is::<shardwheel::Elapsed>() || e.is::<tower::timeout::error::Elapsed>() => {
             status(StatusCode::GATEWAY_TIMEOUT)
+        }
+        Err(e) if e.is::<shardwheel::tower::Overloaded>() => {
+            status(StatusCode::SERVICE_UNAVAILABLE)
         }
         Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR),
     })
@@ -293,7 +297,7 @@ where
 async fn serve<S>(
     listener: TcpListener,
     service: S,
-    engine: Arc<TimerEngine>,
+    engine: TimerEngine,
     config: Config,
     counters: Arc<ServerCounters>,
 ) -> String
@@ -474,11 +478,9 @@ async fn unless_server_fails<T>(
 }
 
 async fn run(config: Config) -> Result<Vec<String>, String> {
-    let engine = Arc::new(
-        TimerEngine::builder()
-            .build()
-            .map_err(|e| format!("cannot start the timer engine: {e}"))?,
-    );
+    let engine = TimerEngine::builder()
+        .build()
+        .map_err(|e| format!("cannot start the timer engine: {e}"))?;
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;
