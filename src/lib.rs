@@ -116,6 +116,10 @@ mod engine;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+// hyper's `rt::Timer` on the engine (the `hyper` feature):
+#[cfg(feature = "hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
+pub mod hyper;
 // Structures built on the engine: the delay queue:
 mod delay;
 
