@@ -47,7 +47,9 @@
 //!
 //! let service = ServiceBuilder::new()
 //!     .layer(TimeoutLayer::on_default_engine(Duration::from_secs(5)))
-//!     .service_fn(|name: &str| async move { Ok::<_, std::convert::Infallible>(name.len()) });
+//!     .service_fn(|name: &'static str| async move {
+//!         Ok::<_, std::convert::Infallible>(name.len())
+//!     });
 //! assert_eq!(futures::executor::block_on(service.oneshot("hello")).unwrap(), 5);
 //! # }
 //! ```
