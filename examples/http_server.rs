@@ -1,12 +1,13 @@
 //! An HTTP/1 server (hyper 1 on tokio) whose every request runs under a deadline, and whose idle
 //! keep-alive connections are closed by shardwheel timers; a client in the same process loads
-//! it over loopback.
+//! it over loopback. Every shardwheel timer here is on the process's default engine
+//! (`shardwheel::default_engine()`).
 //!
 //! ```text
-//! cargo run --release --features tower --example http_server -- --help
+//! cargo run --release --features tower,hyper --example http_server -- --help
 //! # The CI size (a few seconds), with shardwheel's timeouts, then with tower's to compare:
-//! cargo run --release --features tower --example http_server -- --secs 2 --connections 8
-//! cargo run --release --features tower --example http_server -- --secs 2 --connections 8 --timeouts tower
+//! cargo run --release --features tower,hyper --example http_server -- --secs 2 --connections 8
+//! cargo run --release --features tower,hyper --example http_server -- --secs 2 --connections 8 --timeouts tower
 //! ```
 //!
 //! The server binds 127.0.0.1:0. Its handler simulates work: a sleep of a random length up to
@@ -18,7 +19,9 @@
 //!
 //! Each connection keeps one shardwheel `Sleep` as its idle timer, reset whenever a request
 //! starts or ends; when it elapses with no request under way, the server calls hyper's
-//! `graceful_shutdown` on the connection, which closes it (in both modes).
+//! `graceful_shutdown` on the connection, which closes it (in both modes). hyper's own timer is
+//! the default engine too (the `hyper` feature's `impl hyper::rt::Timer for TimerEngine`): a
+//! connection whose request head takes longer than `--header-read-ms` is closed by it.
 //!
 //! The client opens `--connections` keep-alive connections and sends requests on each, one at a
 //! time, for `--secs` seconds, recording each one's latency. Then every connection stays idle,
@@ -91,6 +94,11 @@ struct Args {
     #[arg(long, value_name = "MS", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     idle_ms: u64,
+    /// how long hyper waits for a request's head, also while a connection is idle (hyper's
+    /// header-read timeout, on the engine; longer than --idle-ms)
+    #[arg(long, value_name = "MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    header_read_ms: u64,
     /// seed of the handler's random work
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
@@ -126,6 +134,7 @@ struct Config {
     slow_threshold: u64,
     slow_percent: f64,
     idle: Duration,
+    header_read: Duration,
     seed: u64,
 }
 
@@ -136,6 +145,11 @@ impl Config {
         }
         if args.work_ms * 4 > args.timeout_ms {
             return Err("--work-ms must be at most a quarter of --timeout-ms".into());
+        }
+        // hyper's header-read timer also runs while a keep-alive connection waits for its next
+        // request: a shorter one would close idle connections before the idle timer does.
+        if args.header_read_ms <= args.idle_ms {
+            return Err("--header-read-ms must be longer than --idle-ms".into());
         }
         let slow_threshold = if args.slow_percent >= 100.0 {
             u64::MAX
@@ -151,6 +165,7 @@ impl Config {
             slow_threshold,
             slow_percent: args.slow_percent,
             idle: Duration::from_millis(args.idle_ms),
+            header_read: Duration::from_millis(args.header_read_ms),
             seed: args.seed,
         })
     }
@@ -218,13 +233,17 @@ fn status(status: StatusCode) -> Response<Body> {
 }
 
 /// Turns the timeout layer's result into a response: 504 for a deadline that passed (either
-/// layer's `Elapsed`), 500 for any other error. (Its own error type stays tower's `BoxError`,
+/// layer's `Elapsed`), 503 for a request shardwheel's layer shed because its engine would not
+/// time it (`Overloaded`), 500 for any other error. (Its own error type stays tower's `BoxError`,
 /// which readiness errors, of which there are none, would be converted into.)
 fn respond(result: Result<Response<Body>, BoxError>) -> Result<Response<Body>, BoxError> {
     Ok(match result {
         Ok(response) => response,
         Err(e) if e.is::<shardwheel::Elapsed>() || e.is::<tower::timeout::error::Elapsed>() => {
             status(StatusCode::GATEWAY_TIMEOUT)
+        }
+        Err(e) if e.is::<shardwheel::tower::Overloaded>() => {
+            status(StatusCode::SERVICE_UNAVAILABLE)
         }
         Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR),
     })
@@ -293,7 +312,7 @@ where
 async fn serve<S>(
     listener: TcpListener,
     service: S,
-    engine: Arc<TimerEngine>,
+    engine: &'static TimerEngine,
     config: Config,
     counters: Arc<ServerCounters>,
 ) -> String
@@ -308,10 +327,10 @@ where
         match listener.accept().await {
             Ok((stream, _)) => {
                 let service = service.clone();
-                let (engine, counters) = (engine.clone(), counters.clone());
+                let counters = counters.clone();
                 tokio::spawn(async move {
                     if let Err(e) =
-                        serve_connection(stream, service, &engine, config.idle, &counters).await
+                        serve_connection(stream, service, engine, config, &counters).await
                     {
                         eprintln!("http_server: server connection failed: {e}");
                     }
@@ -324,12 +343,13 @@ where
 
 /// Serves one connection until it closes. Its idle timer is a shardwheel `Sleep`, reset each
 /// time a request starts or ends; if it elapses with no request under way, the connection is
-/// shut down gracefully (hyper closes an idle connection at once).
+/// shut down gracefully (hyper closes an idle connection at once). hyper times each request's
+/// head on the same engine.
 async fn serve_connection<S>(
     stream: TcpStream,
     service: S,
     engine: &TimerEngine,
-    idle: Duration,
+    config: Config,
     counters: &ServerCounters,
 ) -> Result<(), hyper::Error>
 where
@@ -345,8 +365,11 @@ where
         service,
         activity: activity.clone(),
     };
+    let idle = config.idle;
     let connection = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
+        .timer(engine.clone())
+        .header_read_timeout(config.header_read)
         .serve_connection(TokioIo::new(stream), tracked);
     let mut connection = std::pin::pin!(connection);
     let mut idle_timer = engine.sleep(idle);
@@ -474,11 +497,10 @@ async fn unless_server_fails<T>(
 }
 
 async fn run(config: Config) -> Result<Vec<String>, String> {
-    let engine = Arc::new(
-        TimerEngine::builder()
-            .build()
-            .map_err(|e| format!("cannot start the timer engine: {e}"))?,
-    );
+    // The default engine, started here (its first use) so that a failure is reported, not a
+    // panic: the tower layer, hyper's timer and the idle timers all run on it.
+    let engine = shardwheel::try_default_engine()
+        .map_err(|e| format!("cannot start the timer engine: {e}"))?;
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;
@@ -496,31 +518,18 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
         Timeouts::Shardwheel => {
             let stack = ServiceBuilder::new()
                 .map_result(respond)
-                .layer(shardwheel::tower::TimeoutLayer::new(
-                    engine.clone(),
+                .layer(shardwheel::tower::TimeoutLayer::on_default_engine(
                     config.timeout,
                 ))
                 .service(handler);
-            tokio::spawn(serve(
-                listener,
-                stack,
-                engine.clone(),
-                config,
-                counters.clone(),
-            ))
+            tokio::spawn(serve(listener, stack, engine, config, counters.clone()))
         }
         Timeouts::Tower => {
             let stack = ServiceBuilder::new()
                 .map_result(respond)
                 .layer(tower::timeout::TimeoutLayer::new(config.timeout))
                 .service(handler);
-            tokio::spawn(serve(
-                listener,
-                stack,
-                engine.clone(),
-                config,
-                counters.clone(),
-            ))
+            tokio::spawn(serve(listener, stack, engine, config, counters.clone()))
         }
     };
 

@@ -47,7 +47,9 @@
 //!
 //! let service = ServiceBuilder::new()
 //!     .layer(TimeoutLayer::on_default_engine(Duration::from_secs(5)))
-//!     .service_fn(|name: &str| async move { Ok::<_, std::convert::Infallible>(name.len()) });
+//!     .service_fn(|name: &'static str| async move {
+//!         Ok::<_, std::convert::Infallible>(name.len())
+//!     });
 //! assert_eq!(futures::executor::block_on(service.oneshot("hello")).unwrap(), 5);
 //! # }
 //! ```
@@ -116,6 +118,10 @@ mod engine;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+// hyper's `rt::Timer` on the engine (the `hyper` feature):
+#[cfg(feature = "hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
+pub mod hyper;
 // Structures built on the engine: the delay queue:
 mod delay;
 

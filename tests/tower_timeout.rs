@@ -1,36 +1,40 @@
 //! The tower middleware (`shardwheel::tower`): responses that beat their deadline cancel its
-//! timer, deadlines that pass first yield `shardwheel::Elapsed`, errors of the inner service
-//! pass through boxed, and the layer works inside a `ServiceBuilder`. Time is a `ManualClock`
+//! timer, deadlines that pass first yield `shardwheel::Elapsed`, a deadline the engine refuses
+//! yields `Overloaded` without calling the inner service, errors of the inner service pass
+//! through boxed, and the layer works inside a `ServiceBuilder`. Time is a `ManualClock`
 //! throughout, and futures are polled by hand, so each step happens exactly when the test says.
 
 #![cfg(feature = "tower")]
 #![cfg(not(loom))]
 
 use std::convert::Infallible;
+use std::error::Error as _;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::channel::oneshot;
 use futures::task::noop_waker_ref;
-use shardwheel::tower::{BoxError, Timeout, TimeoutLayer};
-use shardwheel::{Elapsed, ManualClock, TimerEngine};
+use shardwheel::tower::{BoxError, Overloaded, Timeout, TimeoutLayer};
+use shardwheel::{Builder, Elapsed, ManualClock, ScheduleErrorKind, TimerEngine};
 use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
 
-fn manual() -> (ManualClock, Arc<TimerEngine>) {
+fn manual() -> (ManualClock, TimerEngine) {
+    on_manual_clock(TimerEngine::builder().shards(2))
+}
+
+/// An engine from `builder`, on a manual clock of its own.
+fn on_manual_clock(builder: Builder) -> (ManualClock, TimerEngine) {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(2)
-        .build()
-        .unwrap();
-    (clock, Arc::new(engine))
+    let engine = builder.manual_clock(&clock).build().unwrap();
+    (clock, engine)
 }
 
 /// Polls `future` once, with a waker that does nothing.
@@ -109,15 +113,15 @@ fn a_deadline_that_passes_first_yields_elapsed() {
 
 /// An error of the inner service, to find again through the box.
 #[derive(Debug, PartialEq)]
-struct Overloaded;
+struct Unavailable;
 
-impl fmt::Display for Overloaded {
+impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("overloaded")
+        f.write_str("unavailable")
     }
 }
 
-impl std::error::Error for Overloaded {}
+impl std::error::Error for Unavailable {}
 
 /// A service that is never ready: its `poll_ready` fails, or stays pending.
 struct NeverReady {
@@ -126,12 +130,12 @@ struct NeverReady {
 
 impl Service<()> for NeverReady {
     type Response = ();
-    type Error = Overloaded;
-    type Future = std::future::Ready<Result<(), Overloaded>>;
+    type Error = Unavailable;
+    type Future = std::future::Ready<Result<(), Unavailable>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Overloaded>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Unavailable>> {
         if self.fail {
-            Poll::Ready(Err(Overloaded))
+            Poll::Ready(Err(Unavailable))
         } else {
             Poll::Pending
         }
@@ -150,7 +154,7 @@ fn the_inner_services_readiness_passes_through() {
     let mut failing = Timeout::new(NeverReady { fail: true }, engine.clone(), SEC);
     match failing.poll_ready(&mut cx) {
         Poll::Ready(Err(error)) => {
-            assert_eq!(error.downcast_ref::<Overloaded>(), Some(&Overloaded))
+            assert_eq!(error.downcast_ref::<Unavailable>(), Some(&Unavailable))
         }
         other => panic!("expected the inner error, got {other:?}"),
     }
@@ -163,14 +167,14 @@ fn the_inner_services_readiness_passes_through() {
 #[test]
 fn an_error_of_the_response_passes_through_and_cancels_the_timer() {
     let (_clock, engine) = manual();
-    let inner = service_fn(|()| async { Err::<(), _>(Overloaded) });
+    let inner = service_fn(|()| async { Err::<(), _>(Unavailable) });
     let mut service = Timeout::new(inner, engine.clone(), SEC);
     let mut response = Box::pin(call_now(&mut service, ()));
     let error: BoxError = match poll_once(&mut response) {
         Poll::Ready(Err(error)) => error,
         other => panic!("expected the inner error, got {other:?}"),
     };
-    assert_eq!(error.downcast_ref::<Overloaded>(), Some(&Overloaded));
+    assert_eq!(error.downcast_ref::<Unavailable>(), Some(&Unavailable));
     assert!(error.downcast_ref::<Elapsed>().is_none());
     drop(response);
     assert_eq!(engine.stats().cancelled, 1);
@@ -215,35 +219,114 @@ fn works_through_service_builder_and_clones() {
     assert_eq!((stats.fired, stats.cancelled, stats.pending), (2, 1, 0));
 }
 
+/// An inner service answered through the request's channel, that counts its calls.
+fn counted(
+    calls: &Arc<AtomicUsize>,
+) -> impl Service<oneshot::Receiver<&'static str>, Response = &'static str, Error = oneshot::Canceled>
+{
+    let calls = calls.clone();
+    service_fn(move |answer: oneshot::Receiver<&'static str>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        answer
+    })
+}
+
+/// The error of a response that must fail at once.
+fn failed_now<F: Future<Output = Result<T, BoxError>> + Unpin, T: fmt::Debug>(
+    response: &mut F,
+) -> BoxError {
+    match poll_once(response) {
+        Poll::Ready(Err(error)) => error,
+        other => panic!("expected an error at once, got {other:?}"),
+    }
+}
+
+/// Why the engine refused a response that must fail at once as `Overloaded`.
+fn refused_now<F: Future<Output = Result<T, BoxError>> + Unpin, T: fmt::Debug>(
+    response: &mut F,
+) -> ScheduleErrorKind {
+    let error = failed_now(response);
+    assert!(!error.is::<Elapsed>(), "a refusal is not a timeout");
+    let overloaded = error
+        .downcast_ref::<Overloaded>()
+        .expect("the refusal is Overloaded");
+    let cause = overloaded.source().and_then(|e| e.downcast_ref());
+    assert_eq!(cause, Some(&overloaded.kind()), "the source is the kind");
+    overloaded.kind()
+}
+
 #[test]
-fn on_a_shut_down_engine_a_request_that_is_not_ready_elapses_at_once() {
-    let (_clock, engine) = manual();
-    assert!(engine.shutdown().is_empty());
-    let ready = Timeout::new(
-        service_fn(|()| async { Ok::<_, Infallible>("ready") }),
-        engine.clone(),
-        SEC,
-    );
+fn at_the_cap_a_request_is_refused_as_overloaded_without_calling_the_service() {
+    let (clock, engine) = on_manual_clock(TimerEngine::builder().max_pending(1));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut service = Timeout::new(counted(&calls), engine.clone(), SEC);
+
+    // The first request takes the engine's only place, and its service is slow.
+    let (_slow, slow_answered) = oneshot::channel();
+    let mut slow = Box::pin(call_now(&mut service, slow_answered));
+    assert!(poll_once(&mut slow).is_pending());
+
+    // The second cannot be timed: refused, and never started.
+    let (_unused, unused_answered) = oneshot::channel();
+    let mut refused = Box::pin(call_now(&mut service, unused_answered));
+    assert_eq!(refused_now(&mut refused), ScheduleErrorKind::Full);
     assert_eq!(
-        futures::executor::block_on(ready.oneshot(())).unwrap(),
-        "ready"
+        calls.load(Ordering::SeqCst),
+        1,
+        "the refused request did no work"
     );
-    let (_answer, answered) = oneshot::channel();
-    let waiting = Timeout::new(answered_later(), engine.clone(), SEC);
-    let error = futures::executor::block_on(waiting.oneshot(answered)).unwrap_err();
-    assert!(error.is::<Elapsed>());
-    assert_eq!(engine.stats().rejected, 2);
+
+    // The slow request still times out as before.
+    clock.advance(SEC);
+    assert!(failed_now(&mut slow).is::<Elapsed>());
+}
+
+#[test]
+fn after_shutdown_a_request_is_refused_as_overloaded_without_calling_the_service() {
+    let (_clock, engine) = manual();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut service = Timeout::new(counted(&calls), engine.clone(), SEC);
+    assert!(engine.shutdown().is_empty());
+
+    let (answer, answered) = oneshot::channel();
+    answer.send("ready").unwrap();
+    let mut response = Box::pin(call_now(&mut service, answered));
+    assert_eq!(refused_now(&mut response), ScheduleErrorKind::Shutdown);
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the request did no work");
+    assert_eq!(engine.stats().rejected, 1);
+}
+
+#[test]
+fn on_the_default_engine_a_quick_request_is_answered() {
+    let service =
+        Timeout::on_default_engine(service_fn(|()| async { Ok::<_, Infallible>("pong") }), SEC);
+    let reply = futures::executor::block_on(service.oneshot(()));
+    assert_eq!(reply.unwrap(), "pong");
+    let layer = TimeoutLayer::on_default_engine(SEC);
+    assert!(!layer.engine().is_shutdown());
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 #[test]
 fn a_pending_response_keeps_the_engine_running_after_its_service_is_gone() {
     let (clock, engine) = manual();
-    let alive = Arc::downgrade(&engine);
+    // A timer that never fires: the engine's shutdown drops its callback, setting the flag.
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = DropFlag(stopped.clone());
+    engine.schedule(SEC * 3600, move || drop(flag)).unwrap();
     let mut service = Timeout::new(answered_later(), engine, SEC);
     let (_answer, answered) = oneshot::channel();
     let mut response = Box::pin(call_now(&mut service, answered));
     drop(service);
-    assert!(alive.upgrade().is_some());
+    assert!(!stopped.load(Ordering::SeqCst));
     // Were the engine shut down, the deadline would have passed at once.
     assert!(poll_once(&mut response).is_pending());
     clock.advance(SEC - MS);
@@ -255,7 +338,7 @@ fn a_pending_response_keeps_the_engine_running_after_its_service_is_gone() {
     }
     drop(response);
     assert!(
-        alive.upgrade().is_none(),
-        "the last holder let the engine go"
+        stopped.load(Ordering::SeqCst),
+        "the last holder shut the engine down"
     );
 }

@@ -546,6 +546,16 @@ impl TimerEngine {
         Interval::new(self.core().lane_for_task(), start, period)
     }
 
+    /// Whether `sleep` was made on this engine (its timers go to one of the engine's shards).
+    #[cfg(feature = "hyper")]
+    pub(crate) fn made(&self, sleep: &Sleep) -> bool {
+        let shard = sleep.shard();
+        self.core()
+            .shards
+            .iter()
+            .any(|own| std::ptr::eq(&**own, shard))
+    }
+
     /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
     fn schedule_routed<F>(
         &self,

@@ -170,6 +170,12 @@ impl Sleep {
         self.lane.shard().clock()
     }
 
+    /// The shard the sleep's timers go to, which tells the engine it belongs to.
+    #[cfg(feature = "hyper")]
+    pub(crate) fn shard(&self) -> &crate::shard::ShardCore {
+        self.lane.shard()
+    }
+
     /// Whether the engine the sleep belongs to has shut down.
     pub(super) fn engine_stopped(&self) -> bool {
         self.lane.shard().is_stopped()

@@ -1,18 +1,20 @@
-//! [`ResponseFuture`]: the inner response under the engine's [`Timeout`].
+//! [`ResponseFuture`]: the inner response under the engine's [`Timeout`], or a refusal.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use super::error::Overloaded;
 use super::BoxError;
 use crate::engine::TimerEngine;
 use crate::timer::Timeout;
 
 pin_project_lite::pin_project! {
     /// The response of a [`Timeout`](super::Timeout) service: the inner response, the inner
-    /// error boxed, or [`Elapsed`](crate::Elapsed) boxed if the deadline passed first.
+    /// error boxed, [`Elapsed`](crate::Elapsed) boxed if the deadline passed first, or
+    /// [`Overloaded`] boxed if the engine refused the deadline (the inner service was then
+    /// not called).
     ///
     /// The inner future is polled before the deadline is looked at, so a response that is
     /// ready when the deadline passes still wins. Dropping the future (which `.await` and
@@ -25,14 +27,36 @@ pin_project_lite::pin_project! {
         // Declared before the engine, so dropped first: the timer is cancelled while the
         // engine still runs.
         #[pin]
-        inner: Timeout<F>,
-        engine: Arc<TimerEngine>,
+        state: State<F>,
+        engine: TimerEngine,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request under way, or one refused before it started.
+    #[project = StateProj]
+    enum State<F> {
+        Running { #[pin] deadline: Timeout<F> },
+        // `None` once the error has been returned.
+        Refused { refusal: Option<Overloaded> },
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(super) fn new(inner: Timeout<F>, engine: Arc<TimerEngine>) -> Self {
-        ResponseFuture { inner, engine }
+    pub(super) fn running(deadline: Timeout<F>, engine: TimerEngine) -> Self {
+        ResponseFuture {
+            state: State::Running { deadline },
+            engine,
+        }
+    }
+
+    pub(super) fn refused(refusal: Overloaded, engine: TimerEngine) -> Self {
+        ResponseFuture {
+            state: State::Refused {
+                refusal: Some(refusal),
+            },
+            engine,
+        }
     }
 }
 
@@ -44,7 +68,16 @@ where
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Poll::Ready(match ready!(self.project().inner.poll(cx)) {
+        let deadline = match self.project().state.project() {
+            StateProj::Running { deadline } => deadline,
+            StateProj::Refused { refusal } => {
+                let refusal = refusal
+                    .take()
+                    .expect("ResponseFuture polled after completion");
+                return Poll::Ready(Err(Box::new(refusal)));
+            }
+        };
+        Poll::Ready(match ready!(deadline.poll(cx)) {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(error)) => Err(error.into()),
             Err(elapsed) => Err(Box::new(elapsed)),
@@ -54,6 +87,9 @@ where
 
 impl<F> fmt::Debug for ResponseFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+        let refused = matches!(self.state, State::Refused { .. });
+        f.debug_struct("ResponseFuture")
+            .field("refused", &refused)
+            .finish_non_exhaustive()
     }
 }

@@ -1,29 +1,26 @@
 //! [`TimeoutLayer`]: wraps services in [`Timeout`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tower_layer::Layer;
 
 use super::service::Timeout;
-use crate::engine::TimerEngine;
+use crate::engine::{default_engine, TimerEngine};
 
 /// Puts a deadline on every request of the services it wraps, each a [`Timeout`] on the same
 /// engine.
 ///
-/// The engine is shared: an `Arc<TimerEngine>` (a [`TimerEngine`] is not `Clone`, and every
-/// service the layer makes, and every clone of those, keeps its timers there). The layer, its
-/// services and their response futures each hold the engine, so it runs until the last of
-/// them is dropped, even if the caller drops its own `Arc` first.
+/// The layer holds a clone of the engine (one reference count), as does every service it
+/// makes and every response future of those, so the engine runs until the last of them is
+/// dropped, even if the caller drops its own clone first.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use std::time::Duration;
 /// use shardwheel::tower::TimeoutLayer;
 /// use shardwheel::TimerEngine;
 /// use tower::{service_fn, ServiceBuilder, ServiceExt};
 ///
-/// let engine = Arc::new(TimerEngine::builder().build()?);
+/// let engine = TimerEngine::builder().build()?;
 /// let service = ServiceBuilder::new()
 ///     .layer(TimeoutLayer::new(engine.clone(), Duration::from_secs(5)))
 ///     .service_fn(|name: &'static str| async move {
@@ -37,7 +34,7 @@ use crate::engine::TimerEngine;
 /// ```
 #[derive(Debug, Clone)]
 pub struct TimeoutLayer {
-    engine: Arc<TimerEngine>,
+    engine: TimerEngine,
     timeout: Duration,
 }
 
@@ -45,22 +42,34 @@ impl TimeoutLayer {
     /// A layer whose services give every request `timeout`, on `engine`'s timers.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let layer = shardwheel::tower::TimeoutLayer::new(engine, Duration::from_millis(250));
     /// assert_eq!(layer.timeout(), Duration::from_millis(250));
     /// ```
-    pub fn new(engine: Arc<TimerEngine>, timeout: Duration) -> Self {
+    pub fn new(engine: TimerEngine, timeout: Duration) -> Self {
         TimeoutLayer { engine, timeout }
+    }
+
+    /// As [`new`](Self::new), on the process's [`default_engine`](crate::default_engine).
+    ///
+    /// # Panics
+    /// If the default engine cannot start, as [`default_engine`](crate::default_engine).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let layer = shardwheel::tower::TimeoutLayer::on_default_engine(Duration::from_secs(1));
+    /// assert_eq!(layer.timeout(), Duration::from_secs(1));
+    /// ```
+    pub fn on_default_engine(timeout: Duration) -> Self {
+        TimeoutLayer::new(default_engine().clone(), timeout)
     }
 
     /// The deadline each request gets, from its `call`.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let layer = shardwheel::tower::TimeoutLayer::new(engine, Duration::from_secs(1));
     /// assert_eq!(layer.timeout(), Duration::from_secs(1));
     /// ```
@@ -71,13 +80,13 @@ impl TimeoutLayer {
     /// The engine the services keep their timers on.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let layer = shardwheel::tower::TimeoutLayer::new(engine.clone(), Duration::from_secs(1));
-    /// assert!(Arc::ptr_eq(layer.engine(), &engine));
+    /// let _timer = layer.engine().schedule(Duration::from_secs(60), || {}).unwrap();
+    /// assert_eq!(engine.pending(), 1, "the same engine");
     /// ```
-    pub fn engine(&self) -> &Arc<TimerEngine> {
+    pub fn engine(&self) -> &TimerEngine {
         &self.engine
     }
 }

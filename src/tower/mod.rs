@@ -3,34 +3,50 @@
 //!
 //! It mirrors `tower::timeout`: [`TimeoutLayer`] wraps a service in a [`Timeout`], whose
 //! `poll_ready` is the inner service's and whose `call` starts the request together with a
-//! [`Sleep`](crate::Sleep) on a shared [`TimerEngine`](crate::TimerEngine). The response future
+//! [`Sleep`](crate::Sleep) on a [`TimerEngine`](crate::TimerEngine). The response future
 //! yields the inner response, or, if the deadline passes first, a [`BoxError`] holding
 //! [`Elapsed`](crate::Elapsed), which `downcast_ref::<shardwheel::Elapsed>()` finds. A response
 //! that comes first drops the sleep with the response future, and that cancels its timer: one
 //! compare-and-swap, counted in [`Stats::cancelled`](crate::Stats::cancelled).
 //!
-//! The engine is shared as an `Arc<TimerEngine>`, held by the layer, each service and each
-//! response future, so it outlives a service dropped while its responses are under way.
+//! The layer, each service and each response future hold a clone of the engine (one
+//! reference count), so it outlives a service dropped while its responses are under way.
+//! [`TimeoutLayer::on_default_engine`] and [`Timeout::on_default_engine`] use the process's
+//! [`default_engine`](crate::default_engine).
 //!
-//! Where the two differ: the timers live on a shardwheel engine instead of the tokio runtime,
-//! so the middleware runs under any executor, and a deadline the engine cannot hold (it is
-//! shut down, or at its `max_pending` cap) elapses at once, as every
-//! [`TimerEngine::sleep`](crate::TimerEngine::sleep) does. A deadline beyond the engine's
-//! [`max_delay`](crate::TimerEngine::max_delay) never passes.
+//! # Refusals are not timeouts
+//!
+//! A deadline the engine cannot hold (it is shut down, or at its `max_pending` cap) is not a
+//! deadline that passed. `call` asks the engine for the timer first
+//! ([`TimerEngine::try_sleep`](crate::TimerEngine::try_sleep)); if it is refused, the inner
+//! service is not called at all, so no work starts for a request that could not be timed, and
+//! the response future fails at once with [`Overloaded`], boxed like every error here. A
+//! server can tell the two apart by downcasting: `Overloaded` is load shedding (answer 503),
+//! `Elapsed` a deadline that passed (answer 504). The errors are boxed, as tower's own
+//! middleware boxes them, so that the layer stacks with tower's (`load_shed`, `buffer`, ...)
+//! under one error type.
+//!
+//! Where it differs from `tower::timeout`: the timers live on a shardwheel engine instead of
+//! the tokio runtime, so the middleware runs under any executor, and refusals are reported
+//! as above. A deadline beyond the engine's [`max_delay`](crate::TimerEngine::max_delay)
+//! never passes.
 //!
 //! - `layer`: [`TimeoutLayer`].
 //! - `service`: [`Timeout`], the service.
 //! - `future`: [`ResponseFuture`].
+//! - `error`: [`Overloaded`].
 
+mod error;
 mod future;
 mod layer;
 mod service;
 
+pub use self::error::Overloaded;
 pub use self::future::ResponseFuture;
 pub use self::layer::TimeoutLayer;
 pub use self::service::Timeout;
 
-/// The error of a [`Timeout`] service: the inner service's error, or
-/// [`Elapsed`](crate::Elapsed) when the deadline passed first. The same type as tower's own
-/// `BoxError`.
+/// The error of a [`Timeout`] service: the inner service's error,
+/// [`Elapsed`](crate::Elapsed) when the deadline passed first, or [`Overloaded`] when the
+/// engine refused the deadline. The same type as tower's own `BoxError`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,35 +1,39 @@
 //! [`Timeout`]: a service whose every request runs under a deadline.
 
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tower_service::Service;
 
+use super::error::Overloaded;
 use super::future::ResponseFuture;
 use super::layer::TimeoutLayer;
 use super::BoxError;
-use crate::engine::TimerEngine;
+use crate::engine::{default_engine, TimerEngine};
+use crate::timer::Timeout as Deadline;
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
 /// [`TimeoutLayer`] or [`Timeout::new`].
 ///
 /// `poll_ready` is the inner service's (its error boxed into a [`BoxError`]): readiness has no
-/// deadline, as in tower. `call` calls the inner service and arms the deadline; the
+/// deadline, as in tower. `call` arms the deadline, then calls the inner service; the
 /// [`ResponseFuture`] yields the response, the inner error boxed, or
 /// [`Elapsed`](crate::Elapsed) boxed if the deadline passed first.
+///
+/// If the engine refuses the deadline (at its `max_pending` cap, or shut down), `call` does
+/// not call the inner service, and the response is [`Overloaded`] boxed: a server can answer
+/// it 503 and `Elapsed` 504. The inner service's readiness is then left unused.
 ///
 /// Not to be confused with [`shardwheel::Timeout`](crate::Timeout), the future that
 /// [`TimerEngine::timeout`] makes and that this service's responses run in.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use std::time::Duration;
 /// use shardwheel::tower::Timeout;
 /// use shardwheel::{Elapsed, TimerEngine};
 /// use tower::{service_fn, ServiceExt};
 ///
-/// let engine = Arc::new(TimerEngine::builder().build()?);
+/// let engine = TimerEngine::builder().build()?;
 /// let sleepy = engine.clone();
 /// // A service that takes a minute to answer, given a 10 ms deadline.
 /// let slow = service_fn(move |()| {
@@ -47,7 +51,7 @@ use crate::engine::TimerEngine;
 #[derive(Debug, Clone)]
 pub struct Timeout<S> {
     inner: S,
-    engine: Arc<TimerEngine>,
+    engine: TimerEngine,
     timeout: Duration,
 }
 
@@ -55,15 +59,14 @@ impl<S> Timeout<S> {
     /// Wraps `inner`: each request gets `timeout` from its `call`, on `engine`'s timers.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use tower::service_fn;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let echo = service_fn(|x: u32| async move { Ok::<_, std::convert::Infallible>(x) });
     /// let service = shardwheel::tower::Timeout::new(echo, engine, Duration::from_secs(1));
     /// assert_eq!(service.timeout(), Duration::from_secs(1));
     /// ```
-    pub fn new(inner: S, engine: Arc<TimerEngine>, timeout: Duration) -> Self {
+    pub fn new(inner: S, engine: TimerEngine, timeout: Duration) -> Self {
         Timeout {
             inner,
             engine,
@@ -71,25 +74,37 @@ impl<S> Timeout<S> {
         }
     }
 
+    /// As [`new`](Self::new), on the process's [`default_engine`](crate::default_engine).
+    ///
+    /// # Panics
+    /// If the default engine cannot start, as [`default_engine`](crate::default_engine).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let service = shardwheel::tower::Timeout::on_default_engine((), Duration::from_secs(1));
+    /// assert_eq!(service.timeout(), Duration::from_secs(1));
+    /// ```
+    pub fn on_default_engine(inner: S, timeout: Duration) -> Self {
+        Timeout::new(inner, default_engine().clone(), timeout)
+    }
+
     /// A [`TimeoutLayer`] with these settings, as tower's `Timeout::layer`.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let layer = shardwheel::tower::Timeout::<()>::layer(engine, Duration::from_secs(1));
     /// assert_eq!(layer.timeout(), Duration::from_secs(1));
     /// ```
-    pub fn layer(engine: Arc<TimerEngine>, timeout: Duration) -> TimeoutLayer {
+    pub fn layer(engine: TimerEngine, timeout: Duration) -> TimeoutLayer {
         TimeoutLayer::new(engine, timeout)
     }
 
     /// The deadline each request gets.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let service = shardwheel::tower::Timeout::new((), engine, Duration::from_millis(50));
     /// assert_eq!(service.timeout(), Duration::from_millis(50));
     /// ```
@@ -100,22 +115,21 @@ impl<S> Timeout<S> {
     /// The engine the deadlines are kept on.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let service = shardwheel::tower::Timeout::new((), engine.clone(), Duration::from_secs(1));
-    /// assert!(Arc::ptr_eq(service.engine(), &engine));
+    /// let _timer = service.engine().schedule(Duration::from_secs(60), || {}).unwrap();
+    /// assert_eq!(engine.pending(), 1, "the same engine");
     /// ```
-    pub fn engine(&self) -> &Arc<TimerEngine> {
+    pub fn engine(&self) -> &TimerEngine {
         &self.engine
     }
 
     /// The inner service.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let service = shardwheel::tower::Timeout::new(7, engine, Duration::from_secs(1));
     /// assert_eq!(*service.get_ref(), 7);
     /// ```
@@ -126,9 +140,8 @@ impl<S> Timeout<S> {
     /// The inner service, mutably.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let mut service = shardwheel::tower::Timeout::new(7, engine, Duration::from_secs(1));
     /// *service.get_mut() += 1;
     /// assert_eq!(*service.get_ref(), 8);
@@ -140,9 +153,8 @@ impl<S> Timeout<S> {
     /// Unwraps the inner service.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// let engine = Arc::new(shardwheel::TimerEngine::builder().build().unwrap());
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let service = shardwheel::tower::Timeout::new("inner", engine, Duration::from_secs(1));
     /// assert_eq!(service.into_inner(), "inner");
     /// ```
@@ -165,8 +177,14 @@ where
     }
 
     fn call(&mut self, request: Request) -> ResponseFuture<S::Future> {
-        let response = self.inner.call(request);
-        let deadline = self.engine.timeout(self.timeout, response);
-        ResponseFuture::new(deadline, self.engine.clone())
+        let engine = self.engine.clone();
+        // The timer first: a request the engine cannot time never reaches the inner service.
+        match self.engine.try_sleep(self.timeout) {
+            Ok(sleep) => {
+                let response = self.inner.call(request);
+                ResponseFuture::running(Deadline::new(response, sleep), engine)
+            }
+            Err(refusal) => ResponseFuture::refused(Overloaded::new(refusal), engine),
+        }
     }
 }
