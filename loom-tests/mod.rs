@@ -16,6 +16,7 @@ mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
 mod claims_steal;
 mod delay_inbox;
+mod lookahead;
 mod owner_paths;
 mod poll_vs_fire;
 mod relay_handover;

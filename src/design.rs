@@ -20,7 +20,7 @@
 //!
 //! ```text
 //! trace      events for the rare things (the `tracing` feature)            src/trace.rs
-//! sync       the loom shim, the asymmetric barrier, claims, counters, cap   src/sync/
+//! sync       the loom shim, claims, counters, the cap                      src/sync/
 //! slab       where entries live: counted pointers into slots of chunks     src/slab/
 //! entry      the timer entry, its state word, the type-erased callback     src/entry/
 //! time       the tick clock and ManualClock                                src/time/
@@ -102,8 +102,6 @@
 //! - Time-stamp-counter clock, src/time/tsc.rs: a cheap upper bound on the monotonic clock,
 //!   used to round a new timer's deadline up; off where the kernel does not keep time with it.
 //! - Reciprocal division, src/time/tick.rs: nanoseconds to ticks without a divide instruction.
-//! - Asymmetric barrier, src/sync/barrier.rs: `membarrier` on the shard's rare side of each
-//!   Dekker pair, a compiler fence on the producers' side.
 //! - Relay, src/callbacks/relay.rs, with claims, src/sync/claims.rs: long-lived runners on
 //!   the pool take handed-over batches as ranges and steal halves of each other's ranges.
 //! - Chunk slab, src/slab/: a lane's owner carves entries from chunks of slots; any thread
@@ -178,6 +176,8 @@
 //! - `slab_slots_freed_together_free_each_chunk_once`: the same with slots freed together.
 //! - `slab_trim_leaves_its_chunks_behind_while_their_slots_are_freed`: a trim racing frees.
 //! - `claims_each_item_is_taken_once_by_holder_or_thief`: a range's holder against a thief.
+//! - `lookahead_answer_vs_question`: a manual clock's question for the earliest deadline
+//!   against the shard's answer; an answer seen is the shard's.
 //!
 //! # Glossary
 //!
@@ -206,9 +206,9 @@
 //! - **pin** and **unpin**: with `pin_threads(true)` a tick thread binds itself to one cpu; a
 //!   pinned thread whose turns begin late several times in a row unpins itself for good.
 //! - **cpu**: a processor the system schedules threads on (never called a core here).
-//! - **heavy** and **light barrier**: the two sides of the asymmetric barrier. The rare side (a
-//!   shard announcing a sleep, shutdown setting the stop flags) passes the heavy one; a
-//!   producer, after its push, the light one.
+//! - **Dekker pair**: a producer's push then its read of the sleep word (or the stop flag),
+//!   against the shard's announcement (or shutdown's flag) then its look at the queues; each
+//!   side passes a SeqCst fence between its write and its read (src/shard/signal.rs).
 //! - **stand-in timer**: the timer a `Sleep`, `Interval` or `DelayQueue` value holds at the
 //!   farthest deadline the engine takes when its own deadline is beyond `max_delay()`,
 //!   renewed as it comes due, so that shutdown hands it back.

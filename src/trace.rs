@@ -2,7 +2,7 @@
 //! each function here compiles to nothing.
 //!
 //! Every event has the target `shardwheel`. Nothing on a hot path emits one: each marks a
-//! failure (a callback or spawner panicked, the kernel refused a barrier or a pin, the
+//! failure (a callback or spawner panicked, a pin was refused, the
 //! time-stamp counter fell behind the clock) or a moment
 //! in an engine's life (shutdown began, shutdown ended).
 
@@ -36,20 +36,6 @@ pub(crate) fn callback_panicked(payload: &(dyn Any + Send)) {
 pub(crate) fn spawner_panicked() {
     #[cfg(feature = "tracing")]
     tracing::warn!(target: "shardwheel", "the callback spawner panicked");
-}
-
-/// The process wakes sleeping shards with full fences: `membarrier(2)` is missing or refused.
-/// `refused_later`: it worked at first and was refused afterwards.
-#[cfg_attr(loom, allow(dead_code))] // loom's barrier never falls back
-pub(crate) fn barrier_fell_back(refused_later: bool) {
-    #[cfg(feature = "tracing")]
-    tracing::info!(
-        target: "shardwheel",
-        refused_later,
-        "membarrier unavailable: producers pay a full fence per schedule and cancel"
-    );
-    #[cfg(not(feature = "tracing"))]
-    let _ = refused_later;
 }
 
 /// The time-stamp counter fell behind the monotonic clock by `short_nanos` between two of a

@@ -10,7 +10,7 @@ use super::shutdown::Runners;
 use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::entry::StateWord;
 use crate::shard::{Lane, Shard, ShardCore};
-use crate::sync::{barrier, next_engine_id, Arc, Cap, StdArc};
+use crate::sync::{next_engine_id, Arc, Cap, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
 
@@ -323,8 +323,6 @@ impl Builder {
             }
             _ => {}
         }
-        // Before any thread of the engine exists (see `sync::barrier`).
-        barrier::enable();
         let mut pool = match &self.callbacks {
             Callbacks::SharedPool => Some(CallbackPool::shared().map_err(BuildError::Spawn)?),
             Callbacks::OwnPool(threads) => {

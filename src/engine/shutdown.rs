@@ -1,7 +1,7 @@
 //! Shutdown: stopping the shards, joining every thread the engine started, and handing back
 //! every timer that neither fired nor was cancelled.
 //!
-//! Shutdown sets each shard's `stop` flag, wakes it and passes the heavy barrier; joins the
+//! Shutdown sets each shard's `stop` flag, wakes it and passes a SeqCst fence; joins the
 //! shard threads; waits for callbacks in flight and joins the callback pool; and then empties
 //! the wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
 //! racing it takes its own timer back (the producer's half, in `shard::lane`), so every timer
@@ -27,7 +27,7 @@ use super::core::EngineCore;
 use crate::callbacks::{in_callback_of, CallbackPool};
 use crate::entry::{CallbackBox, Lifecycle};
 use crate::shard::Stopped;
-use crate::sync::{barrier, thread};
+use crate::sync::{fence, thread, Ordering};
 use crate::timer::TimerHandle;
 
 /// The shutdown protocol as the engine uses it (see `closing`).
@@ -197,9 +197,9 @@ impl Engine {
             shard.set_stopped();
             shard.signal().wake();
         }
-        // Pairs with the light barrier a racing `schedule` passes after its push (see
+        // SeqCst: pairs with the fence a racing `schedule` passes after its push (see
         // `shard::lane`).
-        barrier::heavy();
+        fence(Ordering::SeqCst);
     }
 }
 

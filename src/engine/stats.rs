@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use super::core::EngineCore;
 use crate::shard::LATENESS_BUCKETS;
-use crate::sync::barrier;
 
 /// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
 /// figure is exact once the threads that move it are quiet, and while they are not, `pending`
@@ -35,11 +34,6 @@ pub struct Stats {
     pub callbacks_running: u64,
     /// How late the shards fired their timers, all shards together.
     pub lateness: Lateness,
-    /// Whether producers wake a sleeping shard without a fence of their own: true where the
-    /// system offers `membarrier(2)` (Linux 4.14 and later, unless a sandbox forbids it), so
-    /// the shard pays for the barrier when it goes to sleep instead. False means every
-    /// schedule and cancel pays a full fence; the engine is correct either way.
-    pub asymmetric_barrier: bool,
     /// Bytes of the chunks the lanes hold for their owners' timer entries, all shards together
     /// (see [`ShardStats::entry_bytes`]); not the captures of callbacks, nor the entries of
     /// threads that do not own their lane.
@@ -213,7 +207,6 @@ impl EngineCore {
             callbacks_queued: 0,
             callbacks_running: 0,
             lateness: Lateness::new([0; LATENESS_BUCKETS], 0),
-            asymmetric_barrier: barrier::is_asymmetric(),
             entry_bytes: 0,
             shards: Vec::with_capacity(self.shards.len()),
         };

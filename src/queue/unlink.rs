@@ -99,7 +99,7 @@ impl Unlinks {
 
     /// Whether nothing is waiting to be unlinked.
     pub(crate) fn is_empty(&self) -> bool {
-        // A shard about to sleep reads this after the barrier of the sleep protocol (see
+        // A shard about to sleep reads this after the fence of the sleep protocol (see
         // `shard::signal`), which orders it; elsewhere it is a hint.
         self.stack.is_empty()
     }

@@ -128,14 +128,14 @@ impl ShardCore {
     }
 
     /// Tells the shard to stop: its thread leaves its loop, and producers that see the flag
-    /// take back what they queue. The caller wakes the shard and passes the heavy barrier.
+    /// take back what they queue. The caller wakes the shard and passes a SeqCst fence.
     pub(crate) fn set_stopped(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
 
     /// The `stop` flag as a producer reads it after its push (see `Lane::enqueue`): Relaxed,
-    /// ordered by the barrier the producer passed just before.
-    pub(super) fn stop_seen_after_barrier(&self) -> bool {
+    /// ordered by the fence the producer passed just before.
+    pub(super) fn stop_seen_after_fence(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 

@@ -26,8 +26,8 @@
 //!
 //! The lane is also where a timer is admitted and queued ([`Lane::admit`], [`Lane::enqueue`]):
 //! the producer's half of the shutdown hand-off. Shutdown sets the shard's `stop` flag and
-//! passes the heavy barrier (see `sync::barrier`); a producer pushes, passes the light barrier
-//! (inside `Signal::notify`) and reads `stop` again. If it now sees shutdown, it tries
+//! passes a SeqCst fence; a producer pushes, passes a SeqCst fence (inside `Signal::notify`)
+//! and reads `stop` again. If it now sees shutdown, it tries
 //! INIT→RETURNED itself and, if it wins, takes the callback back. A producer that did not see
 //! `stop` pushed before shutdown emptied the queues, so every timer lands in exactly one place.
 //!
@@ -276,10 +276,10 @@ impl Lane {
         } else {
             self.inserts.push(entry.clone());
         }
-        // `notify` passes the light barrier before it reads the sleep word; the `stop` read
-        // below is after that barrier too, which is what the shutdown hand-off relies on.
+        // `notify` passes a SeqCst fence before it reads the sleep word; the `stop` read
+        // below is after that fence too, which is what the shutdown hand-off relies on.
         self.shard.signal().notify();
-        if self.shard.stop_seen_after_barrier() {
+        if self.shard.stop_seen_after_fence() {
             fence(Ordering::SeqCst);
             if let Ok((_, callback)) = entry.give_back() {
                 self.counts.unschedule();

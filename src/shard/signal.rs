@@ -3,20 +3,18 @@
 //! A shard that has work flowing in polls once a tick and keeps its sleep word at `AWAKE`, so
 //! producers never pay for a wake-up. A shard with empty queues sleeps until its wheel's next
 //! deadline (or indefinitely) and says so in the sleep word first. The two sides form a Dekker
-//! pair around fences, asymmetric ones where the system allows (see `sync::barrier`):
+//! pair around SeqCst fences:
 //!
-//! - producer: push to a queue; light barrier (a compiler fence where `membarrier` is there,
-//!   else a SeqCst fence); read the sleep word; if the shard announced a sleep, swap the word to
-//!   `AWAKE` and, if this thread won the swap, unpark the shard.
-//! - shard: write the sleep word; heavy barrier (a SeqCst fence, then `membarrier`); look at
-//!   the queues again; if they are not empty, put the word back to `AWAKE` and go round again
-//!   instead of parking.
+//! - producer: push to a queue; fence; read the sleep word; if the shard announced a sleep,
+//!   swap the word to `AWAKE` and, if this thread won the swap, unpark the shard.
+//! - shard: write the sleep word; fence; look at the queues again; if they are not empty, put
+//!   the word back to `AWAKE` and go round again instead of parking.
 //!
 //! Either the shard sees the item or the producer sees the announcement, so no work waits for a
 //! shard that went to sleep past it. An unpark that lands before the park leaves a token, so the
 //! park returns at once.
 
-use crate::sync::{barrier, thread, AtomicU64, Mutex, Ordering};
+use crate::sync::{fence, thread, AtomicU64, Mutex, Ordering};
 
 /// The sleep word's value while the shard is awake or polling once a tick.
 const AWAKE: u64 = 0;
@@ -44,8 +42,9 @@ impl Signal {
 
     /// Producer side, after pushing work: wakes the shard if it announced a long sleep.
     pub(super) fn notify(&self) {
-        barrier::light();
-        // Relaxed load: the barrier above orders it after the push (see the module docs).
+        // SeqCst: the producer's side of the Dekker pair (see the module docs).
+        fence(Ordering::SeqCst);
+        // Relaxed load: the fence above orders it after the push.
         // AcqRel swap: it decides which notifier unparks, and its Acquire half pairs with the
         // announcement's store so the thread handle recorded before it is visible to `unpark`.
         if self.sleep.load(Ordering::Relaxed) != AWAKE
@@ -67,7 +66,8 @@ impl Signal {
     pub(super) fn announce_sleep(&self, until: Option<u64>) {
         let word = until.map_or(FOREVER, |tick| tick.saturating_add(1).min(FOREVER - 1));
         self.sleep.store(word, Ordering::SeqCst);
-        barrier::heavy();
+        // SeqCst: the shard's side of the Dekker pair (see the module docs).
+        fence(Ordering::SeqCst);
     }
 
     /// Shard side: back to polling; producers need not wake it.

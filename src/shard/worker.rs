@@ -411,7 +411,7 @@ impl Shard {
             }
             let turn = self.turn(now);
             if lookahead && turn != Turn::Backlog {
-                self.core.answer_earliest(|| self.wheel.earliest_pending());
+                self.answer_lookahead();
             }
             meant = match turn {
                 Turn::Backlog => {
@@ -423,8 +423,8 @@ impl Shard {
                     Some(now.saturating_add(1))
                 }
                 // Due again by the next tick: poll, as when busy. Nothing queued now can come due
-                // sooner, so there is no need to announce the sleep (and pay for the heavy
-                // barrier of `signal`) for so short a nap.
+                // sooner, so there is no need to announce the sleep (and pay for the fence of
+                // `signal`) for so short a nap.
                 // So are callbacks handed to the pool and not yet begun: the shard looks again
                 // next tick (or sooner, see `poll_at_most`), to start another runner if they
                 // still wait (see `relay`).
@@ -445,6 +445,12 @@ impl Shard {
         self.stop()
     }
 
+    /// Answers a manual clock's open question for the earliest deadline pending in the wheel
+    /// (see `ShardCore::ask_earliest`), as the tick loop does after a complete turn.
+    pub(crate) fn answer_lookahead(&self) {
+        self.core.answer_earliest(|| self.wheel.earliest_pending());
+    }
+
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep
     /// beginning late there (see `placement::watch`).
     pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>) {
@@ -461,6 +467,12 @@ impl Shard {
     #[cfg(all(test, loom))]
     pub(crate) fn core(&self) -> &ShardCore {
         &self.core
+    }
+
+    /// The same, to hand to another thread (for the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn core_arc(&self) -> Arc<ShardCore> {
+        self.core.clone()
     }
 
     pub(crate) fn stop(self) -> Stopped {

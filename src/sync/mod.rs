@@ -6,7 +6,6 @@
 //! crossbeam's. The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code
 //! reads the same either way. No other module imports `std::sync::atomic` for a modelled protocol.
 //!
-//! - [`barrier`]: the asymmetric fences of the wake-up and shutdown hand-offs.
 //! - `cap`: the optional limit on pending timers, a count of places taken and released.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
 //! - `counter`: statistics counters, which loom does not model.
@@ -20,7 +19,6 @@
 //! - `prefetch`: a cache prefetch hint.
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
-pub(crate) mod barrier;
 mod cap;
 mod cell;
 mod claims;
