@@ -1,13 +1,14 @@
 //! Model 16: a manual clock asking a shard for the earliest deadline pending while the shard
-//! answers the questions open after its turn.
+//! answers the questions open after its turns.
 
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, MS};
 
-/// A timer placed at 5 ms; the asker takes a ticket while the shard answers. Whenever the
-/// asker finds its ticket answered, the answer is the deadline the shard holds, the one it
-/// gives when asked again once both are done.
+/// A timer placed at 5 ms; the asker takes a ticket and waits for its answer while the shard
+/// answers after each of its turns. The answer the asker gets is the deadline the shard holds.
 ///
 /// Catches: publishing the answer with a Relaxed store of `answered` (or reading it with a
 /// Relaxed load): the asker can find its ticket answered and still read the answer's initial
@@ -19,12 +20,26 @@ fn lookahead_answer_vs_question() {
         let timer = engine.schedule(MS * 5, || {}).unwrap();
         shard.turn(engine.now_tick());
         let core = shard.core_arc();
-        let asker = thread::spawn(move || {
-            let ticket = core.ask_earliest();
-            core.earliest_answer(ticket)
-        });
-        shard.answer_lookahead();
-        let seen = asker.join().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let asker = {
+            let done = done.clone();
+            thread::spawn(move || {
+                let ticket = core.ask_earliest();
+                let answer = loop {
+                    if let Some(answer) = core.earliest_answer(ticket) {
+                        break answer;
+                    }
+                    thread::yield_now();
+                };
+                done.store(true, Ordering::SeqCst);
+                answer
+            })
+        };
+        while !done.load(Ordering::SeqCst) {
+            shard.answer_lookahead();
+            thread::yield_now();
+        }
+        let answer = asker.join().unwrap();
         let again = shard.core().ask_earliest();
         shard.answer_lookahead();
         let truth = shard
@@ -32,9 +47,7 @@ fn lookahead_answer_vs_question() {
             .earliest_answer(again)
             .expect("answered after the turn");
         assert!(truth.is_some_and(|tick| tick > 0), "the timer is pending");
-        if let Some(answer) = seen {
-            assert_eq!(answer, truth, "an answer seen is the shard's");
-        }
+        assert_eq!(answer, truth, "the answer is the shard's");
         assert!(timer.cancel());
         shard.turn(engine.now_tick());
         drop(engine.shutdown_driven(vec![shard]));
