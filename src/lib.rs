@@ -69,7 +69,8 @@
 //! engine.schedule(Duration::from_secs(30), move || f.store(true, Ordering::SeqCst))?;
 //! clock.advance(Duration::from_secs(29));
 //! assert!(!fired.load(Ordering::SeqCst));
-//! clock.advance(Duration::from_secs(1)); // returns once the callback has run
+//! // Jump to the next timer due; returns once its callback has run.
+//! assert_eq!(clock.advance_to_next(), Some(engine.now()));
 //! assert!(fired.load(Ordering::SeqCst));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

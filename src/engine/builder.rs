@@ -257,7 +257,9 @@ impl Builder {
         self
     }
 
-    /// Starts the engine: its shard threads and, unless told otherwise, its callback pool.
+    /// Starts the engine: one tick thread per shard, and the process's shared callback pool if
+    /// it is not running yet (a thread per cpu, at least eight); with
+    /// [`callback_threads`](Self::callback_threads), a pool of the engine's own instead.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().build()?;

@@ -49,9 +49,8 @@ const LOW_SWEEPS: u32 = 2;
 /// See [`LOW_SWEEPS`].
 const TRIM_SHARE: usize = 4;
 
-/// Chunks given up per step of the sweep after a trim: the trim's cost, spread over the
-/// allocations after it (a chunk costs its system allocator's free; giving up 24,510 at once
-/// took 22 ms, see BENCHMARKS.md).
+/// Chunks given up per step of the sweep after a trim: the trim's cost (a system allocator's
+/// free per chunk), spread over the allocations after it rather than paid at once.
 const RETIRE_PER_STEP: usize = 32;
 
 /// When an allocator trims (see [`Sweep`]).
