@@ -3,7 +3,7 @@
 //! down; its threads end with the process.
 
 use std::future::IntoFuture;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
@@ -13,6 +13,25 @@ use super::repeat::RepeatBuilder;
 use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
+
+/// Held while the default engine is being built, so that racing first uses (or a first use
+/// racing `build_global`) start one engine between them, not one each.
+static STARTING: Mutex<()> = Mutex::new(());
+
+/// The default engine, built by `build` if it has not started; and whether this call built it.
+fn start_with(
+    build: impl FnOnce() -> Result<TimerEngine, BuildError>,
+) -> Result<(&'static TimerEngine, bool), BuildError> {
+    if let Some(engine) = DEFAULT.get() {
+        return Ok((engine, false));
+    }
+    let _starting = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(engine) = DEFAULT.get() {
+        return Ok((engine, false));
+    }
+    let engine = build()?;
+    Ok((DEFAULT.get_or_init(|| engine), true))
+}
 
 /// The process's default engine, started with [`Builder`]'s defaults on first use unless
 /// [`Builder::build_global`] configured it before.
@@ -42,13 +61,7 @@ pub fn default_engine() -> &'static TimerEngine {
 /// # Ok::<(), shardwheel::BuildError>(())
 /// ```
 pub fn try_default_engine() -> Result<&'static TimerEngine, BuildError> {
-    if let Some(engine) = DEFAULT.get() {
-        return Ok(engine);
-    }
-    let engine = Builder::default().build()?;
-    // Another thread may have set it meanwhile: its engine is the default, this one is
-    // dropped (shut down) here.
-    Ok(DEFAULT.get_or_init(|| engine))
+    start_with(|| Builder::default().build()).map(|(engine, _)| engine)
 }
 
 impl Builder {
@@ -65,13 +78,10 @@ impl Builder {
     /// # Ok::<(), shardwheel::BuildError>(())
     /// ```
     pub fn build_global(self) -> Result<(), BuildError> {
-        if DEFAULT.get().is_some() {
-            return Err(BuildError::GlobalAlreadyBuilt);
+        match start_with(|| self.build())? {
+            (_, true) => Ok(()),
+            (_, false) => Err(BuildError::GlobalAlreadyBuilt),
         }
-        let engine = self.build()?;
-        DEFAULT
-            .set(engine)
-            .map_err(|_| BuildError::GlobalAlreadyBuilt)
     }
 }
 
