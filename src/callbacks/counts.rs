@@ -29,7 +29,8 @@ impl ShardCallbacks {
         }
     }
 
-    pub(super) fn engine(&self) -> u64 {
+    /// The id of the engine the shard belongs to.
+    pub(crate) fn engine(&self) -> u64 {
         self.engine
     }
 

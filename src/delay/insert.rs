@@ -6,35 +6,9 @@ use std::time::{Duration, Instant};
 use super::inbox::{quietly, Inbox, Notice, Record};
 use super::key::{InsertError, Key, KeyError};
 use super::queue::{DelayQueue, Entry};
-use crate::engine::{EngineLink, ScheduleError};
+use crate::engine::{EngineLink, ScheduleError, ScheduleErrorKind};
 use crate::sync::Arc;
 use crate::timer::TimerHandle;
-
-/// Why a value got no timer.
-#[derive(Clone, Copy)]
-enum NoTimer {
-    TooFar,
-    Shutdown,
-    Full,
-}
-
-impl NoTimer {
-    fn of<F>(refused: &ScheduleError<F>) -> NoTimer {
-        match refused {
-            ScheduleError::Shutdown(_) => NoTimer::Shutdown,
-            ScheduleError::Full(_) => NoTimer::Full,
-            ScheduleError::DelayTooLong(_) => NoTimer::TooFar,
-        }
-    }
-
-    fn error<T>(self, value: T) -> InsertError<T> {
-        match self {
-            NoTimer::TooFar => InsertError::DelayTooLong(value),
-            NoTimer::Shutdown => InsertError::Shutdown(value),
-            NoTimer::Full => InsertError::Full(value),
-        }
-    }
-}
 
 /// What a deadline beyond the engine's range gets.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -54,7 +28,7 @@ fn arm_timer(
     arm: u64,
     deadline: Option<Instant>,
     far: Far,
-) -> Result<TimerHandle, NoTimer> {
+) -> Result<TimerHandle, ScheduleErrorKind> {
     let notice = Notice::new(inbox.clone(), Record { index, arm });
     let callback = move || drop(notice);
     let scheduled = match deadline {
@@ -68,7 +42,7 @@ fn arm_timer(
         scheduled => scheduled,
     };
     scheduled.map_err(|refused| {
-        let why = NoTimer::of(&refused);
+        let why = refused.kind();
         // The callback handed back holds the notice: it was never scheduled.
         quietly(|| drop(refused));
         why
@@ -165,8 +139,8 @@ impl<T> DelayQueue<T> {
         );
         let (timer, due_now) = match armed {
             Ok(timer) => (Some(timer), false),
-            Err(NoTimer::TooFar) => (None, false),
-            Err(NoTimer::Shutdown | NoTimer::Full) => (None, true),
+            Err(ScheduleErrorKind::DelayTooLong) => (None, false),
+            Err(_) => (None, true),
         };
         self.place(generation, value, deadline, timer, due_now)
     }
@@ -188,7 +162,7 @@ impl<T> DelayQueue<T> {
             Far::Refused,
         ) {
             Ok(timer) => Ok(self.place(generation, value, deadline, Some(timer), false)),
-            Err(why) => Err(why.error(value)),
+            Err(why) => Err(InsertError::new(why, value)),
         }
     }
 
@@ -341,8 +315,8 @@ impl<T> DelayQueue<T> {
         match armed {
             Ok(timer) => entry.timer = Some(timer),
             // The end of a manual clock's time: no tick is left to hold a stand-in at.
-            Err(NoTimer::TooFar) => {}
-            Err(NoTimer::Shutdown | NoTimer::Full) => {
+            Err(ScheduleErrorKind::DelayTooLong) => {}
+            Err(_) => {
                 self.make_due(index, generation, arm, deadline);
             }
         }

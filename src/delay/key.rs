@@ -197,6 +197,15 @@ impl<T> InsertError<T> {
         }
     }
 
+    /// The error for `value`, refused for `kind`.
+    pub(super) fn new(kind: ScheduleErrorKind, value: T) -> Self {
+        match kind {
+            ScheduleErrorKind::Shutdown => InsertError::Shutdown(value),
+            ScheduleErrorKind::Full => InsertError::Full(value),
+            ScheduleErrorKind::DelayTooLong => InsertError::DelayTooLong(value),
+        }
+    }
+
     /// Why the value was refused, without it: an error that is `Send + Sync + 'static`
     /// whatever the value is.
     pub fn kind(&self) -> ScheduleErrorKind {

@@ -334,11 +334,11 @@ impl TimerEngine {
     ) -> Result<TimerHandle, ScheduleError<R::Value>> {
         let lane = self.core().lane_for(route.unwrap_or_else(task_hash));
         let clock = &self.core().clock;
-        let now = clock.now();
-        let (first, tick) = match first.or_else(|| now.checked_add(period)) {
+        let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
             Some(first) => (first, clock.tick_at(first)),
-            // Beyond what an instant holds: refused as too far away.
-            None => (now, None),
+            // Beyond what an instant holds: refused as too far away (a refused job's first
+            // run is never read).
+            None => (clock.now(), None),
         };
         let job = FirstRun {
             run: callback,
@@ -549,11 +549,7 @@ impl TimerEngine {
     /// Whether `sleep` was made on this engine (its timers go to one of the engine's shards).
     #[cfg(feature = "hyper")]
     pub(crate) fn made(&self, sleep: &Sleep) -> bool {
-        let shard = sleep.shard();
-        self.core()
-            .shards
-            .iter()
-            .any(|own| std::ptr::eq(&**own, shard))
+        sleep.shard().callbacks().engine() == self.core().id
     }
 
     /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
