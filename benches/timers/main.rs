@@ -26,6 +26,8 @@
 //!   and then removes each by its key, the path of a deadline that is met; `insert_expire/<peer>`
 //!   inserts [`DQ_BATCH`] values due 1–2 ms ahead and is timed until the last has come out of
 //!   the queue. See [`delay_queue`].
+//! - `async`: timeouts and sleeps used from tasks on a tokio runtime's workers, beside
+//!   `tokio::time` and futures-timer. See [`tasks`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an
@@ -59,8 +61,8 @@
 //! 2-core machine, so its sustainable churn rate is about half the reported one.
 //!
 //! Files: `peers/` holds one file per peer, `patterns` what each group runs on a peer,
-//! `groups` the groups every peer takes part in, and `reset`, `delay_queue` and `floor` a file
-//! each.
+//! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the `async` group) and `floor` a
+//! file each.
 //!
 //! Every peer takes part in every group. Configuration is at the bottom (`criterion_group!`):
 //! 10 samples, 1 s warm-up and 3 s measurement per benchmark, which command-line flags
@@ -72,6 +74,7 @@ mod groups;
 mod patterns;
 mod peers;
 mod reset;
+mod tasks;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -83,6 +86,7 @@ use delay_queue::delay_queue;
 use floor::floor;
 use groups::{cancel, fire, fire_burst, schedule, schedule_cancel};
 use reset::reset;
+use tasks::tasks;
 
 /// Timers per batch in `schedule` and `cancel`.
 const BATCH: usize = 10_000;
@@ -193,6 +197,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor
+    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor, tasks
 }
 criterion_main!(benches);
