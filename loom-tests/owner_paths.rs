@@ -129,3 +129,38 @@ fn the_lane_passes_to_the_next_owner_whole() {
         assert_eq!(counts.scheduled(), 3);
     });
 }
+
+/// The engine's drop closes a lane to owners while a thread claims it and takes a spare: the
+/// drop frees the spares only if it closed the lane, and a thread takes spares only as the
+/// owner, so the two never touch the stash at once.
+///
+/// Catches: a close that succeeds over another thread's ownership (the drop frees the stash
+/// while the owner takes from it: loom reports the two accesses to the stash's cell).
+#[test]
+fn the_drop_frees_the_spares_of_a_lane_no_thread_owns() {
+    loom::model(|| {
+        let counts = Arc::new(LaneCounts::new());
+        let spares = Arc::new(Recycler::new());
+        spares.give(&mut vec![entry(1)]);
+        let owner = {
+            let (counts, spares) = (counts.clone(), spares.clone());
+            thread::spawn(move || {
+                if counts.claim(1) {
+                    // SAFETY: this thread owns the lane, so the stash is not being freed.
+                    drop(unsafe { spares.take() });
+                    counts.release(1);
+                }
+            })
+        };
+        let closed = counts.close(None);
+        if closed {
+            // SAFETY: the lane is closed to owners, and no thread owned it.
+            unsafe { spares.free_stash() };
+        }
+        owner.join().unwrap();
+        if closed {
+            assert!(!counts.claim(2), "a closed lane has no owner again");
+        }
+        spares.free_returned();
+    });
+}

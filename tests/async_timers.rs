@@ -131,9 +131,14 @@ fn reset_moves_a_sleep_and_restarts_an_elapsed_one() {
 #[test]
 fn dropping_a_sleep_cancels_its_timer() {
     let engine = TimerEngine::builder().build().unwrap();
-    let sleeps: Vec<_> = (0..100)
+    let mut sleeps: Vec<_> = (0..100)
         .map(|_| engine.sleep(Duration::from_secs(60)))
         .collect();
+    // A sleep takes its timer when first polled.
+    assert_eq!(engine.pending(), 0);
+    for sleep in &mut sleeps {
+        assert!(poll_once(sleep, Waker::noop()).is_pending());
+    }
     assert_eq!(engine.pending(), 100);
     drop(sleeps);
     assert_eq!(engine.pending(), 0);
@@ -168,22 +173,52 @@ fn reset_revives_a_sleep_the_engine_did_not_hold() {
 }
 
 #[test]
-fn a_reset_after_firing_keeps_the_registered_waker() {
+fn a_reset_keeps_the_registered_waker_until_the_timer_fires() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
     let counter = Arc::new(Counting(AtomicUsize::new(0)));
     let waker = Waker::from(counter.clone());
     let mut sleep = engine.sleep(MS);
     assert!(poll_once(&mut sleep, &waker).is_pending());
+    // Moved while pending, not polled again: the timer moves with its waker.
+    sleep.reset(MS * 3);
+    clock.advance(MS * 2);
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        0,
+        "not woken at the old deadline"
+    );
     clock.advance(MS);
     assert_eq!(counter.0.load(Ordering::SeqCst), 1);
-    sleep.reset(MS * 5); // not polled again before it fires
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    // Reset after firing, the sleep starts over and takes a timer when polled again.
+    sleep.reset(MS * 5);
+    assert!(!sleep.is_elapsed());
+    assert!(poll_once(&mut sleep, &waker).is_pending());
     clock.advance(MS * 5);
     assert_eq!(
         counter.0.load(Ordering::SeqCst),
         2,
         "the task is woken again"
     );
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+}
+
+#[test]
+fn a_sleep_polled_by_another_task_wakes_that_task() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let first = Arc::new(Counting(AtomicUsize::new(0)));
+    let second = Arc::new(Counting(AtomicUsize::new(0)));
+    let mut sleep = engine.sleep(MS);
+    assert!(poll_once(&mut sleep, &Waker::from(first.clone())).is_pending());
+    assert!(poll_once(&mut sleep, &Waker::from(second.clone())).is_pending());
+    assert_eq!(engine.pending(), 1, "the first timer is swapped, not kept");
+    clock.advance(MS);
+    assert_eq!(first.0.load(Ordering::SeqCst), 0);
+    assert_eq!(second.0.load(Ordering::SeqCst), 1);
+    assert!(poll_once(&mut sleep, &Waker::from(second)).is_ready());
+    assert_eq!(engine.stats().cancelled, 1);
 }
 
 #[test]
@@ -228,8 +263,13 @@ fn a_timeout_gives_access_to_its_future() {
     assert_eq!(engine.pending(), 0);
 
     // into_inner hands the future back and cancels the timeout's own timer.
-    let timeout = engine.timeout(MS * 100, futures::future::ready(9));
+    let mut timeout = engine.timeout(MS * 100, std::future::pending::<()>());
+    assert_eq!(engine.pending(), 0, "no timer until polled");
+    assert!(poll_once(&mut timeout, &waker).is_pending());
     assert_eq!(engine.pending(), 1);
+    drop(timeout.into_inner());
+    assert_eq!(engine.pending(), 0);
+    let timeout = engine.timeout(MS * 100, futures::future::ready(9));
     let inner = timeout.into_inner();
     assert_eq!(engine.pending(), 0);
     assert_eq!(inner.now_or_never(), Some(9));
@@ -318,8 +358,12 @@ fn the_try_forms_report_shutdown() {
 fn the_try_forms_report_a_full_engine() {
     let engine = TimerEngine::builder().max_pending(2).build().unwrap();
     let in_time = engine.now() + Duration::from_secs(60);
-    let _held = engine.try_sleep(Duration::from_secs(60)).unwrap();
-    let _also = engine.try_sleep_until(in_time).unwrap();
+    let mut held = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    let mut also = engine.try_sleep_until(in_time).unwrap();
+    // Not full yet: the sleeps take their timers when polled.
+    assert!(engine.try_sleep(Duration::from_secs(60)).is_ok());
+    assert!(poll_once(&mut held, Waker::noop()).is_pending());
+    assert!(poll_once(&mut also, Waker::noop()).is_pending());
     assert_eq!(engine.pending(), 2);
 
     let full = Some(ScheduleError::Full(()));
@@ -359,11 +403,11 @@ fn a_sleep_beyond_the_range_is_no_error_and_ends_only_at_shutdown() {
     );
     let mut forever = engine.sleep(Duration::MAX);
     assert_eq!(sleep.deadline(), None);
-    // Each holds a stand-in timer at the farthest deadline the engine takes.
-    assert_eq!(engine.pending(), 3);
     assert!(poll_once(&mut sleep, &waker).is_pending());
     assert!(poll_once(&mut timeout, &waker).is_pending());
     assert!(poll_once(&mut forever, &waker).is_pending());
+    // Each holds a stand-in timer at the farthest deadline the engine takes.
+    assert_eq!(engine.pending(), 3);
     // Past the stand-ins' deadline: they come due and are renewed; the sleeps go on.
     clock.advance(engine.max_delay() + Duration::from_secs(1));
     for _ in 0..2 {

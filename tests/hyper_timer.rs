@@ -146,9 +146,10 @@ fn reset_moves_the_engines_own_sleep_and_replaces_any_other() {
 
     // The engine's own sleep is moved in place: no second timer.
     let mut sleep = Timer::sleep(&engine, second * 60);
-    Timer::reset(&engine, &mut sleep, Timer::now(&engine) + second);
-    assert_eq!(engine.stats().scheduled, 1);
     assert!(poll_once(&mut sleep).is_pending());
+    Timer::reset(&engine, &mut sleep, Timer::now(&engine) + second);
+    assert!(poll_once(&mut sleep).is_pending());
+    assert_eq!(engine.stats().scheduled, 1);
     clock.advance(second);
     assert!(poll_once(&mut sleep).is_ready());
 
@@ -159,6 +160,7 @@ fn reset_moves_the_engines_own_sleep_and_replaces_any_other() {
     for sleep in [&mut theirs, &mut foreign] {
         Timer::reset(&engine, sleep, Timer::now(&engine) + second);
         assert!(sleep.is::<shardwheel::Sleep>());
+        assert!(poll_once(sleep).is_pending());
     }
     assert_eq!(engine.stats().scheduled, 3);
     assert_eq!(

@@ -158,7 +158,8 @@ fn the_engine_wakes_the_task_when_the_tick_comes() {
     clock.advance(MS);
     assert!(counter.0.load(Ordering::SeqCst) >= 1, "woken by the engine");
     assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + MS * 10));
-    // The interval holds one timer at a time.
+    // The interval holds one timer at a time, taken when it waits.
+    assert_eq!(interval.poll_tick(&mut cx), Poll::Pending);
     assert_eq!(engine.pending(), 1);
     drop(interval);
     assert_eq!(engine.pending(), 0);
@@ -383,10 +384,10 @@ fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
     let mut forever = engine.interval(Duration::MAX);
     assert_eq!(ready_tick(&mut interval, &clock), Some(start));
     assert_eq!(ready_tick(&mut forever, &clock), Some(start));
-    // The first ticks' timers, due at once, may be firing on their shards right now: counted
-    // as pending until that turn ends, which an advance waits for. Then each interval holds
-    // a stand-in timer at the farthest deadline the engine takes.
-    clock.advance(Duration::ZERO);
+    // Waiting for the next tick, each interval holds a stand-in timer at the farthest
+    // deadline the engine takes.
+    assert_eq!(ready_tick(&mut interval, &clock), None);
+    assert_eq!(ready_tick(&mut forever, &clock), None);
     assert_eq!(engine.pending(), 2);
     clock.advance(engine.max_delay() + Duration::from_secs(1));
     assert_eq!(ready_tick(&mut interval, &clock), None);

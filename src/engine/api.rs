@@ -388,14 +388,17 @@ impl TimerEngine {
     /// error here: such a sleep is returned, and ends only at shutdown (as with `sleep`).
     ///
     /// # Errors
-    /// [`ScheduleError::Shutdown`] after shutdown (also when shutdown races the call), and
-    /// [`ScheduleError::Full`] if the engine holds as many timers as its cap allows.
+    /// [`ScheduleError::Shutdown`] after shutdown, and [`ScheduleError::Full`] if the engine
+    /// holds as many timers as its cap allows, at the time of the call. The sleep takes its
+    /// timer when first polled; a refusal then (the cap filled since) ends it at once.
     ///
     /// ```
     /// use std::time::Duration;
+    /// use futures::FutureExt;
     /// use shardwheel::ScheduleError;
     /// let engine = shardwheel::TimerEngine::builder().max_pending(1).build().unwrap();
-    /// let first = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    /// let mut first = engine.try_sleep(Duration::from_secs(60)).unwrap();
+    /// assert!((&mut first).now_or_never().is_none()); // polled: it holds its timer
     /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Full(()))));
     /// drop(first);
     /// engine.shutdown();
@@ -564,8 +567,7 @@ impl TimerEngine {
     {
         let lane = self.core().lane_for(route);
         schedule(lane, tick, OneShot(callback), |ownership, entry| {
-            // SAFETY: this is a call on the engine, as `Lane::new_entry` requires.
-            unsafe { lane.new_entry(ownership, entry) }
+            lane.new_entry(ownership, entry)
         })
         .map_err(ScheduleError::not_queued)
     }

@@ -269,9 +269,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         drop(self.shutdown());
         for lane in self.core.lanes.iter() {
-            // SAFETY: a lane's owner takes spares only inside a call on this engine, and none
-            // can be in progress while its last clone is dropped.
-            unsafe { lane.free_spares() };
+            lane.free_spares();
         }
     }
 }

@@ -92,8 +92,8 @@ impl Recycler {
     /// Owner: a spare entry to reuse, unshared, if there is one.
     ///
     /// # Safety
-    /// The caller is the lane's owner thread, inside a call on its engine (so `free_stash` is
-    /// not running).
+    /// The caller is the lane's owner thread (so `free_stash` is not running: it runs only
+    /// once the lane is closed to owners).
     pub(crate) unsafe fn take(&self) -> Option<EntryRef> {
         // SAFETY: by this function's contract the calling thread alone touches the stash.
         self.stash.with_mut(|stash| unsafe {
@@ -132,8 +132,7 @@ impl Recycler {
     /// Frees the owner's stash.
     ///
     /// # Safety
-    /// No thread is in [`take`](Self::take), and none will be unless a later call on the engine
-    /// makes it so (the engine is being dropped).
+    /// No thread is in [`take`](Self::take), and none will be: the lane is closed to owners.
     pub(crate) unsafe fn free_stash(&self) {
         // SAFETY: by this function's contract no other thread touches the stash now.
         let head = self

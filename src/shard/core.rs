@@ -154,6 +154,11 @@ impl ShardCore {
         self.cap.as_ref().map(|cap| cap.used())
     }
 
+    /// Whether a timer would find a place under the engine's cap now (without taking it).
+    pub(crate) fn has_room(&self) -> bool {
+        self.cap.as_ref().is_none_or(|cap| cap.has_room())
+    }
+
     /// Whether the engine has a cap on pending timers.
     pub(super) fn has_cap(&self) -> bool {
         self.cap.is_some()

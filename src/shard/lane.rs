@@ -73,6 +73,8 @@ pub(crate) enum Refusal {
 
 /// `owner` before any thread has claimed the lane.
 const NO_OWNER: usize = usize::MAX;
+/// `owner` once the engine is dropped and has freed the lane's spares: no thread claims it.
+const CLOSED: usize = usize::MAX - 1;
 
 /// Counters written by the threads that schedule and cancel through a lane, and the lane's
 /// owner. The owner's counts go to `own`, which no other thread writes; everyone else's go to
@@ -150,7 +152,30 @@ impl LaneCounts {
     /// Whether some thread owns the lane (and so may reuse its spare entries).
     pub(crate) fn has_owner(&self) -> bool {
         // Relaxed: a hint; a lane claimed just now merely misses a few spares.
-        self.owner.load(Ordering::Relaxed) != NO_OWNER
+        !matches!(self.owner.load(Ordering::Relaxed), NO_OWNER | CLOSED)
+    }
+
+    /// Closes the lane to owners if no thread but the caller (in slot `me`) owns it; false
+    /// if another thread does.
+    pub(crate) fn close(&self, me: Option<usize>) -> bool {
+        // Acquire on success: pairs with the Release in `release` (or, for the caller's own
+        // lane, program order), so the caller sees the last owner's private state.
+        let mut owner = self.owner.load(Ordering::Acquire);
+        loop {
+            if owner != NO_OWNER && Some(owner) != me {
+                return owner == CLOSED;
+            }
+            match self.owner.compare_exchange_weak(
+                owner,
+                CLOSED,
+                Ordering::Acquire,
+                // Relaxed: the loop reads again before deciding anything.
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => owner = now,
+            }
+        }
     }
 
     #[inline]
@@ -194,7 +219,7 @@ impl LaneCounts {
         self.add(Count::Cancelled, 1);
     }
 
-    pub(super) fn add_rejected(&self) {
+    pub(crate) fn add_rejected(&self) {
         self.add(Count::Rejected, 1);
     }
 
@@ -379,19 +404,19 @@ impl Lane {
         released
     }
 
-    /// Frees the owner's stash of spare entries and gives up the lane's chunks (each freed once its
-    /// last timer is), rather than leaving both to the lane, which handles may keep alive long
-    /// after.
-    ///
-    /// # Safety
-    /// As `Recycler::free_stash`: no call on the lane's engine is in progress (it is being
-    /// dropped).
-    pub(crate) unsafe fn free_spares(&self) {
-        // SAFETY: by this function's contract no owner is in `new_entry`, and every earlier
-        // call on the engine (so every allocation) happens before the engine's drop.
-        unsafe {
-            self.spares.free_stash();
-            self.slab.give_up();
+    /// When the engine is dropped: frees the owner's stash of spare entries and gives up the
+    /// lane's chunks (each freed once its last timer is), rather than leaving both to the lane,
+    /// which handles and sleeps may keep alive long after. Only if no other thread owns the
+    /// lane, which then closes to owners; a lane another thread owns keeps both until it is
+    /// dropped itself.
+    pub(crate) fn free_spares(&self) {
+        if self.counts.close(owner_slot()) {
+            // SAFETY: the lane is closed, and was owned by no other thread: no thread is in
+            // `new_entry` or will be, and the close acquired the last owner's state.
+            unsafe {
+                self.spares.free_stash();
+                self.slab.give_up();
+            }
         }
     }
 
@@ -438,16 +463,13 @@ impl Lane {
     /// `entry`, in a spare entry reused or a slot of the lane's chunks if the calling thread
     /// owns the lane (as `ownership` says, taken by this thread for this lane), or in a block
     /// of its own if it does not.
-    ///
-    /// # Safety
-    /// The caller is inside a call on the lane's engine (so the engine is not being dropped).
     #[inline]
-    pub(crate) unsafe fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
+    pub(crate) fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
         if !ownership.mine() {
             return EntryRef::new(entry);
         }
-        // SAFETY: the calling thread owns the lane, and by this function's contract it is
-        // inside a call on the engine.
+        // SAFETY: the calling thread owns the lane, so `free_spares` does not run (it closes
+        // only a lane no other thread owns).
         match unsafe { self.spares.take() } {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
                 Some(unshared) => {

@@ -36,6 +36,11 @@ impl Cap {
         true
     }
 
+    /// Whether a place is free now (without taking it).
+    pub(crate) fn has_room(&self) -> bool {
+        self.used() < self.limit
+    }
+
     /// How many places are taken.
     pub(crate) fn used(&self) -> usize {
         // Relaxed: a reading for the caller, ordered with nothing else.

@@ -37,6 +37,16 @@ pub enum TimerState {
     HandedBack,
 }
 
+/// What [`TimerHandle::withdraw`] did.
+pub(super) enum Withdrawn {
+    /// The timer had fired, was cancelled or was handed back already.
+    Lost,
+    /// A repeating timer's run is under way; no run after it happens.
+    Running,
+    /// The timer is cancelled, and this is its callback, not run.
+    Callback(CallbackBox),
+}
+
 impl TimerHandle {
     /// The handle of a timer whose entry came back at shutdown through one of `lane`'s shard's
     /// queues or its wheel.
@@ -84,13 +94,28 @@ impl TimerHandle {
     /// assert_eq!(engine.pending(), 0);
     /// ```
     pub fn cancel(&self) -> bool {
+        match self.withdraw() {
+            Withdrawn::Lost => false,
+            Withdrawn::Running => true,
+            // Last: dropping the callback runs the caller's code (the captures' `Drop`), which
+            // may panic; the engine's side of the cancel is complete by then.
+            Withdrawn::Callback(callback) => {
+                drop(callback);
+                true
+            }
+        }
+    }
+
+    /// Cancels the timer as [`cancel`](Self::cancel) does, and hands over the callback this
+    /// call won instead of dropping it.
+    pub(super) fn withdraw(&self) -> Withdrawn {
         let Ok((before, callback)) = self.entry.cancel() else {
-            return false;
+            return Withdrawn::Lost;
         };
         let Some(callback) = callback else {
             // A repeating timer whose callback is running: that run counts as fired, and the
             // runner finds the timer cancelled when it tries to re-arm it.
-            return true;
+            return Withdrawn::Running;
         };
         // The timer's place under the cap is released when the shard lets go of its entry
         // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
@@ -100,12 +125,7 @@ impl TimerHandle {
             // entry PLACED, and the entry is pushed only this once (a cancel wins once).
             unsafe { self.lane.request_unlink(&self.entry) };
         }
-        // Last: dropping the callback runs the caller's code (the captures' `Drop`), which may
-        // panic. The engine's side of the cancel is complete by then; the unlink request in
-        // particular must not be skipped, since the wheel's count of the entry now belongs
-        // to it.
-        drop(callback);
-        true
+        Withdrawn::Callback(callback)
     }
 
     /// Moves a pending timer so that it is due `delay` from now, without a new allocation.

@@ -4,10 +4,10 @@
 //! What differs between timers is a [`Job`]: a one-shot callback ([`OneShot`]: the engine's
 //! `schedule`, a sleep's wake-up, a delay queue's record) or a repeating one
 //! (`repeating::FirstRun`). Where the entry lives is the caller's choice: a block of its own
-//! ([`fresh`]) or, inside a call on the engine, the lane's spares and chunks (`Lane::new_entry`).
+//! ([`fresh`]) or, for a thread that owns the lane, the lane's spares and chunks (`Lane::new_entry`).
 
 use super::handle::TimerHandle;
-use crate::entry::{unbox, CallbackBox, Entry, EntryRef};
+use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
 use crate::shard::{Lane, Ownership, Refusal};
 use crate::sync::Arc;
 
@@ -29,7 +29,7 @@ pub(crate) trait Job {
 /// A callback run once.
 pub(crate) struct OneShot<F>(pub(crate) F);
 
-impl<F: FnOnce() + Send + 'static> Job for OneShot<F> {
+impl<F: Callback> Job for OneShot<F> {
     type Value = F;
 
     #[inline]

@@ -1,32 +1,28 @@
 //! Async sleeps and timeouts, driven by the engine's shards with no runtime of their own.
 //!
-//! A [`Sleep`] is an ordinary timer whose callback wakes the task that polled it last. The
-//! callback owns a `WakeOnDrop` guard that wakes on drop, so the sleep completes whether its
-//! timer runs, is handed back at shutdown (and dropped or run there), or could not be
-//! scheduled at all: a task awaiting a timeout never hangs because its engine went away.
+//! A [`Sleep`] holds its deadline and gets a timer the first time it is polled before that
+//! deadline, as tokio's does: a timeout whose future is ready at once costs no timer at all.
+//! The timer's callback is the waker of the task that polled ([`Wake`]), which it wakes when
+//! it runs and also when it is dropped without running (handed back at shutdown), so a task
+//! awaiting a sleep never hangs because its engine went away. The sleep reads its timer's
+//! state word to learn whether it has ended: nothing is shared but the entry.
 //!
-//! Dropping a `Sleep` cancels its timer and never wakes its task: the drop first takes the
-//! registered waker out of the state it shares with the callback, so the guard that the cancel
-//! drops finds none. (A waker is called when the timer fires or is handed back, never because
-//! the sleep was dropped: a waker may itself drop sleeps, and would otherwise be re-entered.)
+//! Polled with a waker that would not wake the task the timer holds, the sleep swaps its timer
+//! for one at the same deadline holding the new waker. Dropping a sleep, or moving it to a
+//! deadline its timer cannot take, cancels the timer and drops the waker unwoken: a waker may
+//! itself drop sleeps, and would otherwise be re-entered.
 //!
 //! # Refusals
 //!
 //! The engine refuses a timer when it has shut down or holds as many as its `max_pending` cap
-//! allows (a shutdown that races the queueing counts as shut down). The plain constructors
-//! (`sleep`, `sleep_until`, `timeout`, `timeout_at`) cannot fail: a sleep they could not
-//! schedule completes at once, since a sleep that never completed would hang its task. That
-//! completion looks like an elapse. The `try_` constructors tell the two apart: they return
-//! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` instead of a sleep. Both kinds
-//! share one scheduling path, `Sleep::schedule`, which reports the refusal; the plain forms
-//! turn it into a sleep that has already ended. At the cap, a timer just cancelled (a sleep
-//! dropped) frees its place on its shard's next turn, and one that fired once its callback
-//! has returned, which may be after the woken task runs (see `Builder::max_pending`): a sleep
-//! made right after can still be refused, and end at once. A deadline beyond the engine's
-//! `max_delay` is not a refusal for either kind: such a sleep ends only when the engine shuts
-//! down (a reset can still bring it within range). It holds a stand-in timer at the farthest
-//! deadline the engine takes, renewed whenever it comes due, so that the shutdown hands it
-//! back and wakes the task like any other.
+//! allows (a shutdown that races the queueing counts as shut down). A sleep whose timer is
+//! refused ends at once, since a sleep that never ended would hang its task; that looks like
+//! an elapse. The `try_` constructors tell the two apart as far as the call can: they return
+//! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` if the engine would refuse a
+//! timer then. A deadline beyond the engine's `max_delay` is not a refusal: such a sleep ends
+//! only when the engine shuts down (a reset can still bring it within range). It holds a
+//! stand-in timer at the farthest deadline the engine takes, renewed whenever it comes due,
+//! so that the shutdown hands it back and wakes the task like any other.
 
 use std::error::Error;
 use std::fmt;
@@ -35,49 +31,44 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::handle::TimerHandle;
-use super::schedule::{fresh, schedule, OneShot};
+use super::handle::{TimerHandle, Withdrawn};
+use super::schedule::{schedule, OneShot};
+use crate::entry::{unbox, Callback};
 use crate::shard::{Lane, Refusal};
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::sync::Arc;
 use crate::time::TickClock;
 
-/// What a sleep and its timer's callback share.
-struct SleepState {
-    fired: AtomicBool,
-    waker: Mutex<Option<Waker>>,
+/// A sleep's timer callback: wakes its task when run or dropped, unless disarmed first.
+struct Wake(Option<Waker>);
+
+impl Callback for Wake {
+    fn call(self) {
+        // Dropping wakes.
+    }
 }
 
-impl SleepState {
-    fn new() -> Arc<SleepState> {
-        Arc::new(SleepState {
-            fired: AtomicBool::new(false),
-            waker: Mutex::new(None),
-        })
-    }
-
-    fn fire(&self) {
-        // Release: pairs with the Acquire in `poll`.
-        self.fired.store(true, Ordering::Release);
-        // The waker stays registered, so a sleep reset after it fired wakes the same task.
-        let waker = self.waker.lock().clone();
-        if let Some(waker) = waker {
+impl Drop for Wake {
+    fn drop(&mut self) {
+        if let Some(waker) = self.0.take() {
             waker.wake();
         }
     }
+}
 
-    fn has_fired(&self) -> bool {
-        // Acquire: pairs with the Release in `fire`.
-        self.fired.load(Ordering::Acquire)
+impl Wake {
+    /// Drops the waker without waking it.
+    fn disarm(mut self) {
+        drop(self.0.take());
     }
 }
 
-/// Wakes the sleep when dropped: when the timer's callback runs, and also when the callback is
-/// dropped without running (cancelled, or handed back at shutdown).
-struct WakeOnDrop(Arc<SleepState>);
+/// Which waker a timer holds, told apart without holding a clone (as `Waker::will_wake`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WakerId(usize, usize);
 
-impl Drop for WakeOnDrop {
-    fn drop(&mut self) {
-        self.0.fire();
+impl WakerId {
+    fn of(waker: &Waker) -> Self {
+        WakerId(waker.data() as usize, waker.vtable() as *const _ as usize)
     }
 }
 
@@ -86,83 +77,48 @@ impl Drop for WakeOnDrop {
 /// by [`TimerEngine::try_sleep`] and [`TimerEngine::try_sleep_until`] (which return the
 /// refusal instead).
 ///
-/// Dropping it cancels its timer. If the engine shuts down first, the sleep completes then.
+/// It takes a timer on the engine when first polled, and dropping it cancels that timer. If
+/// the engine shuts down first, the sleep completes then.
 ///
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
 /// [`TimerEngine::sleep_until`]: crate::TimerEngine::sleep_until
 /// [`TimerEngine::try_sleep`]: crate::TimerEngine::try_sleep
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 pub struct Sleep {
-    wake: Arc<SleepState>,
-    /// The timer, or `None` for a sleep the engine does not hold: one that ended at once
-    /// (refused), or a far one at the end of a manual clock's time, where no timer fits.
-    timer: Option<TimerHandle>,
-    /// The deadline is beyond the engine's range: the sleep ends only at shutdown, and its
-    /// timer is a stand-in at the farthest deadline, renewed when it comes due.
-    far: bool,
-    /// Where to schedule a new timer on `reset`.
+    /// The deadline tick, or `None` beyond the engine's range: the sleep ends only at shutdown.
+    tick: Option<u64>,
+    /// The timer the last poll registered, and the waker it holds.
+    timer: Option<(TimerHandle, WakerId)>,
+    /// The sleep has ended: its timer fired or was handed back, or the engine refused it.
+    ended: bool,
+    /// Where the sleep's timers go.
     lane: Arc<Lane>,
 }
 
 impl Sleep {
-    /// A sleep on `lane`'s shard until `tick` (`None`: never). One the shard refuses has
-    /// ended already.
+    /// A sleep on `lane`'s shard until `tick` (`None`: never).
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
-        Sleep::with_wake(lane, tick, SleepState::new())
-    }
-
-    /// As [`on`](Self::on), but a refusal (shut down, or full) is returned, not turned into a
-    /// sleep that has ended.
-    pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
-        Sleep::schedule(lane, tick, SleepState::new()).map_err(|(refusal, _)| refusal)
-    }
-
-    /// A sleep sharing `wake`; a refusal ends it at once rather than never.
-    fn with_wake(lane: &Arc<Lane>, tick: Option<u64>, wake: Arc<SleepState>) -> Sleep {
-        Sleep::schedule(lane, tick, wake).unwrap_or_else(|(_, wake)| {
-            // The refused callback fired `wake` as it was dropped, by dropping its guard.
-            Sleep::unheld(lane, wake, false)
-        })
-    }
-
-    /// Schedules a timer that fires `wake` at `tick`, or, for `None` (too far away: as good as
-    /// forever), a stand-in at the farthest tick the engine takes. The only path by which a
-    /// sleep gets a timer (through `timer::schedule`). On a refusal, hands `wake` back
-    /// with it, fired: the callback that was not queued dropped its guard.
-    fn schedule(
-        lane: &Arc<Lane>,
-        tick: Option<u64>,
-        wake: Arc<SleepState>,
-    ) -> Result<Sleep, (Refusal, Arc<SleepState>)> {
-        let far = tick.is_none();
-        let Some(tick) = tick.or_else(|| lane.shard().clock().farthest_tick()) else {
-            // The end of a manual clock's time: no tick is left to hold a stand-in at.
-            return Ok(Sleep::unheld(lane, wake, true));
-        };
-        let guard = WakeOnDrop(wake.clone());
-        match schedule(lane, Some(tick), OneShot(move || drop(guard)), fresh) {
-            Ok(timer) => Ok(Sleep {
-                wake,
-                timer: Some(timer),
-                far,
-                lane: lane.clone(),
-            }),
-            // Dropping the callback (the guard) fires `wake`: the sleep has ended.
-            Err((refusal, callback)) => {
-                drop(callback);
-                Err((refusal, wake))
-            }
-        }
-    }
-
-    /// A sleep the engine does not hold: `far`, or ended (`wake` fired).
-    fn unheld(lane: &Arc<Lane>, wake: Arc<SleepState>, far: bool) -> Sleep {
         Sleep {
-            wake,
+            tick,
             timer: None,
-            far,
+            ended: false,
             lane: lane.clone(),
         }
+    }
+
+    /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
+    /// returned instead.
+    pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
+        let shard = lane.shard();
+        let refusal = if shard.is_stopped() {
+            Refusal::Shutdown
+        } else if !shard.has_room() {
+            Refusal::Full
+        } else {
+            return Ok(Sleep::on(lane, tick));
+        };
+        lane.counts().add_rejected();
+        Err(refusal)
     }
 
     /// The clock of the engine the sleep belongs to.
@@ -181,7 +137,7 @@ impl Sleep {
         self.lane.shard().is_stopped()
     }
 
-    /// Whether the deadline has passed (the timer fired), or the engine let the sleep go.
+    /// Whether the deadline has passed, or the engine let the sleep go.
     ///
     /// ```
     /// use std::time::Duration;
@@ -190,17 +146,18 @@ impl Sleep {
     /// assert!(!sleep.is_elapsed());
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        self.wake.has_fired() && !self.stand_in_came_due()
+        if self.ended {
+            return true;
+        }
+        match (&self.timer, self.tick) {
+            (Some((timer, _)), Some(_)) => !timer.is_pending(),
+            (None, Some(tick)) => tick <= self.clock().now_tick(),
+            (_, None) => self.engine_stopped(),
+        }
     }
 
-    /// Whether a far sleep's stand-in timer came due (or was handed back) while the engine
-    /// still runs: the sleep has not ended, and `poll` renews the stand-in.
-    fn stand_in_came_due(&self) -> bool {
-        self.far && !self.engine_stopped()
-    }
-
-    /// When the sleep ends, if it ever does: as [`TimerHandle::deadline`] (the requested
-    /// deadline rounded up to the engine's tick).
+    /// When the sleep ends, if it ever does: the requested deadline rounded up to the
+    /// engine's tick (as [`TimerHandle::deadline`]).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -209,16 +166,13 @@ impl Sleep {
     /// assert!(sleep.deadline().unwrap() > Instant::now());
     /// ```
     pub fn deadline(&self) -> Option<Instant> {
-        if self.far {
-            return None;
-        }
-        self.timer.as_ref().map(TimerHandle::deadline)
+        self.tick.map(|tick| self.clock().instant_of(tick))
     }
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
-    /// sleep that has elapsed starts over). Pushing a deadline later is one CAS. As with
-    /// [`TimerEngine::sleep`], a new timer the engine refuses (shut down, or at its cap) ends
-    /// the sleep at once, and one beyond [`max_delay`] ends it only at shutdown.
+    /// sleep that has elapsed starts over). Pushing a registered timer later is one CAS. As
+    /// with [`TimerEngine::sleep`], a timer the engine refuses ends the sleep at once, and a
+    /// deadline beyond [`max_delay`] ends it only at shutdown.
     ///
     /// ```
     /// use std::time::Duration;
@@ -255,23 +209,59 @@ impl Sleep {
         self.reset_to(tick);
     }
 
-    /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe.
+    /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe. A
+    /// registered timer that is still pending moves with it, keeping its waker; otherwise the
+    /// next poll registers a new one.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
-        if let Some(timer) = &self.timer {
-            if !self.wake.has_fired() && timer.move_to(tick) {
-                // `move_to` takes only a tick in range: the sleep is not far any more.
-                self.far = false;
+        self.tick = tick;
+        self.ended = false;
+        if let Some((timer, _)) = &self.timer {
+            // `move_to` takes only a tick in range; a far sleep needs a stand-in.
+            if timer.move_to(tick) {
                 return;
             }
+            self.unregister();
         }
-        // It fired (or is firing), or the engine never held it: start over with a new timer,
-        // keeping the waker the task registered. Replacing `self` cancels the old timer, whose
-        // callback then wakes only the old `SleepState`.
-        let wake = SleepState::new();
-        let registered = self.wake.waker.lock().take();
-        *wake.waker.lock() = registered;
-        let lane = self.lane.clone();
-        *self = Sleep::with_wake(&lane, tick, wake);
+    }
+
+    /// Cancels the registered timer, if any, dropping its waker unwoken. Returns `false` if
+    /// the timer had already fired or been handed back.
+    fn unregister(&mut self) -> bool {
+        let Some((timer, _)) = self.timer.take() else {
+            return true;
+        };
+        match timer.withdraw() {
+            Withdrawn::Callback(callback) => {
+                unbox::<Wake>(callback).disarm();
+                true
+            }
+            Withdrawn::Lost | Withdrawn::Running => false,
+        }
+    }
+
+    /// Takes a timer that wakes `waker` at the deadline (a stand-in at the farthest tick for
+    /// a far sleep). Returns `false` if the sleep ended instead: the engine refused the timer.
+    fn register(&mut self, waker: &Waker) -> bool {
+        let Some(tick) = self.tick.or_else(|| self.clock().farthest_tick()) else {
+            // The end of a manual clock's time: no tick is left to hold a stand-in at, and
+            // nothing will ever come due.
+            return true;
+        };
+        let wake = Wake(Some(waker.clone()));
+        let lane = &self.lane;
+        match schedule(lane, Some(tick), OneShot(wake), |ownership, entry| {
+            lane.new_entry(ownership, entry)
+        }) {
+            Ok(timer) => {
+                self.timer = Some((timer, WakerId::of(waker)));
+                true
+            }
+            Err((_, wake)) => {
+                wake.disarm();
+                self.ended = true;
+                false
+            }
+        }
     }
 }
 
@@ -281,40 +271,49 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         loop {
-            if this.wake.has_fired() {
-                if !this.stand_in_came_due() {
+            if this.ended {
+                return Poll::Ready(());
+            }
+            let Some((timer, holds)) = &this.timer else {
+                let processed = this.lane.shard().counts().processed();
+                if this.tick.is_some_and(|tick| tick <= processed) {
+                    // The shard has turned past the deadline: no timer is needed.
+                    this.ended = true;
                     return Poll::Ready(());
                 }
-                // A far sleep's stand-in came due: renew it. A refusal ends the sleep (see
-                // `reset_to`); a shutdown meanwhile hands the new stand-in back.
-                this.reset_to(None);
-                continue;
-            }
-            {
-                let mut slot = this.wake.waker.lock();
-                match &*slot {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => *slot = Some(cx.waker().clone()),
+                if !this.register(cx.waker()) {
+                    return Poll::Ready(());
+                }
+                if this.timer.is_none() && this.engine_stopped() {
+                    // A far sleep at the end of a manual clock's time ends at shutdown.
+                    return Poll::Ready(());
+                }
+                return Poll::Pending;
+            };
+            if timer.is_pending() {
+                if *holds == WakerId::of(cx.waker()) {
+                    return Poll::Pending;
+                }
+                // Another task (or waker) waits now: give it a timer of its own. If the old
+                // one fired meanwhile, the look below finds it.
+                if this.unregister() {
+                    continue;
                 }
             }
-            // Fired between the first look and storing the waker: `fire` may have found no
-            // waker. Look again.
-            if !this.wake.has_fired() {
-                return Poll::Pending;
+            // The timer fired or was handed back.
+            this.timer = None;
+            if this.tick.is_some() || this.engine_stopped() {
+                this.ended = true;
+                return Poll::Ready(());
             }
+            // A far sleep's stand-in came due while the engine runs: renew it.
         }
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(timer) = &self.timer {
-            // Unregister the task first: the cancel drops the callback, whose guard would
-            // otherwise wake it, here, inside the drop (see the module docs).
-            let waker = self.wake.waker.lock().take();
-            timer.cancel();
-            drop(waker);
-        }
+        self.unregister();
     }
 }
 
@@ -390,9 +389,11 @@ impl<F> Timeout<F> {
     ///
     /// ```
     /// use std::time::Duration;
+    /// use futures::FutureExt;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let timeout = engine.timeout(Duration::from_secs(1), inner);
+    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
+    /// assert!((&mut timeout).now_or_never().is_none()); // polled: both hold timers
     /// assert_eq!(engine.pending(), 2);
     /// let inner = timeout.into_inner();
     /// assert_eq!(engine.pending(), 1);

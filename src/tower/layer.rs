@@ -28,8 +28,8 @@ use crate::engine::{default_engine, TimerEngine};
 ///     });
 /// let reply = futures::executor::block_on(service.oneshot("world"));
 /// assert_eq!(reply.unwrap(), "hello, world");
-/// // The response came first: its deadline was cancelled.
-/// assert_eq!(engine.stats().cancelled, 1);
+/// // The response was ready when first polled: its deadline needed no timer.
+/// assert_eq!(engine.stats().scheduled, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
