@@ -257,11 +257,17 @@ impl Sleep {
 
     /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
+        // A refusal has ended the sleep, as the plain constructors do.
+        let _ = self.try_reset_to(tick);
+    }
+
+    /// As `reset_to`, telling of a new timer the engine refused (the sleep has then ended).
+    pub(crate) fn try_reset_to(&mut self, tick: Option<u64>) -> Result<(), Refusal> {
         if let Some(timer) = &self.timer {
             if !self.wake.has_fired() && timer.move_to(tick) {
                 // `move_to` takes only a tick in range: the sleep is not far any more.
                 self.far = false;
-                return;
+                return Ok(());
             }
         }
         // It fired (or is firing), or the engine never held it: start over with a new timer,
@@ -271,7 +277,13 @@ impl Sleep {
         let registered = self.wake.waker.lock().take();
         *wake.waker.lock() = registered;
         let lane = self.lane.clone();
-        *self = Sleep::with_wake(&lane, tick, wake);
+        let (sleep, refused) = match Sleep::schedule(&lane, tick, wake) {
+            Ok(sleep) => (sleep, Ok(())),
+            // The refused callback fired `wake` as it was dropped: the sleep has ended.
+            Err((refusal, wake)) => (Sleep::unheld(&lane, wake, false), Err(refusal)),
+        };
+        *self = sleep;
+        refused
     }
 }
 
