@@ -1,4 +1,4 @@
-//! Model 12: a task polling a `DelayQueue` while the shard fires a value's timer.
+//! Model 12: a task polling a `DelayQueue` while the shard fires the queue's timer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
@@ -8,13 +8,12 @@ use loom::thread;
 use super::{driven_engine, Counting, MS};
 use crate::DelayQueue;
 
-/// Poll vs fire, through the queue's inbox: the poll yields the value, or it returned pending
-/// and the timer's callback wakes the waker it registered. A task is never left pending with
-/// no wake-up coming.
+/// Poll vs fire, through the queue's one sleep: the poll yields the value, or it returned
+/// pending and the sleep's callback wakes the waker it registered. A task is never left
+/// pending with no wake-up coming.
 ///
-/// Catches: an inbox that looks for records and registers the waker under two acquisitions of
-/// its lock instead of one (`Inbox::take_or_register`): the record can land between them, find
-/// no waker, and wake nobody.
+/// Catches: a queue that finds nothing due and returns pending without polling its sleep
+/// (registering the waker): the sleep can fire meanwhile and wake nobody.
 #[test]
 fn delay_queue_poll_vs_fire() {
     loom::model(|| {
@@ -22,8 +21,8 @@ fn delay_queue_poll_vs_fire() {
         let mut queue = DelayQueue::new(&engine);
         let key = queue.insert(7u8, MS);
         shard.turn(engine.now_tick()); // place it
-        clock.advance(MS);
         let firer = thread::spawn(move || {
+            clock.advance(MS);
             shard.turn(engine.now_tick());
             (engine, shard)
         });

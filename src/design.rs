@@ -142,7 +142,7 @@
 //! - Repeating timers: src/timer/repeating.rs (fixed rate and fixed delay, `Repeat`); their
 //!   options: src/engine/repeat.rs.
 //! - Sleep and Timeout: src/timer/sleep.rs; Interval: src/timer/interval.rs.
-//! - The delay queue: src/delay/queue.rs (the doc of `DelayQueue`) and src/delay/inbox.rs.
+//! - The delay queue: src/delay/queue.rs (the doc of `DelayQueue`) and src/delay/wheel.rs.
 //! - The cap: src/sync/cap.rs.
 //! - The slab: src/slab/chunk.rs; recycling: src/queue/recycle.rs.
 //! - Pinning and unpinning: src/placement/watch.rs, with src/placement/affinity.rs.
@@ -169,7 +169,7 @@
 //! - `cancel_vs_shutdown`: a cancel of a linked timer racing the drain; its count freed once.
 //! - `every_caller_waits_for_the_finish`: two callers of `shutdown`; neither returns early.
 //! - `the_next_caller_joins_a_shutdown_begun_inside_a_callback`: the outside caller joins it.
-//! - `delay_queue_poll_vs_fire`: a task polling a `DelayQueue` while a value's timer fires.
+//! - `delay_queue_poll_vs_fire`: a task polling a `DelayQueue` while the queue's timer fires.
 //! - `relay_hand_over_vs_runner_parking`: a batch handed over while a runner parks still runs.
 //! - `relay_counts_a_batch_in_a_runners_hands_as_waiting`: the shard sees such callbacks wait.
 //! - `slab_chunk_is_freed_once_by_its_last_user`: slots freed on other threads; one free each.
@@ -209,9 +209,9 @@
 //! - **Dekker pair**: a producer's push then its read of the sleep word (or the stop flag),
 //!   against the shard's announcement (or shutdown's flag) then its look at the queues; each
 //!   side passes a SeqCst fence between its write and its read (src/shard/signal.rs).
-//! - **stand-in timer**: the timer a `Sleep`, `Interval` or `DelayQueue` value holds at the
-//!   farthest deadline the engine takes when its own deadline is beyond `max_delay()`,
-//!   renewed as it comes due, so that shutdown hands it back.
+//! - **stand-in timer**: the timer a `Sleep` or `Interval` (so also a `DelayQueue` holding only
+//!   values beyond range) holds at the farthest deadline the engine takes when its own
+//!   deadline is beyond `max_delay()`, renewed as it comes due, so that shutdown hands it back.
 //! - **look-ahead**: a manual clock asking each shard thread, by ticket, for the earliest
 //!   deadline pending in its wheel, answered after a complete turn.
 //! - **handed back**: a pending timer whose entry shutdown took (INIT→RETURNED), returned to

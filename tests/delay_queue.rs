@@ -2,70 +2,17 @@
 //! name nothing any more, waking, storage, deadlines the engine refuses, and a property test
 //! against a model of deadlines.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use proptest::prelude::*;
 use shardwheel::{DelayQueue, Expired, InsertError, ManualClock, TimerEngine};
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting() -> (Arc<CountingWaker>, Waker) {
-    let count = Arc::new(CountingWaker::default());
-    let waker = Waker::from(count.clone());
-    (count, waker)
-}
-
-fn manual() -> (ManualClock, TimerEngine) {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(2)
-        .build()
-        .expect("build the engine");
-    (clock, engine)
-}
-
-/// Polls once with `waker`.
-fn poll<T>(queue: &mut DelayQueue<T>, waker: &Waker) -> Poll<Option<Expired<T>>> {
-    queue.poll_expired(&mut Context::from_waker(waker))
-}
-
-/// Every value `poll_expired` yields now, until it returns `Pending` or `Ready(None)`.
-fn drain<T>(queue: &mut DelayQueue<T>) -> Vec<Expired<T>> {
-    let waker = futures::task::noop_waker();
-    let mut out = Vec::new();
-    while let Poll::Ready(Some(expired)) = poll(queue, &waker) {
-        out.push(expired);
-    }
-    out
-}
-
-fn values<T>(expired: Vec<Expired<T>>) -> Vec<T> {
-    expired.into_iter().map(Expired::into_inner).collect()
-}
-
-const fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
-}
+use support::delay::{counting, drain, poll, secs, values};
+use support::manual;
 
 #[test]
 fn a_batch_comes_out_soonest_deadline_first() {
@@ -149,9 +96,12 @@ fn a_removed_value_never_comes_out() {
     let a = queue.insert("a", secs(1));
     let b = queue.insert("b", secs(2));
     queue.insert("c", secs(3));
-    assert_eq!(engine.pending(), 3);
+    assert_eq!(engine.pending(), 0, "no timer until the queue is polled");
+    assert!(poll(&mut queue, Waker::noop()).is_pending());
+    // Then the queue holds one engine timer, however many values it holds.
+    assert_eq!(engine.pending(), 1);
     assert_eq!(queue.remove(&b), Ok("b"));
-    assert_eq!(engine.pending(), 2);
+    assert_eq!(engine.pending(), 1);
     clock.advance(secs(1));
     // Removed after its timer fired, before it was yielded.
     assert_eq!(queue.try_remove(&a), Some("a"));
@@ -169,8 +119,9 @@ fn a_reset_moves_the_deadline_earlier_or_later() {
     queue.reset(&later, secs(20)).unwrap();
     assert_eq!(queue.deadline(&earlier), Some(clock.now() + secs(1)));
     assert_eq!(queue.deadline(&later), Some(clock.now() + secs(20)));
-    // Moving a pending timer keeps it: the engine still holds two.
-    assert_eq!(engine.pending(), 2);
+    assert!(poll(&mut queue, Waker::noop()).is_pending());
+    // The queue's one timer, at its earliest deadline.
+    assert_eq!(engine.pending(), 1);
     clock.advance(secs(1));
     assert_eq!(values(drain(&mut queue)), ["earlier"]);
     clock.advance(secs(9));
@@ -360,14 +311,11 @@ fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {
     let max = engine.max_delay();
 
     queue.insert("edge", max);
+    assert!(poll(&mut queue, Waker::noop()).is_pending());
     assert_eq!(engine.pending(), 1);
     let far = queue.insert("far", max * 2);
     let forever = queue.insert("forever", Duration::MAX);
-    assert_eq!(
-        engine.pending(),
-        3,
-        "a value beyond the range holds a stand-in timer at the farthest deadline"
-    );
+    assert_eq!(engine.pending(), 1, "the queue holds one timer");
     assert_eq!(queue.deadline(&far), Some(clock.now() + max * 2));
     assert_eq!(queue.deadline(&forever), None);
     assert!(queue.contains(&forever));
@@ -383,19 +331,19 @@ fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {
     ));
     assert_eq!(queue.len(), 3);
 
-    // Past the stand-ins' deadline: the edge value expires; the far ones' stand-ins come due
-    // and are renewed, and the values stay.
+    // Past the farthest deadline the engine takes: the edge value expires; the far ones stay,
+    // behind a stand-in timer (renewed as it comes due).
     clock.advance(max + secs(1));
     assert_eq!(values(drain(&mut queue)), ["edge"]);
     assert_eq!(queue.len(), 2);
-    assert_eq!(engine.pending(), 2);
+    assert_eq!(engine.pending(), 1);
     assert!(drain(&mut queue).is_empty());
 
     // Reset into range, a value expires; reset out of range, it gets a stand-in again.
     queue.reset(&far, secs(1)).unwrap();
     let edge = queue.insert("edge", secs(1));
     queue.reset(&edge, Duration::MAX).unwrap();
-    assert_eq!(engine.pending(), 3);
+    assert_eq!(engine.pending(), 1);
     clock.advance(secs(1));
     assert_eq!(values(drain(&mut queue)), ["far"]);
 
@@ -481,17 +429,25 @@ fn a_full_engine_refuses_and_insert_makes_the_value_due_at_once() {
         .max_pending(1)
         .build()
         .unwrap();
+    // One queue takes the engine's one place, and holds any number of values on it.
     let mut queue = DelayQueue::new(&engine);
     let held = queue.try_insert("held", secs(10)).unwrap();
+    queue.try_insert("later", secs(20)).unwrap();
+    queue.try_insert("sooner", secs(5)).unwrap();
+    assert!(poll(&mut queue, Waker::noop()).is_pending());
+    assert_eq!(engine.pending(), 1);
+    // Another queue cannot arm a timer.
+    let mut other = DelayQueue::new(&engine);
     assert!(matches!(
-        queue.try_insert("refused", secs(10)),
+        other.try_insert("refused", secs(10)),
         Err(InsertError::Full("refused"))
     ));
-    queue.insert("due at once", secs(10));
-    assert_eq!(values(drain(&mut queue)), ["due at once"]);
+    assert!(other.is_empty());
+    other.insert("due at once", secs(10));
+    assert_eq!(values(drain(&mut other)), ["due at once"]);
     assert!(queue.contains(&held));
-    clock.advance(secs(10));
-    assert_eq!(values(drain(&mut queue)), ["held"]);
+    clock.advance(secs(20));
+    assert_eq!(values(drain(&mut queue)), ["sooner", "held", "later"]);
 }
 
 #[test]
@@ -528,13 +484,14 @@ fn the_queue_works_under_a_real_clock_and_an_executor() {
 }
 
 #[test]
-fn dropping_the_queue_cancels_its_timers() {
+fn dropping_the_queue_cancels_its_timer() {
     let (_clock, engine) = manual();
     let mut queue = DelayQueue::new(&engine);
     for i in 0..100 {
         queue.insert(i, secs(60));
     }
-    assert_eq!(engine.pending(), 100);
+    assert!(poll(&mut queue, Waker::noop()).is_pending());
+    assert_eq!(engine.pending(), 1);
     drop(queue);
     assert_eq!(engine.pending(), 0);
 }

@@ -16,16 +16,18 @@ pub(crate) const DQ_BATCH: usize = 10_000;
 ///
 /// - `insert_remove/shardwheel`, `insert_remove/tokio_util`: insert [`DQ_BATCH`] values with
 ///   delays uniform in [1 s, 30 s], then remove every one by its key. Only that is timed. One
-///   queue per peer, made once: shardwheel's gives its storage back each time it empties (and
-///   each insert schedules, each remove cancels, a timer on the engine), tokio-util's keeps its
-///   slab and holds its entries in a wheel of its own behind one runtime sleep.
+///   queue per peer, made once. Both hold their entries in a wheel of their own behind one
+///   timer (shardwheel's: one engine `Sleep`, moved only when the earliest deadline moves
+///   earlier, dropped when the queue empties; tokio-util's: one runtime sleep); a value costs
+///   a read of the clock, a slab slot and a list link. shardwheel's queue gives its storage
+///   back each time it empties, tokio-util's keeps its slab.
 /// - `insert_expire/shardwheel`, `insert_expire/tokio_util`: insert [`DQ_BATCH`] values due
 ///   1–2 ms ahead (spread evenly over that millisecond), then take values out of the queue as a
 ///   stream until all have come out. Timed from the first insert to the last value out, so the
 ///   ~2 ms wait is part of it; what differs between the peers is the inserts and how quickly
-///   expired values reach the task (shardwheel: the engine's shards fire, the callbacks record
-///   each value and wake the task; tokio-util: the runtime's timer wakes the task, which then
-///   walks its own wheel).
+///   expired values reach the task (shardwheel: the queue's one engine timer wakes the task,
+///   which takes the due slots out of its wheel and yields them sorted by deadline;
+///   tokio-util: the runtime's timer wakes the task, which then walks its own wheel).
 pub(crate) fn delay_queue(c: &mut Criterion) {
     let mut group = c.benchmark_group("delay_queue");
     group.throughput(Throughput::Elements(DQ_BATCH as u64));

@@ -1,37 +1,20 @@
-//! Taking the values of fired timers in, and yielding them soonest first.
+//! Taking the values whose ticks have come out of the queue's wheel, and yielding them
+//! soonest first; waiting on the queue's one engine timer when none has come.
 
-use std::cmp::Reverse;
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures_core::Stream;
 
+use super::insert::push_due;
 use super::key::{Expired, Key};
-use super::queue::{DelayQueue, Due};
+use super::queue::{DelayQueue, FAR};
+use super::wheel::Place;
+use crate::timer::Sleep;
 
 impl<T> DelayQueue<T> {
-    /// Puts the value in slot `index` among the values due, as arm `arm`, and wakes the task
-    /// waiting on the queue.
-    pub(super) fn make_due(
-        &mut self,
-        index: usize,
-        generation: u64,
-        arm: u64,
-        deadline: Option<Instant>,
-    ) {
-        let deadline = deadline.unwrap_or_else(|| self.engine.now());
-        self.due.push(Reverse(Due {
-            deadline,
-            generation,
-            index,
-            arm,
-        }));
-        if let Some(waker) = self.inbox.take_waker() {
-            waker.wake();
-        }
-    }
-
     /// The next value whose deadline has passed, soonest first.
     ///
     /// - `Ready(Some(expired))`: a value expired; it is out of the queue, and its key names
@@ -57,71 +40,89 @@ impl<T> DelayQueue<T> {
     /// }
     /// ```
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        let mut looked_again = false;
         loop {
-            let took = self.take_in(cx.waker());
             if let Some(expired) = self.pop_due() {
                 return Poll::Ready(Some(expired));
             }
             if self.slab.len() == 0 {
                 return Poll::Ready(None);
             }
-            if !took {
-                // The inbox was empty, and `waker` is registered with it.
-                return Poll::Pending;
+            let now = self.engine.now();
+            if self.stopped || self.engine.is_shutdown() {
+                // The engine is gone: every value is due.
+                self.stopped = true;
+                self.take_all(now);
+                return Poll::Ready(self.pop_due());
             }
-        }
-    }
-
-    /// Moves the records of fired timers from the inbox to the values due, dropping stale
-    /// ones. `false` if there were none, and then `waker` is registered for the next one.
-    fn take_in(&mut self, waker: &Waker) -> bool {
-        if !self.inbox.take_or_register(&mut self.taken, waker) {
-            return false;
-        }
-        // Read once, after the records were taken: each timer fired before its record came.
-        let now = self.engine.now();
-        let mut taken = std::mem::take(&mut self.taken);
-        for record in taken.drain(..) {
-            let Some((generation, entry)) = self.slab.get_at(record.index) else {
-                continue;
-            };
-            if entry.arm != record.arm {
+            self.take_until(self.engine.clock().floor_tick(now), now);
+            if !self.due.is_empty() {
                 continue;
             }
-            // A timer never fires before its deadline: one that did not reach it is a
-            // stand-in for a deadline beyond the engine's range, come due (renewed here) or
-            // handed back at shutdown (the value comes out, as every held one does then).
-            let deadline = entry.deadline.filter(|&deadline| deadline <= now);
-            match deadline {
-                Some(deadline) => self.due.push(Reverse(Due {
-                    deadline,
-                    generation,
-                    index: record.index,
-                    arm: record.arm,
-                })),
-                None if self.engine.is_shutdown() => {
-                    self.make_due(record.index, generation, record.arm, entry.deadline);
+            // Nothing due: wait on the queue's timer, at the earliest tick left.
+            let target = self.wheel.next_tick().unwrap_or(FAR);
+            let fired = self.sleep.as_ref().map(Sleep::is_elapsed);
+            if fired == Some(true) && !looked_again {
+                // It fired since the clock was read: read it again before re-arming.
+                looked_again = true;
+                continue;
+            }
+            let current = fired == Some(false) && self.armed == target;
+            if !current && self.arm(target).is_err() {
+                if !self.stopped {
+                    // At the engine's cap: the earliest values come out now, not never.
+                    self.take_soonest(now);
                 }
-                None => self.rearm(record.index, generation),
+                continue;
+            }
+            match &self.waker {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => self.waker = Some(cx.waker().clone()),
+            }
+            if let Some(sleep) = self.sleep.as_mut() {
+                if Pin::new(sleep).poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
             }
         }
-        self.taken = taken;
-        true
     }
 
-    /// Takes the soonest value due out of the queue, skipping stale entries.
+    /// Moves the values due at or before `tick` from the wheel to the values due.
+    fn take_until(&mut self, tick: u64, now: Instant) {
+        let (due, arms) = (&mut self.due, &mut self.arms);
+        self.wheel
+            .advance(&mut self.slab, tick, |index, generation, entry| {
+                push_due(due, arms, now, index, generation, entry)
+            });
+    }
+
+    /// Moves every value to the values due.
+    fn take_all(&mut self, now: Instant) {
+        let (due, arms) = (&mut self.due, &mut self.arms);
+        self.wheel
+            .drain(&mut self.slab, |index, generation, entry| {
+                push_due(due, arms, now, index, generation, entry)
+            });
+    }
+
+    /// Takes the wheel up to its earliest occupied slot (all values, if only far ones are left).
+    fn take_soonest(&mut self, now: Instant) {
+        match self.wheel.next_tick() {
+            Some(tick) => self.take_until(tick, now),
+            None => self.take_all(now),
+        }
+    }
+
+    /// Takes the soonest value due out of the queue, skipping stale records.
     fn pop_due(&mut self) -> Option<Expired<T>> {
-        while let Some(Reverse(due)) = self.due.pop() {
+        while let Some(std::cmp::Reverse(due)) = self.due.pop() {
             let current = self
                 .slab
-                .get_at(due.index)
-                .is_some_and(|(generation, entry)| {
-                    generation == due.generation && entry.arm == due.arm
-                });
+                .get(due.index, due.generation)
+                .is_some_and(|entry| entry.link.place == Place::Due(due.arm));
             if !current {
                 continue;
             }
-            // Its timer fired or was let go: there is nothing to cancel.
             let Some(entry) = self.slab.remove(due.index, due.generation) else {
                 continue;
             };

@@ -1,53 +1,13 @@
-//! Inserting, removing and resetting a [`DelayQueue`]'s values, and scheduling the timers
-//! that carry them.
+//! Inserting, removing and resetting a [`DelayQueue`]'s values: placing them in the queue's
+//! wheel, and keeping the queue's one engine timer no later than the earliest of them.
 
+use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
-use super::inbox::{quietly, Inbox, Notice, Record};
 use super::key::{InsertError, Key, KeyError};
-use super::queue::{DelayQueue, Entry};
-use crate::engine::{EngineLink, ScheduleError, ScheduleErrorKind};
-use crate::sync::Arc;
-use crate::timer::TimerHandle;
-
-/// What a deadline beyond the engine's range gets.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Far {
-    /// A stand-in timer at the farthest deadline the engine takes: renewed when it comes due
-    /// (see `take_in`), handed back at shutdown.
-    StandIn,
-    /// No timer: the refusal `TooFar`.
-    Refused,
-}
-
-/// Schedules the timer of the value in slot `index`, as arm `arm`.
-fn arm_timer(
-    engine: &EngineLink,
-    inbox: &Arc<Inbox>,
-    index: usize,
-    arm: u64,
-    deadline: Option<Instant>,
-    far: Far,
-) -> Result<TimerHandle, ScheduleErrorKind> {
-    let notice = Notice::new(inbox.clone(), Record { index, arm });
-    let callback = move || drop(notice);
-    let scheduled = match deadline {
-        Some(deadline) => engine.schedule_at(deadline, callback),
-        None => Err(ScheduleError::DelayTooLong(callback)),
-    };
-    let scheduled = match scheduled {
-        Err(ScheduleError::DelayTooLong(callback)) if far == Far::StandIn => {
-            engine.schedule_farthest(callback)
-        }
-        scheduled => scheduled,
-    };
-    scheduled.map_err(|refused| {
-        let why = refused.kind();
-        // The callback handed back holds the notice: it was never scheduled.
-        quietly(|| drop(refused));
-        why
-    })
-}
+use super::queue::{DelayQueue, Due, Entry, FAR};
+use super::wheel::{Link, Place};
+use crate::engine::{EngineLink, ScheduleErrorKind};
 
 impl<T> DelayQueue<T> {
     /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
@@ -66,12 +26,12 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.len(), 1);
     /// ```
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
-        let deadline = self.engine.now().checked_add(delay);
-        self.insert_with(value, deadline)
+        let (deadline, tick) = self.after(delay);
+        self.insert_with(value, deadline, tick)
     }
 
     /// Holds `value` until `deadline`, and returns its key. A deadline already past makes the
-    /// value due on the engine's next turn. As [`insert`](Self::insert) otherwise.
+    /// value due at once (or on the engine's next turn). As [`insert`](Self::insert) otherwise.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -82,15 +42,17 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(&key), Some(at));
     /// ```
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
-        self.insert_with(value, Some(deadline))
+        let tick = self.engine.clock().tick_at(deadline);
+        self.insert_with(value, Some(deadline), tick)
     }
 
-    /// As [`insert`](Self::insert), but a value the engine cannot give a timer is handed back.
+    /// As [`insert`](Self::insert), but a value the engine cannot serve is handed back.
     ///
     /// # Errors
     /// [`InsertError::DelayTooLong`] if `delay` is beyond the engine's range,
-    /// [`InsertError::Full`] if the engine is at its cap, [`InsertError::Shutdown`] if it was
-    /// shut down. Each holds the value.
+    /// [`InsertError::Shutdown`] if the engine was shut down, [`InsertError::Full`] if the
+    /// queue's timer had to be armed (or moved earlier) and the engine, at its cap, refused.
+    /// Each holds the value.
     ///
     /// ```
     /// use std::time::Duration;
@@ -103,12 +65,11 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.len(), 1);
     /// ```
     pub fn try_insert(&mut self, value: T, delay: Duration) -> Result<Key, InsertError<T>> {
-        let deadline = self.engine.now().checked_add(delay);
-        self.try_insert_with(value, deadline)
+        let (deadline, tick) = self.after(delay);
+        self.try_insert_with(value, deadline, tick)
     }
 
-    /// As [`insert_at`](Self::insert_at), but a value the engine cannot give a timer is handed
-    /// back.
+    /// As [`insert_at`](Self::insert_at), but a value the engine cannot serve is handed back.
     ///
     /// # Errors
     /// As [`try_insert`](Self::try_insert).
@@ -121,74 +82,141 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.remove(&key), Ok(5));
     /// ```
     pub fn try_insert_at(&mut self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
-        self.try_insert_with(value, Some(deadline))
+        let tick = self.engine.clock().tick_at(deadline);
+        self.try_insert_with(value, Some(deadline), tick)
     }
 
-    /// Inserts `value`, keeping it if the engine gives it no timer (see
-    /// [When the engine refuses](Self#when-the-engine-refuses)).
-    fn insert_with(&mut self, value: T, deadline: Option<Instant>) -> Key {
+    /// The deadline `delay` from now and its tick (`None`: beyond `Instant`, or beyond the
+    /// engine's range), from one cheap read of the clock (see `TickClock::deadline_after`).
+    fn after(&self, delay: Duration) -> (Option<Instant>, Option<u64>) {
+        self.engine.clock().deadline_after(delay)
+    }
+
+    /// Inserts `value`, due at once if the engine refuses the queue's timer.
+    fn insert_with(&mut self, value: T, deadline: Option<Instant>, tick: Option<u64>) -> Key {
         let generation = self.ids.next();
-        let index = self.slab.next_index();
-        let armed = arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            generation,
+        let entry = Entry {
+            value,
             deadline,
-            Far::StandIn,
-        );
-        let (timer, due_now) = match armed {
-            Ok(timer) => (Some(timer), false),
-            Err(ScheduleErrorKind::DelayTooLong) => (None, false),
-            Err(_) => (None, true),
+            link: Link::LOOSE,
         };
-        self.place(generation, value, deadline, timer, due_now)
+        let index = self.slab.insert(generation, entry);
+        self.settle(index, generation, tick);
+        Key::new(index, generation)
     }
 
-    /// Inserts `value` if the engine gives it a timer, else hands it back.
+    /// Inserts `value` if the engine serves it, else hands it back.
     fn try_insert_with(
         &mut self,
         value: T,
         deadline: Option<Instant>,
+        tick: Option<u64>,
     ) -> Result<Key, InsertError<T>> {
-        let generation = self.ids.next();
-        let index = self.slab.next_index();
-        match arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            generation,
-            deadline,
-            Far::Refused,
-        ) {
-            Ok(timer) => Ok(self.place(generation, value, deadline, Some(timer), false)),
-            Err(why) => Err(InsertError::new(why, value)),
+        let Some(tick) = tick else {
+            return Err(InsertError::DelayTooLong(value));
+        };
+        if self.stopped || self.engine.is_shutdown() {
+            return Err(InsertError::Shutdown(value));
         }
-    }
-
-    /// Stores a value in the slot `next_index` announced, its first arm being its generation.
-    fn place(
-        &mut self,
-        generation: u64,
-        value: T,
-        deadline: Option<Instant>,
-        timer: Option<TimerHandle>,
-        due_now: bool,
-    ) -> Key {
+        let due_now = self.is_due(tick);
+        if !due_now {
+            if let Err(why) = self.cover(tick) {
+                return Err(InsertError::new(why, value));
+            }
+        }
+        let generation = self.ids.next();
         let entry = Entry {
             value,
             deadline,
-            timer,
-            arm: generation,
+            link: Link::LOOSE,
         };
         let index = self.slab.insert(generation, entry);
-        if due_now {
-            self.make_due(index, generation, generation, deadline);
+        if due_now || !self.wheel.insert(&mut self.slab, index, tick) {
+            self.make_due(index, generation);
         }
-        Key::new(index, generation)
+        Ok(Key::new(index, generation))
     }
 
-    /// Takes the value of `key` out of the queue, cancelling its timer.
+    /// Whether `tick` has been reached by the wheel (which an empty wheel first catches up to
+    /// the present).
+    fn is_due(&mut self, tick: u64) -> bool {
+        if self.wheel.is_empty() {
+            self.wheel.catch_up(self.engine.clock().now_tick());
+        }
+        tick <= self.wheel.elapsed()
+    }
+
+    /// Places the loose value at `index` by `tick` (`None`: beyond the engine's range), with
+    /// the queue's timer armed no later; due at once if the engine refuses the timer.
+    fn settle(&mut self, index: usize, generation: u64, tick: Option<u64>) {
+        if !self.stopped && self.engine.is_shutdown() {
+            self.stopped = true;
+        }
+        if !self.stopped {
+            let placed = match tick {
+                Some(tick) if self.is_due(tick) => false,
+                Some(tick) => {
+                    self.cover(tick).is_ok() && self.wheel.insert(&mut self.slab, index, tick)
+                }
+                None => {
+                    let armed = self.cover(FAR).is_ok();
+                    if armed {
+                        self.wheel.insert_far(&mut self.slab, index);
+                    }
+                    armed
+                }
+            };
+            if placed {
+                return;
+            }
+        }
+        self.make_due(index, generation);
+    }
+
+    /// Makes sure the queue's timer is armed at or before `tick` (`FAR`: armed at all).
+    fn cover(&mut self, tick: u64) -> Result<(), ScheduleErrorKind> {
+        let target = match self.sleep {
+            Some(_) if self.armed <= tick => return Ok(()),
+            Some(_) => tick,
+            // The values already held may be due sooner.
+            None => self.wheel.next_tick().unwrap_or(FAR).min(tick),
+        };
+        self.arm(target)
+    }
+
+    /// Arms (or moves) the queue's timer to `target`. On a refusal the queue has none.
+    pub(super) fn arm(&mut self, target: u64) -> Result<(), ScheduleErrorKind> {
+        let tick = (target != FAR).then_some(target);
+        let armed = match &mut self.sleep {
+            Some(sleep) => EngineLink::reset_sleep(sleep, tick),
+            None => self
+                .engine
+                .try_sleep(tick)
+                .map(|sleep| self.sleep = Some(sleep)),
+        };
+        match armed {
+            Ok(()) => self.armed = target,
+            Err(why) => {
+                self.sleep = None;
+                self.stopped |= why == ScheduleErrorKind::Shutdown;
+            }
+        }
+        armed
+    }
+
+    /// Puts the value at `index` among the values due, and wakes the waiting task.
+    pub(super) fn make_due(&mut self, index: usize, generation: u64) {
+        let now = self.engine.now();
+        if let Some((_, entry)) = self.slab.get_at_mut(index) {
+            push_due(&mut self.due, &mut self.arms, now, index, generation, entry);
+        }
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// Takes the value of `key` out of the queue. Removing the last value lets the queue's
+    /// engine timer go.
     ///
     /// # Errors
     /// [`KeyError`] if `key` names no value in the queue (see [Keys](Self#keys)).
@@ -207,9 +235,7 @@ impl<T> DelayQueue<T> {
             .slab
             .remove(key.index(), key.generation())
             .ok_or_else(KeyError::new)?;
-        if let Some(timer) = &entry.timer {
-            quietly(|| timer.cancel());
-        }
+        self.wheel.unlink(&mut self.slab, &entry.link);
         if self.slab.len() == 0 {
             self.emptied(true);
         }
@@ -231,9 +257,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// Moves the deadline of `key`'s value to `delay` from now, whether or not its old deadline
-    /// has passed (a value that expired but was not yet yielded is held again). Pushing a
-    /// pending deadline later moves its timer in place (one CAS on the engine); otherwise the
-    /// value gets a new timer. A deadline the engine refuses is treated as
+    /// has passed (a value that expired but was not yet yielded is held again). Only a new
+    /// earliest deadline moves the queue's engine timer; a refusal is treated as
     /// [`insert`](Self::insert) treats it.
     ///
     /// # Errors
@@ -250,8 +275,8 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(&key), Some(clock.now() + Duration::from_secs(30)));
     /// ```
     pub fn reset(&mut self, key: &Key, delay: Duration) -> Result<(), KeyError> {
-        let deadline = self.engine.now().checked_add(delay);
-        self.reset_to(key, deadline)
+        let (deadline, tick) = self.after(delay);
+        self.reset_to(key, deadline, tick)
     }
 
     /// As [`reset`](Self::reset), to `deadline`.
@@ -269,56 +294,47 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(&key), Some(sooner));
     /// ```
     pub fn reset_at(&mut self, key: &Key, deadline: Instant) -> Result<(), KeyError> {
-        self.reset_to(key, Some(deadline))
+        let tick = self.engine.clock().tick_at(deadline);
+        self.reset_to(key, Some(deadline), tick)
     }
 
-    fn reset_to(&mut self, key: &Key, deadline: Option<Instant>) -> Result<(), KeyError> {
-        let index = key.index();
-        let generation = key.generation();
+    /// Moves `key`'s value to `deadline`, due at `tick`.
+    fn reset_to(
+        &mut self,
+        key: &Key,
+        deadline: Option<Instant>,
+        tick: Option<u64>,
+    ) -> Result<(), KeyError> {
+        let (index, generation) = (key.index(), key.generation());
         let entry = self
             .slab
             .get_mut(index, generation)
             .ok_or_else(KeyError::new)?;
         entry.deadline = deadline;
-        if let (Some(timer), Some(deadline)) = (&entry.timer, deadline) {
-            // Fails if the timer fired (its record may be on its way) or was let go, or if the
-            // new deadline is beyond the engine's range.
-            if timer.reset_at(deadline) {
-                return Ok(());
-            }
-        }
-        self.rearm(index, generation);
+        // A record among the values due is stale once the value is loose.
+        let link = std::mem::replace(&mut entry.link, Link::LOOSE);
+        self.wheel.unlink(&mut self.slab, &link);
+        self.settle(index, generation, tick);
         Ok(())
     }
+}
 
-    /// Gives the value in slot `index` (of `generation`) a new timer for its deadline,
-    /// cancelling the old one; a refusal makes it due at once.
-    pub(super) fn rearm(&mut self, index: usize, generation: u64) {
-        let arm = self.ids.next();
-        let Some(entry) = self.slab.get_mut(index, generation) else {
-            return;
-        };
-        if let Some(timer) = entry.timer.take() {
-            quietly(|| timer.cancel());
-        }
-        // A new arm: whatever the old timer recorded, or the queue took in, is stale now.
-        entry.arm = arm;
-        let deadline = entry.deadline;
-        let armed = arm_timer(
-            &self.engine,
-            &self.inbox,
-            index,
-            arm,
-            deadline,
-            Far::StandIn,
-        );
-        match armed {
-            Ok(timer) => entry.timer = Some(timer),
-            // The end of a manual clock's time: no tick is left to hold a stand-in at.
-            Err(ScheduleErrorKind::DelayTooLong) => {}
-            Err(_) => {
-                self.make_due(index, generation, arm, deadline);
-            }
-        }
-    }
+/// Puts `entry` (at `index`, of `generation`) among the values `due` under a new arm; a
+/// deadline beyond `Instant` counts as `now`.
+pub(super) fn push_due<T>(
+    due: &mut std::collections::BinaryHeap<Reverse<Due>>,
+    arms: &mut u64,
+    now: Instant,
+    index: usize,
+    generation: u64,
+    entry: &mut Entry<T>,
+) {
+    *arms += 1;
+    entry.link.place = Place::Due(*arms);
+    due.push(Reverse(Due {
+        deadline: entry.deadline.unwrap_or(now),
+        generation,
+        index,
+        arm: *arms,
+    }));
 }

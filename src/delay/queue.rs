@@ -1,5 +1,5 @@
-//! [`DelayQueue`]: values held until their deadlines, each with one engine timer.
-
+//! [`DelayQueue`]: values held until their deadlines in a wheel of the queue's own, behind one
+//! engine timer.
 //!
 //! This file holds the type, its construction, storage and size; `insert` holds inserting,
 //! removing and resetting values, `expiry` polling for the expired ones.
@@ -7,14 +7,15 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
+use std::task::Waker;
 use std::time::Instant;
 
-use super::inbox::{quietly, Inbox, Record};
 use super::key::Key;
 use super::slab::Slab;
+use super::wheel::{Link, Linked, Wheel};
 use crate::engine::{EngineLink, TimerEngine};
-use crate::sync::{next_ids, Arc};
-use crate::timer::TimerHandle;
+use crate::sync::next_ids;
+use crate::timer::Sleep;
 
 /// How many ids a queue takes at a time from the process-wide counter (see `sync::next_ids`).
 const ID_BLOCK: u64 = 1 << 12;
@@ -49,22 +50,19 @@ const ID_BLOCK: u64 = 1 << 12;
 /// # The engine
 ///
 /// The queue keeps a link to the engine it was made with, not a borrow: it outlives the
-/// `&TimerEngine` it was made from, and even the engine itself (see below). Each value has one
-/// timer on the engine, which [`remove`](Self::remove) cancels and [`reset`](Self::reset)
-/// moves; dropping the queue, or [`clear`](Self::clear), cancels them all. When a timer fires,
-/// its callback (on the engine's callback pool) records the value in a small inbox the queue
-/// shares with its timers and wakes the task that polled the queue last; the queue takes the
-/// records in when it is polled next. The callback never touches the queue itself.
+/// `&TimerEngine` it was made from, and even the engine itself (see below). Its values wait in
+/// a timing wheel of its own, in ticks of the engine's clock; the queue has one engine sleep
+/// (a [`Sleep`](crate::Sleep)) at its earliest deadline, which takes its timer when the queue
+/// is polled and wakes the task polling it. So an insert, remove or reset touches the engine
+/// only when the queue's earliest deadline moves earlier (or the queue fills or empties), and
+/// [`TimerEngine::pending`] counts a non-empty queue that has been polled as one timer.
 ///
 /// # Order
 ///
-/// Each poll first takes in every value whose timer has fired, and yields them soonest deadline
-/// first; values with equal deadlines come out in the order they were inserted. A value never
-/// comes out before its deadline (except as below), and at most one tick plus scheduling
-/// noise after it. The order holds among the values one poll takes in: the timers of a
-/// queue's values fire on several shards, and their callbacks run on the pool's threads, so
-/// a poll that comes while a tick's values are still being recorded may yield a value before
-/// one due at the same tick (with the same deadline, or a nearby one) that is recorded later.
+/// A poll takes out every value whose tick has come, and yields them soonest deadline first;
+/// values with equal deadlines come out in the order they were inserted. A value never comes
+/// out before its deadline (except as below), and at most one tick plus scheduling noise after
+/// it.
 ///
 /// # Keys
 ///
@@ -77,22 +75,19 @@ const ID_BLOCK: u64 = 1 << 12;
 /// # When the engine refuses
 ///
 /// - A deadline beyond the engine's range ([`TimerEngine::max_delay`]) or beyond what `Instant`
-///   can represent: [`insert`](Self::insert) keeps the value with a stand-in timer at the
-///   farthest deadline the engine takes, renewed as it comes due, so the value expires only
-///   when the engine shuts down (or once it is reset to a nearer deadline, or removed);
-///   [`try_insert`](Self::try_insert) returns [`InsertError::DelayTooLong`](super::InsertError::DelayTooLong) with the value.
-/// - An engine shut down, or holding as many timers as its cap allows: `insert` keeps the value
-///   as due at once, so it comes out of the next poll (nothing is lost, and a task waiting on
-///   the queue does not wait for a timer that will never run); `try_insert` returns
-///   [`InsertError::Shutdown`](super::InsertError::Shutdown) or [`InsertError::Full`](super::InsertError::Full) with the value.
-/// - A reset that the engine refuses is treated as `insert` treats it. At the cap, a value just
-///   removed (or a timer just cancelled) frees its place only on its shard's next turn (see
-///   [`Builder::max_pending`](crate::Builder::max_pending)), so an insert right after a
-///   remove can still be refused, and its value come out at once.
-/// - When the engine shuts down, the values whose timers it hands back come out of the next
-///   poll as if due (their [`Expired::deadline`](super::Expired::deadline) is still the one they were given), unless the
-///   caller of [`TimerEngine::shutdown`] keeps the handed-back timers; running one yields its
-///   value, dropping it too.
+///   can represent: [`insert`](Self::insert) keeps the value until the engine shuts down (or
+///   until it is reset to a nearer deadline, or removed); [`try_insert`](Self::try_insert)
+///   returns [`InsertError::DelayTooLong`](super::InsertError::DelayTooLong) with the value.
+/// - An engine shut down: `insert` makes the value due at once; `try_insert` returns
+///   [`InsertError::Shutdown`](super::InsertError::Shutdown) with the value.
+/// - An engine at its cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the
+///   queue's timer must be armed or moved earlier: `insert` (and a reset) makes
+///   the value due at once, so nothing waits for a timer that will never run; `try_insert`
+///   returns [`InsertError::Full`](super::InsertError::Full) with the value. If the timer is
+///   refused when a poll re-arms it, the values of the earliest tick come out then.
+/// - When the engine shuts down, the queue's timer is handed back, and dropping (or running)
+///   it wakes the task polling the queue; from then on every value comes out as if due,
+///   soonest first (its [`Expired::deadline`](super::Expired::deadline) is still the one it was given).
 ///
 /// # Waking
 ///
@@ -113,29 +108,40 @@ const ID_BLOCK: u64 = 1 << 12;
 pub struct DelayQueue<T> {
     pub(super) engine: EngineLink,
     pub(super) slab: Slab<Entry<T>>,
-    pub(super) inbox: Arc<Inbox>,
-    /// The values taken in from the inbox, soonest first. An entry is checked against its slot
-    /// when it comes out, as a record is when it goes in.
+    pub(super) wheel: Wheel,
+    /// The values taken out of the wheel, soonest first. A record is checked against its
+    /// value's place when it comes out: a value reset or removed since leaves it stale.
     pub(super) due: BinaryHeap<Reverse<Due>>,
-    /// Records swapped out of the inbox, kept so that taking them in allocates nothing.
-    pub(super) taken: Vec<Record>,
+    /// The queue's one engine timer, at tick `armed` (`FAR`: until shutdown); `None` while the
+    /// queue is empty, or after the engine refused it.
+    pub(super) sleep: Option<Sleep>,
+    pub(super) armed: u64,
+    /// The task that polled last and got `Pending`.
+    pub(super) waker: Option<Waker>,
+    /// The engine refused a timer as shut down: every value is due.
+    pub(super) stopped: bool,
     pub(super) ids: Ids,
+    /// The last arm given to a value placed among the values due.
+    pub(super) arms: u64,
     /// The capacity asked for, which the queue's storage keeps when it shrinks by itself.
     floor: usize,
 }
+
+/// `armed` for a sleep that ends only at shutdown.
+pub(super) const FAR: u64 = u64::MAX;
 
 /// A value as the slab holds it.
 pub(super) struct Entry<T> {
     pub(super) value: T,
     /// `None`: further away than `Instant` can represent.
     pub(super) deadline: Option<Instant>,
-    /// The value's timer (for a deadline beyond the engine's range, a stand-in at the farthest
-    /// deadline); `None` if it has none (due at once because the engine refused it, or at the
-    /// end of a manual clock's time).
-    pub(super) timer: Option<TimerHandle>,
-    /// The id of the value's current timer (or placement as due at once): records and due
-    /// entries with any other arm are stale.
-    pub(super) arm: u64,
+    pub(super) link: Link,
+}
+
+impl<T> Linked for Entry<T> {
+    fn link(&mut self) -> &mut Link {
+        &mut self.link
+    }
 }
 
 /// A value due, ordered as the queue yields it: by deadline, then by insertion (the key's
@@ -148,8 +154,7 @@ pub(super) struct Due {
     pub(super) arm: u64,
 }
 
-/// The queue's supply of ids (key generations and timer arms): increasing, and unique in the
-/// process.
+/// The queue's supply of key generations: increasing, and unique in the process.
 pub(super) struct Ids {
     next: u64,
     end: u64,
@@ -189,13 +194,19 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.capacity() >= 100);
     /// ```
     pub fn with_capacity(engine: &TimerEngine, capacity: usize) -> Self {
+        let engine = engine.link();
+        let elapsed = engine.clock().now_tick();
         DelayQueue {
-            engine: engine.link(),
+            engine,
             slab: Slab::with_capacity(capacity),
-            inbox: Inbox::new(),
+            wheel: Wheel::new(elapsed),
             due: BinaryHeap::new(),
-            taken: Vec::new(),
+            sleep: None,
+            armed: FAR,
+            waker: None,
+            stopped: false,
             ids: Ids { next: 0, end: 0 },
+            arms: 0,
             floor: capacity,
         }
     }
@@ -293,12 +304,11 @@ impl<T> DelayQueue<T> {
     pub fn shrink_to_fit(&mut self) {
         self.slab.shrink_to_fit();
         self.due.shrink_to_fit();
-        self.taken.shrink_to_fit();
     }
 
-    /// Removes every value, cancelling their timers, and releases the storage down to the
-    /// capacity the queue was made with. Every key handed out so far names nothing afterwards.
-    /// Wakes a task waiting on the queue, which then sees `Ready(None)`.
+    /// Removes every value and releases the storage down to the capacity the queue was made
+    /// with (and the queue's engine timer). Every key handed out so far names nothing
+    /// afterwards. Wakes a task waiting on the queue, which then sees `Ready(None)`.
     ///
     /// ```
     /// use std::time::Duration;
@@ -312,31 +322,20 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn clear(&mut self) {
         let held = self.slab.len() > 0;
-        self.cancel_all();
+        let elapsed = self.wheel.elapsed();
+        self.wheel = Wheel::new(elapsed);
         self.slab.clear();
         self.emptied(held);
     }
 
-    /// Cancels every value's timer.
-    fn cancel_all(&mut self) {
-        quietly(|| {
-            for entry in self.slab.values_mut() {
-                if let Some(timer) = entry.timer.take() {
-                    timer.cancel();
-                }
-            }
-        });
-    }
-
-    /// The queue holds no value any more: drops what is left of the values due and the records
-    /// (all stale), their storage beyond the floor, and wakes the waiting task if `wake`.
+    /// The queue holds no value any more: drops its engine timer, what is left of the values
+    /// due (all stale) and their storage beyond the floor, and wakes the waiting task if `wake`.
     pub(super) fn emptied(&mut self, wake: bool) {
+        self.sleep = None;
         self.due.clear();
         self.due.shrink_to(self.floor);
-        self.taken.shrink_to(self.floor);
-        let waker = self.inbox.discard(self.floor);
-        if wake {
-            if let Some(waker) = waker {
+        if let Some(waker) = self.waker.take() {
+            if wake {
                 waker.wake();
             }
         }
@@ -358,12 +357,6 @@ impl<T> Default for DelayQueue<T> {
 }
 
 impl<T> Unpin for DelayQueue<T> {}
-
-impl<T> Drop for DelayQueue<T> {
-    fn drop(&mut self) {
-        self.cancel_all();
-    }
-}
 
 impl<T> fmt::Debug for DelayQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,8 +6,8 @@
 //! quarter of its capacity, the vacant slots at its end are dropped and the storage shrinks to
 //! what is left. A compaction walks the whole vector, so after one the next waits until the
 //! length has halved again (or the vector has grown): a queue that hovers at one length does
-//! not compact on every remove. Each compaction also rebuilds the free list lowest index first,
-//! so new values fill the front and leave the end free to be dropped.
+//! not compact on every remove. A compaction that drops a vacant end also rebuilds the free list
+//! lowest index first, so new values fill the front and leave the end free to be dropped.
 
 use std::mem;
 
@@ -54,6 +54,7 @@ impl<V> Slab<V> {
     }
 
     /// The index the next `insert` will use.
+    #[cfg(test)]
     pub(super) fn next_index(&self) -> usize {
         if self.free == NONE {
             self.slots.len()
@@ -62,7 +63,7 @@ impl<V> Slab<V> {
         }
     }
 
-    /// Stores `value` at [`next_index`](Self::next_index) and returns that index.
+    /// Stores `value` in the first vacant slot (or a new one) and returns its index.
     pub(super) fn insert(&mut self, generation: u64, value: V) -> usize {
         let occupied = Slot::Occupied { generation, value };
         if let Some(slot) = self.slots.get_mut(self.free) {
@@ -105,9 +106,9 @@ impl<V> Slab<V> {
         }
     }
 
-    /// The value at `index` and its generation, whatever that is.
-    pub(super) fn get_at(&self, index: usize) -> Option<(u64, &V)> {
-        match self.slots.get(index) {
+    /// The value at `index` and its generation, whatever that is, to change.
+    pub(super) fn get_at_mut(&mut self, index: usize) -> Option<(u64, &mut V)> {
+        match self.slots.get_mut(index) {
             Some(Slot::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
@@ -130,14 +131,6 @@ impl<V> Slab<V> {
             self.compact(self.floor);
         }
         Some(value)
-    }
-
-    /// Every value, to change.
-    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.slots.iter_mut().filter_map(|slot| match slot {
-            Slot::Occupied { value, .. } => Some(value),
-            Slot::Vacant { .. } => None,
-        })
     }
 
     /// Drops every value and shrinks the storage to the floor.
@@ -175,6 +168,12 @@ impl<V> Slab<V> {
     /// Drops the vacant slots at the end, rebuilds the free list lowest index first, and
     /// shrinks the storage to what is left (but not below `keep`).
     fn compact(&mut self, keep: usize) {
+        if matches!(self.slots.last(), Some(Slot::Occupied { .. })) {
+            // No vacant end to drop: spare the walk.
+            self.slots.shrink_to(keep);
+            self.compact_at = self.len / 2;
+            return;
+        }
         while matches!(self.slots.last(), Some(Slot::Vacant { .. })) {
             self.slots.pop();
         }
@@ -205,7 +204,7 @@ mod tests {
         assert_eq!(slab.remove(a, 1), None);
         let b = slab.insert(3, "b");
         assert_eq!(slab.get(b, 1), None);
-        assert_eq!(slab.get_at(b), Some((3, &"b")));
+        assert_eq!(slab.get_at_mut(b), Some((3, &mut "b")));
         assert_eq!(slab.get(usize::MAX, 3), None);
         assert_eq!(slab.len(), 1);
     }

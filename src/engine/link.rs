@@ -1,24 +1,21 @@
-//! [`EngineLink`]: what a structure built on the engine keeps of it, so that it can schedule
-//! timers and read the clock after the borrow of the [`TimerEngine`] it was made from ends.
+//! [`EngineLink`]: what a structure built on the engine keeps of it, so that it can arm sleeps
+//! and read the clock after the borrow of the [`TimerEngine`] it was made from ends.
 //!
-//! A link holds the engine's shared core, as a [`TimerHandle`] holds its lane: it keeps the
-//! shards' shared state in memory, never the engine's threads. Once the engine is shut down
-//! (or dropped), every schedule through a link is refused with
-//! [`ScheduleError::Shutdown`], and the clock still reads.
-//!
-//! A link schedules as [`TimerEngine::schedule_at`] does, but always in a new entry: the spare
-//! entries a lane's owner reuses may be taken only inside a call on the engine itself (the
-//! engine frees them when dropped), and a link's calls may outlive the engine.
+//! A link holds the engine's shared core, as a [`TimerHandle`](crate::TimerHandle) holds its
+//! lane: it keeps the shards' shared state in memory, never the engine's threads. Once the
+//! engine is shut down (or dropped), every sleep armed through a link is refused with
+//! [`ScheduleErrorKind::Shutdown`], and the clock still reads.
 
 use std::time::Instant;
 
 use super::api::TimerEngine;
 use super::core::EngineCore;
-use super::error::ScheduleError;
+use super::error::{ScheduleError, ScheduleErrorKind};
 use crate::sync::Arc;
-use crate::timer::{fresh, schedule, OneShot, TimerHandle};
+use crate::time::TickClock;
+use crate::timer::Sleep;
 
-/// A handle on an engine's scheduling and clock that does not borrow the engine.
+/// A handle on an engine's sleeps and clock that does not borrow the engine.
 #[derive(Clone)]
 pub(crate) struct EngineLink {
     core: Arc<EngineCore>,
@@ -34,39 +31,26 @@ impl TimerEngine {
 }
 
 impl EngineLink {
-    /// As [`TimerEngine::schedule_at`]: runs `callback` at `deadline`, or hands it back.
-    pub(crate) fn schedule_at<F>(
-        &self,
-        deadline: Instant,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.schedule_on(self.core.clock.tick_at(deadline), callback)
+    /// A sleep until `tick` (`None`: until shutdown) on the calling task's lane, or why the
+    /// engine refused it.
+    pub(crate) fn try_sleep(&self, tick: Option<u64>) -> Result<Sleep, ScheduleErrorKind> {
+        Sleep::try_on(self.core.lane_for_task(), tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()).kind())
     }
 
-    /// As [`schedule_at`](Self::schedule_at), at the farthest deadline the engine takes
-    /// (`max_delay` from now): a stand-in for a deadline beyond it, which comes due in time to
-    /// be renewed, or is handed back at shutdown.
-    pub(crate) fn schedule_farthest<F>(&self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.schedule_on(self.core.clock.farthest_tick(), callback)
-    }
-
-    /// Schedules `callback` at `tick` on the calling task's lane, in a new entry.
-    fn schedule_on<F>(
-        &self,
+    /// Moves `sleep` to `tick` (`None`: until shutdown); a refused new timer ends it.
+    pub(crate) fn reset_sleep(
+        sleep: &mut Sleep,
         tick: Option<u64>,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let lane = self.core.lane_for_task();
-        schedule(lane, tick, OneShot(callback), fresh).map_err(ScheduleError::not_queued)
+    ) -> Result<(), ScheduleErrorKind> {
+        sleep
+            .try_reset_to(tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()).kind())
+    }
+
+    /// The engine's clock.
+    pub(crate) fn clock(&self) -> &TickClock {
+        &self.core.clock
     }
 
     /// As [`TimerEngine::is_shutdown`].

@@ -159,7 +159,12 @@ impl TickClock {
 
     /// The last tick that has fully begun: `floor((now - origin) / tick)`.
     pub(crate) fn now_tick(&self) -> u64 {
-        self.tick_nanos.floor(self.nanos_since_origin(self.now()))
+        self.floor_tick(self.now())
+    }
+
+    /// The last tick that has fully begun at `at`.
+    pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
+        self.tick_nanos.floor(self.nanos_since_origin(at))
     }
 
     /// The first tick at or after `deadline`: `ceil((deadline - origin) / tick)`.
@@ -179,15 +184,39 @@ impl TickClock {
     /// present is in (with the bound, possibly the next one, beginning within 2 µs), so the
     /// shard fires it on its next turn, even at the end of a manual clock's time.
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
+        self.tick_after_from(self.upper_nanos(), delay)
+    }
+
+    /// The instant `delay` from now and its tick, with the present read as `tick_after` reads
+    /// it: the instant may be up to 2 µs later than `now() + delay`, never earlier. `None`s:
+    /// beyond what `Instant` represents (both), beyond the wheel's range (the tick).
+    pub(crate) fn deadline_after(&self, delay: Duration) -> (Option<Instant>, Option<u64>) {
+        let now = self.upper_nanos();
+        // One addition to the origin where the sum fits in nanoseconds, as it nearly always does.
+        let deadline = match now.checked_add(nanos_of(delay)) {
+            Some(at) if at < u64::MAX => self.origin.checked_add(Duration::from_nanos(at)),
+            _ => self
+                .origin
+                .checked_add(Duration::from_nanos(now))
+                .and_then(|present| present.checked_add(delay)),
+        };
+        (deadline, deadline.and(self.tick_after_from(now, delay)))
+    }
+
+    /// Nanoseconds from the origin to the present, or to the cheap bound above it where there
+    /// is one (any time at or after the present will do for a deadline, which rounds up).
+    fn upper_nanos(&self) -> u64 {
+        match self.ceiling {
+            Some((ceiling, origin)) => ceiling.upper_nanos().saturating_sub(origin),
+            None => self.nanos_since_origin(self.now()),
+        }
+    }
+
+    /// As `tick_after`, with the present read as `now` nanoseconds from the origin.
+    fn tick_after_from(&self, now: u64, delay: Duration) -> Option<u64> {
         if delay > self.max_delay {
             return None;
         }
-        // Any time at or after the present will do, as the deadline rounds up: the cheap
-        // ceiling, where there is one.
-        let now = match self.ceiling {
-            Some((ceiling, origin)) => ceiling.upper_nanos().saturating_sub(origin),
-            None => self.nanos_since_origin(self.now()),
-        };
         if delay.is_zero() {
             return Some(self.due_now(now));
         }
@@ -207,7 +236,11 @@ impl TickClock {
     /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
     /// range. A deadline already past is due at the current tick, as a zero delay is.
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
-        let now = self.now();
+        self.tick_at_from(deadline, self.now())
+    }
+
+    /// As [`tick_at`](Self::tick_at), with the present already read as `now`.
+    pub(crate) fn tick_at_from(&self, deadline: Instant, now: Instant) -> Option<u64> {
         if deadline <= now {
             Some(self.due_now(self.nanos_since_origin(now)))
         } else if deadline - now > self.max_delay {

@@ -109,16 +109,10 @@ impl Sleep {
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
-        let shard = lane.shard();
-        let refusal = if shard.is_stopped() {
-            Refusal::Shutdown
-        } else if !shard.has_room() {
-            Refusal::Full
-        } else {
-            return Ok(Sleep::on(lane, tick));
-        };
-        lane.counts().add_rejected();
-        Err(refusal)
+        match refusal_now(lane) {
+            Some(refusal) => Err(refusal),
+            None => Ok(Sleep::on(lane, tick)),
+        }
     }
 
     /// The clock of the engine the sleep belongs to.
@@ -224,6 +218,22 @@ impl Sleep {
         }
     }
 
+    /// As [`reset_to`](Self::reset_to), but if the sleep needs a new timer and the engine
+    /// would refuse one now, the sleep ends and the refusal is returned.
+    pub(crate) fn try_reset_to(&mut self, tick: Option<u64>) -> Result<(), Refusal> {
+        self.reset_to(tick);
+        if self.timer.is_some() {
+            return Ok(());
+        }
+        match refusal_now(&self.lane) {
+            Some(refusal) => {
+                self.ended = true;
+                Err(refusal)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Cancels the registered timer, if any, dropping its waker unwoken. Returns `false` if
     /// the timer had already fired or been handed back.
     fn unregister(&mut self) -> bool {
@@ -263,6 +273,20 @@ impl Sleep {
             }
         }
     }
+}
+
+/// The refusal `lane`'s shard would give a timer now (shut down, or full), counted as one.
+fn refusal_now(lane: &Lane) -> Option<Refusal> {
+    let shard = lane.shard();
+    let refusal = if shard.is_stopped() {
+        Refusal::Shutdown
+    } else if !shard.has_room() {
+        Refusal::Full
+    } else {
+        return None;
+    };
+    lane.counts().add_rejected();
+    Some(refusal)
 }
 
 impl Future for Sleep {

@@ -2,6 +2,8 @@
 //! module for itself and uses only some of it.
 #![allow(dead_code)]
 
+pub mod delay;
+
 use shardwheel::{ManualClock, TimerEngine};
 
 /// An engine of two shards on a new manual clock.

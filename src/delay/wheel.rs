@@ -1,0 +1,263 @@
+//! A delay queue's own timing wheel: where its values wait for their ticks, behind the queue's
+//! one engine timer.
+//!
+//! Levels of 64 slots, level n's slots 64^n ticks wide, added as deadlines reach them. A value
+//! due at tick `t` sits in the level of the highest 6-bit group in which `t` differs from
+//! `elapsed` (the tick the wheel has been taken up to), in the slot that group names. Each slot
+//! is a doubly-linked list threaded through the slab by index, and each level keeps a bitmap of
+//! its occupied slots: inserting and removing are O(1), finding the next slot due is a scan of
+//! the levels' bitmaps. Taking a slot of level n > 0 moves its values to lower levels (their
+//! ticks now share more with `elapsed`), and hands over those whose tick has come.
+//!
+//! Values whose deadline is beyond the engine's range wait in one more list, `far`, which only
+//! `drain` empties.
+
+use super::slab::Slab;
+
+/// Bits of a tick per level.
+const SLOT_BITS: u32 = 6;
+/// Slots per level.
+const SLOTS: usize = 1 << SLOT_BITS;
+/// The end of a list.
+const NONE: usize = usize::MAX;
+
+/// Where a value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// In no list (being placed or moved).
+    Loose,
+    /// In slot `slot` of level `level`.
+    Wheel { level: u8, slot: u8 },
+    /// In the list of values beyond the engine's range.
+    Far,
+    /// Among the values due, under this arm (an older record of the value is stale).
+    Due(u64),
+}
+
+/// A value's tick, place and neighbours in its list.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Link {
+    pub(super) tick: u64,
+    pub(super) place: Place,
+    prev: usize,
+    next: usize,
+}
+
+impl Link {
+    pub(super) const LOOSE: Link = Link {
+        tick: 0,
+        place: Place::Loose,
+        prev: NONE,
+        next: NONE,
+    };
+}
+
+/// A slab value with a link.
+pub(super) trait Linked {
+    fn link(&mut self) -> &mut Link;
+}
+
+struct Level {
+    /// Bit `s` set: slot `s` holds a value.
+    occupied: u64,
+    heads: [usize; SLOTS],
+}
+
+/// The wheel: its levels, its far list, and how far it has been taken.
+pub(super) struct Wheel {
+    levels: Vec<Level>,
+    far: usize,
+    /// Every value in the levels is due after this tick.
+    elapsed: u64,
+    /// Values in the levels (not the far list).
+    len: usize,
+}
+
+/// The link of the value at `index`.
+fn link_of<E: Linked>(slab: &mut Slab<E>, index: usize) -> Option<&mut Link> {
+    slab.get_at_mut(index).map(|(_, entry)| entry.link())
+}
+
+/// Pushes the value at `index` on the list at `head`, as `place`.
+fn push<E: Linked>(slab: &mut Slab<E>, head: &mut usize, index: usize, place: Place) {
+    if let Some(first) = link_of(slab, *head) {
+        first.prev = index;
+    }
+    if let Some(link) = link_of(slab, index) {
+        link.place = place;
+        link.prev = NONE;
+        link.next = *head;
+    }
+    *head = index;
+}
+
+impl Wheel {
+    /// An empty wheel taken up to `elapsed`.
+    pub(super) fn new(elapsed: u64) -> Self {
+        Wheel {
+            levels: Vec::new(),
+            far: NONE,
+            elapsed,
+            len: 0,
+        }
+    }
+
+    /// The tick the wheel has been taken up to.
+    pub(super) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// Whether the levels hold no value (the far list may).
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Moves an empty wheel up to `tick`, so that values inserted next sit low.
+    pub(super) fn catch_up(&mut self, tick: u64) {
+        if self.len == 0 {
+            self.elapsed = self.elapsed.max(tick);
+        }
+    }
+
+    /// Links the value at `index` in by `tick`; `false` (and not linked) if `tick` is due.
+    pub(super) fn insert<E: Linked>(
+        &mut self,
+        slab: &mut Slab<E>,
+        index: usize,
+        tick: u64,
+    ) -> bool {
+        if tick <= self.elapsed {
+            return false;
+        }
+        let masked = (self.elapsed ^ tick) | (SLOTS as u64 - 1);
+        let level = ((63 - masked.leading_zeros()) / SLOT_BITS) as usize;
+        let slot = ((tick >> (SLOT_BITS * level as u32)) as usize) & (SLOTS - 1);
+        while self.levels.len() <= level {
+            self.levels.push(Level {
+                occupied: 0,
+                heads: [NONE; SLOTS],
+            });
+        }
+        if let Some(link) = link_of(slab, index) {
+            link.tick = tick;
+        }
+        let row = &mut self.levels[level];
+        row.occupied |= 1 << slot;
+        let place = Place::Wheel {
+            level: level as u8,
+            slot: slot as u8,
+        };
+        push(slab, &mut row.heads[slot], index, place);
+        self.len += 1;
+        true
+    }
+
+    /// Links the value at `index` in the far list.
+    pub(super) fn insert_far<E: Linked>(&mut self, slab: &mut Slab<E>, index: usize) {
+        push(slab, &mut self.far, index, Place::Far);
+    }
+
+    /// Unlinks a value whose link was `link` from its list (if it is in one). The value may
+    /// already be out of the slab: only its neighbours are touched.
+    pub(super) fn unlink<E: Linked>(&mut self, slab: &mut Slab<E>, link: &Link) {
+        let head = match link.place {
+            Place::Wheel { level, slot } => {
+                self.len -= 1;
+                let row = &mut self.levels[usize::from(level)];
+                if link.prev == NONE && link.next == NONE {
+                    row.occupied &= !(1 << slot);
+                }
+                &mut row.heads[usize::from(slot)]
+            }
+            Place::Far => &mut self.far,
+            Place::Loose | Place::Due(_) => return,
+        };
+        match link_of(slab, link.prev) {
+            Some(prev) => prev.next = link.next,
+            None => *head = link.next,
+        }
+        if let Some(next) = link_of(slab, link.next) {
+            next.prev = link.prev;
+        }
+    }
+
+    /// The start of the earliest occupied slot: no value in the levels is due before it.
+    pub(super) fn next_tick(&self) -> Option<u64> {
+        self.next_slot().map(|(_, _, start)| start)
+    }
+
+    /// The earliest occupied slot: its level, index and first tick. A lower level's slots all
+    /// come before a higher one's.
+    fn next_slot(&self) -> Option<(usize, usize, u64)> {
+        let (level, row) = self
+            .levels
+            .iter()
+            .enumerate()
+            .find(|(_, row)| row.occupied != 0)?;
+        let shift = SLOT_BITS * level as u32;
+        let now_slot = ((self.elapsed >> shift) & (SLOTS as u64 - 1)) as u32;
+        let slot = (row.occupied.rotate_right(now_slot).trailing_zeros() + now_slot) as usize
+            & (SLOTS - 1);
+        let span_bits = shift + SLOT_BITS;
+        let level_start = if span_bits >= 64 {
+            0
+        } else {
+            self.elapsed & !((1u64 << span_bits) - 1)
+        };
+        Some((level, slot, level_start + ((slot as u64) << shift)))
+    }
+
+    /// Takes the wheel up to `now`: every value whose tick is at or before it goes to `due`
+    /// (with its index and generation), the others of the slots taken move down.
+    pub(super) fn advance<E: Linked>(
+        &mut self,
+        slab: &mut Slab<E>,
+        now: u64,
+        mut due: impl FnMut(usize, u64, &mut E),
+    ) {
+        while let Some((level, slot, start)) = self.next_slot() {
+            if start > now {
+                break;
+            }
+            self.elapsed = self.elapsed.max(start);
+            let row = &mut self.levels[level];
+            row.occupied &= !(1 << slot);
+            let mut index = std::mem::replace(&mut row.heads[slot], NONE);
+            while let Some((generation, entry)) = slab.get_at_mut(index) {
+                let link = *entry.link();
+                self.len -= 1;
+                if link.tick <= self.elapsed {
+                    due(index, generation, entry);
+                } else {
+                    self.insert(slab, index, link.tick);
+                }
+                index = link.next;
+            }
+        }
+        self.elapsed = self.elapsed.max(now);
+    }
+
+    /// Takes every value out, far ones included, to `due`.
+    pub(super) fn drain<E: Linked>(
+        &mut self,
+        slab: &mut Slab<E>,
+        mut due: impl FnMut(usize, u64, &mut E),
+    ) {
+        let heads = self
+            .levels
+            .iter_mut()
+            .flat_map(|row| {
+                row.occupied = 0;
+                row.heads.iter_mut()
+            })
+            .chain(std::iter::once(&mut self.far));
+        for head in heads {
+            let mut index = std::mem::replace(head, NONE);
+            while let Some((generation, entry)) = slab.get_at_mut(index) {
+                let taken = std::mem::replace(&mut index, entry.link().next);
+                due(taken, generation, entry);
+            }
+        }
+        self.len = 0;
+    }
+}
