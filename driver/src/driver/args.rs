@@ -36,7 +36,8 @@ default sizes unless a flag below overrides them):
                  schedule a no-op timeout due in 1-30 s and store its handle there. Timed from
                  a common start until every thread is done.
                  Flags: --threads (2) --ops (5000000) --window (1000).
-                 Keys: workload threads ops(T x N) secs mops peak_rss_mb window
+                 Keys: workload threads ops(T x N) secs mops peak_rss_mb cpu_ns_per_op
+                 shard_cpu_ns_per_op window
   conn-idle      M no-op timers due in 60-120 s inserted from T threads (M/T each), timed;
                  wait until all M are pending and placed in the wheels, measure the resident
                  set; cancel all M from one thread, timed; wait until nothing is pending or
@@ -91,6 +92,9 @@ Units: secs and *_ms are wall-clock; mops is millions of operations per second; 
 bytes; RSS is VmRSS of /proc/self/status (peak_rss_mb: VmHWM, reset at the start of
 rpc-churn where the system allows). bytes_per_timer = (RSS once all timers are placed - RSS
 before inserting) / timers, with the handles' array allocated before the first reading.
+cpu_ns_per_op = the whole process's CPU time (user + sys, getrusage) from the start of
+rpc-churn until the shards have taken in what the producers queued, over its ops;
+shard_cpu_ns_per_op = the tick threads' share of it (/proc/self/task/*/schedstat).
 idle_cpu_pct = CPU seconds (user + sys, getrusage, in microseconds) in the idle window / its
 length x 100. shard_wakeups_per_sec = context switches, voluntary and not, of the engine's tick
 threads over the idle window (/proc/self/task/*/status), per second and per tick thread.

@@ -63,9 +63,29 @@ const TICK_THREAD: &str = "shardwheel-shar";
 /// The context switches, voluntary and not, of every tick thread of the process so far, and
 /// how many tick threads there are.
 pub(crate) fn tick_thread_switches() -> Result<(u64, usize), Failure> {
+    let (mut switches, mut threads) = (0, 0);
+    for_each_tick_thread("status", |status| {
+        threads += 1;
+        switches += parse_status_count(status, "voluntary_ctxt_switches").unwrap_or(0)
+            + parse_status_count(status, "nonvoluntary_ctxt_switches").unwrap_or(0);
+    })?;
+    Ok((switches, threads))
+}
+
+/// The CPU time of every tick thread of the process so far, to the nanosecond (the first
+/// field of each thread's `schedstat`).
+pub(crate) fn tick_thread_cpu() -> Result<Duration, Failure> {
+    let mut nanos = 0;
+    for_each_tick_thread("schedstat", |schedstat| {
+        nanos += parse_first_count(schedstat).unwrap_or(0);
+    })?;
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// Calls `each` with the file `file` of every tick thread's `/proc/self/task` directory.
+fn for_each_tick_thread(file: &str, mut each: impl FnMut(&str)) -> Result<(), Failure> {
     let tasks = fs::read_dir("/proc/self/task")
         .map_err(|error| Failure::new(format!("cannot read /proc/self/task: {error}")))?;
-    let (mut switches, mut threads) = (0, 0);
     for task in tasks.flatten() {
         let dir = task.path();
         // A thread that exited meanwhile has no files left: skip it.
@@ -75,14 +95,16 @@ pub(crate) fn tick_thread_switches() -> Result<(u64, usize), Failure> {
         if !name.starts_with(TICK_THREAD) {
             continue;
         }
-        let Ok(status) = fs::read_to_string(dir.join("status")) else {
-            continue;
-        };
-        threads += 1;
-        switches += parse_status_count(&status, "voluntary_ctxt_switches").unwrap_or(0)
-            + parse_status_count(&status, "nonvoluntary_ctxt_switches").unwrap_or(0);
+        if let Ok(text) = fs::read_to_string(dir.join(file)) {
+            each(&text);
+        }
     }
-    Ok((switches, threads))
+    Ok(())
+}
+
+/// The first number of a line of numbers.
+fn parse_first_count(line: &str) -> Option<u64> {
+    line.split_whitespace().next()?.parse().ok()
 }
 
 /// The value of a `field:\t1234` line of a status file.
@@ -127,6 +149,12 @@ mod tests {
             Some(3)
         );
         assert_eq!(parse_status_count(status, "Threads"), None);
+    }
+
+    #[test]
+    fn a_schedstat_line_gives_its_cpu_time_first() {
+        assert_eq!(parse_first_count("123456789 2000 17\n"), Some(123_456_789));
+        assert_eq!(parse_first_count(""), None);
     }
 
     #[test]

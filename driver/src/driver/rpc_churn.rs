@@ -1,11 +1,13 @@
 //! rpc-churn: the RPC deadline pattern. Producer threads schedule timeouts and cancel all but
 //! one in a hundred before they run out.
 
+use std::time::Duration;
+
 use shardwheel::{TimerEngine, TimerHandle};
 
 use super::report::Report;
 use super::rng::{Delays, Rng};
-use super::{count, mb, mops, parallel, proc, slots, Context, Failure, Workload};
+use super::{count, mb, mops, parallel, proc, slots, wait, Context, Failure, Workload};
 
 /// Producer threads, unless `--threads` says otherwise.
 const DEFAULT_THREADS: usize = 2;
@@ -39,6 +41,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
     // Best effort: the peak then covers this workload only, even after others in the process.
     proc::reset_peak_rss();
     let total = ops.saturating_mul(count(threads));
+    let (cpu_before, shard_cpu_before) = (proc::cpu_time()?, proc::tick_thread_cpu()?);
     let elapsed = parallel::run_timed(
         ctx,
         "rpc-churn",
@@ -46,6 +49,10 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
         rings.iter_mut().collect(),
         |index, ring| churn(ctx, &engine, ring, ops, Rng::new(STREAM, index)),
     )?;
+    // The CPU the operations cost includes the shards' taking in what the producers queued.
+    wait::until_in_wheels(ctx, &engine, engine.pending(), "rpc-churn: taking in")?;
+    let cpu = proc::cpu_time()?.saturating_sub(cpu_before);
+    let shard_cpu = proc::tick_thread_cpu()?.saturating_sub(shard_cpu_before);
     let peak_kb = proc::peak_rss_kb()?;
     drop(rings);
     drop(engine);
@@ -55,7 +62,14 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
         .fixed("secs", elapsed.as_secs_f64(), 3)
         .fixed("mops", mops(total, elapsed), 3)
         .fixed("peak_rss_mb", mb(peak_kb), 1)
+        .fixed("cpu_ns_per_op", per_op(cpu, total), 1)
+        .fixed("shard_cpu_ns_per_op", per_op(shard_cpu, total), 1)
         .count("window", count(window)))
+}
+
+/// Nanoseconds of `cpu` per operation.
+fn per_op(cpu: Duration, ops: u64) -> f64 {
+    cpu.as_nanos() as f64 / ops.max(1) as f64
 }
 
 /// One producer: iteration n takes the handle in slot n mod W, cancels it unless n is a
