@@ -11,19 +11,22 @@
 //! - `sleep_reset/<peer>`: [`TASKS`] tasks, each holding an idle timer of 60 s and looping: a
 //!   read (a `yield_now()`) raced against the timer, then the timer pushed 60 s ahead again,
 //!   as a connection does on every read.
-//! - `sleep_fire/<peer>`: [`FIRE_TASKS`] tasks, each awaiting one sleep of 1–3 ms (spread
-//!   evenly) to completion. Timed until the last has woken.
+//! - `sleep_fire/<peer>`: [`FIRE_TASKS`] tasks, spawned untimed, that start together (a
+//!   barrier) and each await one sleep of 1–3 ms (spread evenly) to completion. Timed from
+//!   the start until the last has woken.
 //!
 //! Peers: `shardwheel` (the default engine's free functions), `tokio` (`tokio::time`) and
 //! `futures_timer` (its `Delay`, raced against the future by hand for a timeout).
 
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
+use tokio::sync::Barrier;
 use tokio::task::yield_now;
 
 /// Tasks in `timeout_ready` and `sleep_reset`.
@@ -199,13 +202,30 @@ fn sleep_reset<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration
 fn sleep_fire<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration {
     (0..iters)
         .map(|_| {
-            on_workers(runtime, move || {
-                (0..FIRE_TASKS)
-                    .map(|i| {
-                        let delay = Duration::from_micros(1_000 + (i * 2_000 / FIRE_TASKS) as u64);
-                        async move { peer.sleep(delay).await }
-                    })
-                    .collect()
+            runtime.block_on(async {
+                tokio::spawn(async move {
+                    // The tasks are spawned untimed and start sleeping together.
+                    let start = Arc::new(Barrier::new(FIRE_TASKS + 1));
+                    let handles: Vec<_> = (0..FIRE_TASKS)
+                        .map(|i| {
+                            let start = start.clone();
+                            let delay =
+                                Duration::from_micros(1_000 + (i * 2_000 / FIRE_TASKS) as u64);
+                            tokio::spawn(async move {
+                                start.wait().await;
+                                peer.sleep(delay).await;
+                            })
+                        })
+                        .collect();
+                    start.wait().await;
+                    let began = Instant::now();
+                    for handle in handles {
+                        handle.await.expect("a benchmark task panicked");
+                    }
+                    began.elapsed()
+                })
+                .await
+                .expect("the benchmark's task panicked")
             })
         })
         .sum()

@@ -378,6 +378,17 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_to_the_same_deadline_holds_only_while_pending() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let entry = Entry::new(10, counting(&hits));
+        assert!(entry.reset(10).is_ok_and(|before| before.deadline() == 10));
+        assert_eq!(entry.state().deadline(), 10);
+        let (_, callback) = entry.cancel().expect("pending");
+        drop(callback);
+        assert!(entry.reset(10).is_err(), "a cancelled timer is not moved");
+    }
+
+    #[test]
     fn expire_only_once_due() {
         let hits = Arc::new(AtomicUsize::new(0));
         let entry = Entry::new(10, counting(&hits));
