@@ -22,6 +22,10 @@
 //! - `idle-hold`: ten million timers due in 10–20 minutes; reports the insert rate, the resident
 //!   bytes per timer and the process's CPU use over five idle seconds.
 //!
+//! `shardwheel sleeping-tasks` runs only when named: a million tasks on a two-worker tokio
+//! runtime, each awaiting a 60 s sleep, shardwheel's and then tokio's (each peer in a child
+//! process of its own); reports the resident bytes per sleeping task and the spawn rate.
+//!
 //! `shardwheel host-stalls` is not a workload of the engine and a full run leaves it out: it
 //! measures how often, and how long, the machine's cores stall (see `driver/host_stalls.rs`),
 //! to tell a calm hour from a noisy one before measuring lateness.

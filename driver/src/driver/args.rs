@@ -4,6 +4,7 @@ use std::ffi::OsString;
 
 use clap::{ArgAction, CommandFactory, Parser};
 
+use super::sleeping_tasks::Peer;
 use super::Workload;
 
 /// The first line of `--help`.
@@ -62,6 +63,20 @@ default sizes unless a flag below overrides them):
                  Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct
                        shard_wakeups_per_sec threads
 
+A workload that runs only when named:
+  sleeping-tasks M tasks spawned from one thread onto a tokio multi-thread runtime of 2
+                 worker threads (fixed: --threads does not change it), each awaiting a 60 s
+                 sleep: shardwheel::sleep on the default engine (set by --shards etc.), then
+                 tokio::time::sleep, each peer in a process of its own (--peer runs one here).
+                 Timed from the first spawn until every task has started (its sleep's first
+                 poll, which takes a timer, follows at once); wait until the engine has placed
+                 every timer (shardwheel), pause 100 ms, measure the resident set; then drop
+                 the runtime, which drops (cancels) every sleep.
+                 Flags: --timers (1000000: the tasks, one sleep each) --peer (both).
+                 Keys: workload tasks shardwheel_bytes_per_task
+                       shardwheel_spawn_mtasks_per_sec tokio_bytes_per_task
+                       tokio_spawn_mtasks_per_sec (with --peer, tasks and that peer's two)
+
 A probe of the machine, not of the engine (it runs only when named):
   host-stalls    One thread per core, pinned, reads the monotonic clock in a loop and counts
                  the gaps between two reads over 1 ms (stalls) and over 4 ms (long stalls):
@@ -83,7 +98,8 @@ have timers).
 With no WORKLOAD, each workload runs in a child process of its own: the driver runs itself
 once per workload, with the workload's name, the same flags and --json, and takes the figures
 from the child's last line of stdout. A workload that fails is reported on stderr (after the
-child's own messages) and the others still run.
+child's own messages) and the others still run. sleeping-tasks without --peer likewise runs
+itself once per peer, with --peer, and joins the two children's figures into one report.
 
 Output: a table on stdout, one row per workload, each row printed when its workload finishes;
 with --json the JSON lines follow the table. While a long phase runs, a progress line is drawn
@@ -91,7 +107,9 @@ on stderr, only when stderr is a terminal.
 Units: secs and *_ms are wall-clock; mops is millions of operations per second; MB is 2^20
 bytes; RSS is VmRSS of /proc/self/status (peak_rss_mb: VmHWM, reset at the start of
 rpc-churn where the system allows). bytes_per_timer = (RSS once all timers are placed - RSS
-before inserting) / timers, with the handles' array allocated before the first reading.
+before inserting) / timers, with the handles' array allocated before the first reading;
+bytes_per_task likewise, per task (the driver keeps no join handles); spawn_mtasks_per_sec is
+millions of tasks per second.
 cpu_ns_per_op = the whole process's CPU time (user + sys, getrusage) from the start of
 rpc-churn until the shards have taken in what the producers queued, over its ops;
 shard_cpu_ns_per_op = the tick threads' share of it (/proc/self/task/*/schedstat).
@@ -163,13 +181,19 @@ pub(crate) struct Options {
     #[arg(long, value_name = "W", value_parser = number::<usize, 1, MAX_SMALL_SIZE>)]
     pub(crate) window: Option<usize>,
 
-    /// timers (conn-idle, accuracy, slow-callback, idle-hold), at least 1
+    /// timers (conn-idle, accuracy, slow-callback, idle-hold), or tasks
+    /// of one sleep each (sleeping-tasks), at least 1
     #[arg(long, value_name = "M", value_parser = number::<usize, 1, MAX_SIZE>)]
     pub(crate) timers: Option<usize>,
 
     /// slow timers (slow-callback), 0 or more
     #[arg(long, value_name = "S", value_parser = number::<usize, 0, MAX_SMALL_SIZE>)]
     pub(crate) slow: Option<usize>,
+
+    /// the peer to run here (sleeping-tasks): shardwheel or tokio;
+    /// with none, both, each in a child process
+    #[arg(long, value_name = "PEER", value_enum, hide_possible_values = true)]
+    pub(crate) peer: Option<Peer>,
 
     /// how long the probe runs (host-stalls), 1-3600
     #[arg(long, value_name = "S", value_parser = number::<u64, 1, 3600>)]
@@ -208,6 +232,7 @@ impl Options {
             ("window", self.window.map(|n| n.to_string())),
             ("timers", self.timers.map(|n| n.to_string())),
             ("slow", self.slow.map(|n| n.to_string())),
+            ("peer", self.peer.map(|peer| peer.name().to_owned())),
             ("seconds", self.seconds.map(|n| n.to_string())),
             ("shards", self.shards.map(|n| n.to_string())),
             ("tick-us", self.tick_us.map(|n| n.to_string())),
@@ -338,7 +363,8 @@ mod tests {
 
     #[test]
     fn every_workload_is_found_by_its_name() {
-        for workload in Workload::ALL.into_iter().chain([Workload::HostStalls]) {
+        let named_only = [Workload::SleepingTasks, Workload::HostStalls];
+        for workload in Workload::ALL.into_iter().chain(named_only) {
             assert_eq!(options(&[workload.name()]).workload, Some(workload));
         }
         let parsed = options(&["host-stalls", "--seconds", "2"]);
@@ -346,6 +372,13 @@ mod tests {
         assert!(refusal(&["--seconds", "0"])
             .to_string()
             .contains("must be between 1 and 3600"));
+        let parsed = options(&["sleeping-tasks", "--peer", "tokio", "--timers=20_000"]);
+        assert_eq!(parsed.workload, Some(Workload::SleepingTasks));
+        assert_eq!(
+            (parsed.peer, parsed.timers),
+            (Some(Peer::Tokio), Some(20_000))
+        );
+        assert_eq!(options(&["--peer=shardwheel"]).peer, Some(Peer::Shardwheel));
     }
 
     #[test]
@@ -357,6 +390,7 @@ mod tests {
             window: Some(7),
             timers: Some(20_000),
             slow: Some(0),
+            peer: Some(Peer::Tokio),
             seconds: Some(9),
             shards: Some(2),
             callback_threads: Some(1024),
@@ -365,7 +399,7 @@ mod tests {
             json: false,
         };
         for given in [full, Options::default()] {
-            for workload in Workload::ALL {
+            for workload in Workload::ALL.into_iter().chain([Workload::SleepingTasks]) {
                 let args = given.child_args(workload);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let expected = Options {
@@ -401,6 +435,7 @@ mod tests {
             "Workloads (with no WORKLOAD",
             "Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct",
             "shard_wakeups_per_sec threads",
+            "tokio_spawn_mtasks_per_sec",
             "--callback-threads <N>",
             "-h, --help",
             "Exit status: 0 on success",
@@ -433,6 +468,8 @@ mod tests {
             &["--threads", "5000"],
             &["--timers", "0"],
             &["--window=0"],
+            &["--peer", "rust"],
+            &["--peer"],
             &["--json=yes"],
         ] {
             assert_eq!(refusal(bad).exit_code(), 2, "{bad:?}");

@@ -8,6 +8,7 @@
 //! run of one workload.
 
 use std::env;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::report::{Report, Table};
@@ -17,17 +18,11 @@ use super::{Context, Failure, Workload};
 /// workload that fails is reported on stderr and the others still run; the run fails at the
 /// end if any did.
 pub(crate) fn run_all(ctx: &Context) -> Result<(), Failure> {
-    let exe = env::current_exe().map_err(|error| {
-        Failure::new(format!(
-            "cannot find this program to run the workloads in child processes: {error}"
-        ))
-    })?;
+    let exe = this_program()?;
     let mut table = Table::start(ctx.options.json)?;
     let mut failed = Vec::new();
     for workload in Workload::ALL {
-        let mut command = Command::new(&exe);
-        command.args(ctx.options.child_args(workload));
-        match run_child(command, workload) {
+        match run_again(&exe, ctx.options.child_args(workload), workload) {
             Ok(report) => table.push(report)?,
             Err(failure) => {
                 // A child that was killed may have left its progress line behind.
@@ -48,6 +43,27 @@ pub(crate) fn run_all(ctx: &Context) -> Result<(), Failure> {
             failed.join(", ")
         )))
     }
+}
+
+/// This program, to run again in child processes.
+pub(crate) fn this_program() -> Result<PathBuf, Failure> {
+    env::current_exe().map_err(|error| {
+        Failure::new(format!(
+            "cannot find this program to run it in child processes: {error}"
+        ))
+    })
+}
+
+/// Runs `exe` (this program) in a child process with `args`, which run `workload` alone with
+/// `--json`, and reads its report back.
+pub(crate) fn run_again(
+    exe: &Path,
+    args: Vec<String>,
+    workload: Workload,
+) -> Result<Report, Failure> {
+    let mut command = Command::new(exe);
+    command.args(args);
+    run_child(command, workload)
 }
 
 /// Runs `command` (a child process that runs `workload` with `--json`) to its end, with stdin

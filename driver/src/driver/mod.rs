@@ -16,6 +16,7 @@ mod progress;
 mod report;
 mod rng;
 mod rpc_churn;
+mod sleeping_tasks;
 mod slow_callback;
 mod wait;
 
@@ -24,7 +25,7 @@ use std::fmt;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use shardwheel::{ScheduleError, TimerEngine};
+use shardwheel::{Builder, ScheduleError, TimerEngine};
 
 use args::{Command, Options};
 use progress::Progress;
@@ -37,8 +38,8 @@ const USAGE_EXIT: u8 = 2;
 /// default, set explicitly because the accuracy workloads are defined at it).
 const TICK: Duration = Duration::from_millis(1);
 
-/// The five workloads, in the order a full run takes them, and the probe of the machine that
-/// runs only when named. On the command line each is named as [`Workload::name`] says (clap's
+/// The five workloads, in the order a full run takes them, then the workload and the probe of
+/// the machine that run only when named. On the command line each is named as [`Workload::name`] says (clap's
 /// names for the variants: kebab-case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Workload {
@@ -47,6 +48,8 @@ pub(crate) enum Workload {
     Accuracy,
     SlowCallback,
     IdleHold,
+    /// Not one of the five: a tokio runtime's sleeping tasks (`sleeping_tasks`).
+    SleepingTasks,
     /// Not a workload of the engine: how long the machine's cores stall (`host_stalls`).
     HostStalls,
 }
@@ -69,6 +72,7 @@ impl Workload {
             Workload::Accuracy => "accuracy",
             Workload::SlowCallback => "slow-callback",
             Workload::IdleHold => "idle-hold",
+            Workload::SleepingTasks => "sleeping-tasks",
             Workload::HostStalls => "host-stalls",
         }
     }
@@ -80,6 +84,7 @@ impl Workload {
             Workload::Accuracy => accuracy::run(ctx),
             Workload::SlowCallback => slow_callback::run(ctx),
             Workload::IdleHold => idle_hold::run(ctx),
+            Workload::SleepingTasks => sleeping_tasks::run(ctx),
             Workload::HostStalls => host_stalls::run(ctx),
         }
     }
@@ -94,6 +99,13 @@ pub(crate) struct Context {
 impl Context {
     /// A fresh engine as the options ask for (engine defaults where they say nothing).
     pub(crate) fn engine(&self) -> Result<TimerEngine, Failure> {
+        self.engine_builder()
+            .build()
+            .map_err(|error| Failure::new(format!("could not start the timer engine: {error}")))
+    }
+
+    /// An engine's settings as the options ask for them.
+    pub(crate) fn engine_builder(&self) -> Builder {
         let mut builder = TimerEngine::builder()
             .tick(self.options.tick_us.map_or(TICK, Duration::from_micros))
             .pin_threads(self.options.pin);
@@ -104,8 +116,6 @@ impl Context {
             builder = builder.callback_threads(threads);
         }
         builder
-            .build()
-            .map_err(|error| Failure::new(format!("could not start the timer engine: {error}")))
     }
 }
 
@@ -221,7 +231,8 @@ mod tests {
             .map(|value| value.get_name().to_owned())
             .collect();
         let mut expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        // The probe of the machine, which a full run leaves out.
+        // The workload and the probe of the machine that a full run leaves out.
+        expected.push(Workload::SleepingTasks.name());
         expected.push(Workload::HostStalls.name());
         assert_eq!(names, expected);
     }

@@ -52,6 +52,17 @@ impl Report {
         self
     }
 
+    /// This report with `other`'s figures after its own, but for those under keys it already
+    /// has (the reports of one workload run in parts, each in a process of its own).
+    pub(crate) fn join(mut self, other: Report) -> Self {
+        for (key, figure) in other.figures {
+            if !self.figures.iter().any(|(seen, _)| *seen == key) {
+                self.figures.push((key, figure));
+            }
+        }
+        self
+    }
+
     /// The report `workload` printed as its JSON line (in another process), read back: its row
     /// and JSON line are the ones that process would print. The object must name `workload`
     /// first, then hold only numbers or `null` under plain keys (letters, digits and '_'), each
@@ -240,6 +251,23 @@ mod tests {
         let bare =
             Report::from_json(Workload::IdleHold, " {\t\"workload\" : \"idle-hold\"}\r\n").unwrap();
         assert_eq!(json(&bare), r#"{"workload":"idle-hold"}"#);
+    }
+
+    #[test]
+    fn a_joined_report_keeps_the_first_of_a_key() {
+        let first = Report::new(Workload::SleepingTasks)
+            .count("tasks", 5)
+            .fixed("a_bytes", 1.5, 1);
+        let second = Report::new(Workload::SleepingTasks)
+            .count("tasks", 6)
+            .fixed("b_bytes", 2.0, 1);
+        let joined = Report::new(Workload::SleepingTasks)
+            .join(first)
+            .join(second);
+        assert_eq!(
+            json(&joined),
+            r#"{"workload":"sleeping-tasks","tasks":5,"a_bytes":1.5,"b_bytes":2.0}"#
+        );
     }
 
     #[test]
