@@ -28,7 +28,7 @@ use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use super::handle::{TimerHandle, Withdrawn};
@@ -63,12 +63,18 @@ impl Wake {
 }
 
 /// Which waker a timer holds, told apart without holding a clone (as `Waker::will_wake`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct WakerId(usize, usize);
+#[derive(Clone, Copy)]
+struct WakerId(usize, &'static RawWakerVTable);
 
 impl WakerId {
     fn of(waker: &Waker) -> Self {
-        WakerId(waker.data() as usize, waker.vtable() as *const _ as usize)
+        WakerId(waker.data() as usize, waker.vtable())
+    }
+}
+
+impl PartialEq for WakerId {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0 && std::ptr::eq(self.1, other.1)
     }
 }
 
@@ -85,25 +91,54 @@ impl WakerId {
 /// [`TimerEngine::try_sleep`]: crate::TimerEngine::try_sleep
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 pub struct Sleep {
-    /// The deadline tick, or `None` beyond the engine's range: the sleep ends only at shutdown.
-    tick: Option<u64>,
+    /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep ends only at
+    /// shutdown.
+    tick: u64,
+    held: Held,
+}
+
+/// `Sleep::tick` for a deadline beyond the engine's range (no tick is this late).
+const FAR: u64 = u64::MAX;
+
+/// What a sleep holds of the engine; each holds the lane its timers go to.
+enum Held {
+    /// No timer: not polled since it was made or moved; or, with `true`, ended (its timer
+    /// fired or was handed back, or the engine refused it).
+    Idle(Arc<Lane>, bool),
     /// The timer the last poll registered, and the waker it holds.
-    timer: Option<(TimerHandle, WakerId)>,
-    /// The sleep has ended: its timer fired or was handed back, or the engine refused it.
-    ended: bool,
-    /// Where the sleep's timers go.
-    lane: Arc<Lane>,
+    Timer(TimerHandle, WakerId),
 }
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
-            tick,
-            timer: None,
-            ended: false,
-            lane: lane.clone(),
+            tick: tick.unwrap_or(FAR),
+            held: Held::Idle(lane.clone(), false),
         }
+    }
+
+    /// The deadline tick, `None` beyond the engine's range.
+    fn tick(&self) -> Option<u64> {
+        (self.tick != FAR).then_some(self.tick)
+    }
+
+    /// Where the sleep's timers go.
+    fn lane(&self) -> &Arc<Lane> {
+        match &self.held {
+            Held::Idle(lane, _) => lane,
+            Held::Timer(timer, _) => timer.lane(),
+        }
+    }
+
+    /// Drops the timer, if any, without cancelling it (it fired or was handed back).
+    fn set_idle(&mut self) {
+        self.held = Held::Idle(self.lane().clone(), false);
+    }
+
+    /// Ends the sleep.
+    fn end(&mut self) {
+        self.held = Held::Idle(self.lane().clone(), true);
     }
 
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
@@ -117,18 +152,18 @@ impl Sleep {
 
     /// The clock of the engine the sleep belongs to.
     pub(super) fn clock(&self) -> &TickClock {
-        self.lane.shard().clock()
+        self.lane().shard().clock()
     }
 
     /// The shard the sleep's timers go to, which tells the engine it belongs to.
     #[cfg(feature = "hyper")]
     pub(crate) fn shard(&self) -> &crate::shard::ShardCore {
-        self.lane.shard()
+        self.lane().shard()
     }
 
     /// Whether the engine the sleep belongs to has shut down.
     pub(super) fn engine_stopped(&self) -> bool {
-        self.lane.shard().is_stopped()
+        self.lane().shard().is_stopped()
     }
 
     /// Whether the deadline has passed, or the engine let the sleep go.
@@ -140,12 +175,10 @@ impl Sleep {
     /// assert!(!sleep.is_elapsed());
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        if self.ended {
-            return true;
-        }
-        match (&self.timer, self.tick) {
-            (Some((timer, _)), Some(_)) => !timer.is_pending(),
-            (None, Some(tick)) => tick <= self.clock().now_tick(),
+        match (&self.held, self.tick()) {
+            (Held::Idle(_, true), _) => true,
+            (Held::Timer(timer, _), Some(_)) => !timer.is_pending(),
+            (Held::Idle(_, false), Some(tick)) => tick <= self.clock().now_tick(),
             (_, None) => self.engine_stopped(),
         }
     }
@@ -160,7 +193,7 @@ impl Sleep {
     /// assert!(sleep.deadline().unwrap() > Instant::now());
     /// ```
     pub fn deadline(&self) -> Option<Instant> {
-        self.tick.map(|tick| self.clock().instant_of(tick))
+        self.tick().map(|tick| self.clock().instant_of(tick))
     }
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
@@ -207,14 +240,15 @@ impl Sleep {
     /// registered timer that is still pending moves with it, keeping its waker; otherwise the
     /// next poll registers a new one.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
-        self.tick = tick;
-        self.ended = false;
-        if let Some((timer, _)) = &self.timer {
+        self.tick = tick.unwrap_or(FAR);
+        match &self.held {
             // `move_to` takes only a tick in range; a far sleep needs a stand-in.
-            if timer.move_to(tick) {
-                return;
+            Held::Timer(timer, _) if timer.move_to(tick) => {}
+            Held::Timer(..) => {
+                self.unregister();
             }
-            self.unregister();
+            Held::Idle(_, true) => self.set_idle(),
+            Held::Idle(_, false) => {}
         }
     }
 
@@ -222,12 +256,12 @@ impl Sleep {
     /// would refuse one now, the sleep ends and the refusal is returned.
     pub(crate) fn try_reset_to(&mut self, tick: Option<u64>) -> Result<(), Refusal> {
         self.reset_to(tick);
-        if self.timer.is_some() {
+        if let Held::Timer(..) = self.held {
             return Ok(());
         }
-        match refusal_now(&self.lane) {
+        match refusal_now(self.lane()) {
             Some(refusal) => {
-                self.ended = true;
+                self.end();
                 Err(refusal)
             }
             None => Ok(()),
@@ -237,38 +271,40 @@ impl Sleep {
     /// Cancels the registered timer, if any, dropping its waker unwoken. Returns `false` if
     /// the timer had already fired or been handed back.
     fn unregister(&mut self) -> bool {
-        let Some((timer, _)) = self.timer.take() else {
+        let Held::Timer(timer, _) = &self.held else {
             return true;
         };
-        match timer.withdraw() {
+        let won = match timer.withdraw() {
             Withdrawn::Callback(callback) => {
                 unbox::<Wake>(callback).disarm();
                 true
             }
             Withdrawn::Lost | Withdrawn::Running => false,
-        }
+        };
+        self.set_idle();
+        won
     }
 
     /// Takes a timer that wakes `waker` at the deadline (a stand-in at the farthest tick for
     /// a far sleep). Returns `false` if the sleep ended instead: the engine refused the timer.
     fn register(&mut self, waker: &Waker) -> bool {
-        let Some(tick) = self.tick.or_else(|| self.clock().farthest_tick()) else {
+        let Some(tick) = self.tick().or_else(|| self.clock().farthest_tick()) else {
             // The end of a manual clock's time: no tick is left to hold a stand-in at, and
             // nothing will ever come due.
             return true;
         };
         let wake = Wake(Some(waker.clone()));
-        let lane = &self.lane;
+        let lane = self.lane();
         match schedule(lane, Some(tick), OneShot(wake), |ownership, entry| {
             lane.new_entry(ownership, entry)
         }) {
             Ok(timer) => {
-                self.timer = Some((timer, WakerId::of(waker)));
+                self.held = Held::Timer(timer, WakerId::of(waker));
                 true
             }
             Err((_, wake)) => {
                 wake.disarm();
-                self.ended = true;
+                self.end();
                 false
             }
         }
@@ -295,42 +331,44 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         loop {
-            if this.ended {
-                return Poll::Ready(());
-            }
-            let Some((timer, holds)) = &this.timer else {
-                let processed = this.lane.shard().counts().processed();
-                if this.tick.is_some_and(|tick| tick <= processed) {
-                    // The shard has turned past the deadline: no timer is needed.
-                    this.ended = true;
-                    return Poll::Ready(());
-                }
-                if !this.register(cx.waker()) {
-                    return Poll::Ready(());
-                }
-                if this.timer.is_none() && this.engine_stopped() {
-                    // A far sleep at the end of a manual clock's time ends at shutdown.
-                    return Poll::Ready(());
-                }
-                return Poll::Pending;
-            };
-            if timer.is_pending() {
-                if *holds == WakerId::of(cx.waker()) {
+            match &this.held {
+                Held::Idle(_, true) => return Poll::Ready(()),
+                Held::Idle(lane, false) => {
+                    // `FAR` is never at or below a tick the shard turned.
+                    if this.tick <= lane.shard().counts().processed() {
+                        // The shard has turned past the deadline: no timer is needed.
+                        this.end();
+                        return Poll::Ready(());
+                    }
+                    if !this.register(cx.waker()) {
+                        return Poll::Ready(());
+                    }
+                    if matches!(this.held, Held::Idle(..)) && this.engine_stopped() {
+                        // A far sleep at the end of a manual clock's time ends at shutdown.
+                        return Poll::Ready(());
+                    }
                     return Poll::Pending;
                 }
-                // Another task (or waker) waits now: give it a timer of its own. If the old
-                // one fired meanwhile, the look below finds it.
-                if this.unregister() {
-                    continue;
+                Held::Timer(timer, holds) => {
+                    if timer.is_pending() {
+                        if *holds == WakerId::of(cx.waker()) {
+                            return Poll::Pending;
+                        }
+                        // Another task (or waker) waits now: give it a timer of its own. If
+                        // the old one fired meanwhile, the look below finds it.
+                        if this.unregister() {
+                            continue;
+                        }
+                    }
                 }
             }
             // The timer fired or was handed back.
-            this.timer = None;
-            if this.tick.is_some() || this.engine_stopped() {
-                this.ended = true;
+            if this.tick != FAR || this.engine_stopped() {
+                this.end();
                 return Poll::Ready(());
             }
             // A far sleep's stand-in came due while the engine runs: renew it.
+            this.set_idle();
         }
     }
 }
@@ -454,3 +492,18 @@ impl fmt::Display for Elapsed {
 }
 
 impl Error for Elapsed {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sleep_is_five_words() {
+        // It lives in every task that waits on one: a deadline, a timer handle and a waker's
+        // identity, the enum's tag in a spare niche.
+        assert_eq!(
+            std::mem::size_of::<Sleep>(),
+            5 * std::mem::size_of::<usize>()
+        );
+    }
+}
