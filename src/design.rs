@@ -64,6 +64,8 @@
 //!    queued, or unlinked for a request) go back to their lane as spares if no one else holds
 //!    them and the lane has an owner; the rest are freed when their last holder drops them, and a
 //!    freed slot goes onto its chunk's free stack (src/queue/recycle.rs, src/slab/chunk.rs).
+//!    The engine's drop frees a lane's spares and gives up its chunks only if no other thread
+//!    owns the lane, closing it to owners; an owned lane keeps both until it is dropped.
 //! 6. **Shutdown** (src/engine/shutdown.rs). The engine sets each shard's stop flag, joins the
 //!    tick threads, waits for the callbacks in flight and joins the pool, then empties wheels
 //!    and queues, winning INIT→RETURNED for every timer still pending and handing it back as
@@ -166,6 +168,8 @@
 //! - `ring_hands_over_each_timer_once`: the owner's ring; each timer once, in order.
 //! - `spares_reach_the_owner_once`: spares given by the shard reach the owner once, unshared.
 //! - `the_lane_passes_to_the_next_owner_whole`: an owner leaving as another claims; no count lost.
+//! - `the_drop_frees_the_spares_of_a_lane_no_thread_owns`: the engine's drop against an owner
+//!   taking a spare; the drop frees spares only of a lane it closed.
 //! - `cancel_vs_shutdown`: a cancel of a linked timer racing the drain; its count freed once.
 //! - `every_caller_waits_for_the_finish`: two callers of `shutdown`; neither returns early.
 //! - `the_next_caller_joins_a_shutdown_begun_inside_a_callback`: the outside caller joins it.

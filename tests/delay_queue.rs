@@ -4,14 +4,13 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use proptest::prelude::*;
 use shardwheel::{DelayQueue, Expired, InsertError, ManualClock, TimerEngine};
-use support::delay::{counting, drain, poll, secs, values};
+use support::delay::{check_against_model, counting, drain, poll, secs, values, Op};
 use support::manual;
 
 #[test]
@@ -519,20 +518,6 @@ fn the_queue_is_send_when_its_values_are() {
     assert_eq!(values(drain(&mut queue)), ["moved", "there"]);
 }
 
-#[derive(Debug, Clone)]
-enum Op {
-    /// Insert a value due this many milliseconds from now.
-    Insert(u64),
-    /// Remove the n-th key handed out so far (modulo their number; it may be stale).
-    Remove(usize),
-    /// Reset the n-th key to this many milliseconds from now.
-    Reset(usize, u64),
-    /// Move the clock forward this many milliseconds.
-    Advance(u64),
-    /// Take out what expired.
-    Poll,
-}
-
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         // At least 1 ms: a value due now may fire on the shard's next turn, before the model
@@ -552,60 +537,10 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// The queue against a model: key number (the insertion order) → deadline in ms. A poll
-    /// takes out exactly the values due, soonest first, equal deadlines in insertion order,
-    /// whatever was removed or reset since their timers fired; removes and resets of stale
-    /// keys fail, of live ones succeed.
+    /// The queue against the model of `check_against_model`, with delays and steps of the
+    /// clock up to 200 ms.
     #[test]
     fn the_queue_matches_a_model(ops in proptest::collection::vec(op(), 1..60)) {
-        let (clock, engine) = manual();
-        let mut queue = DelayQueue::new(&engine);
-        let mut keys = Vec::new();
-        let mut model: BTreeMap<usize, u64> = BTreeMap::new();
-        let mut now_ms = 0u64;
-        for op in ops {
-            match op {
-                Op::Insert(delay) => {
-                    let n = keys.len();
-                    keys.push(queue.insert(n, Duration::from_millis(delay)));
-                    model.insert(n, now_ms + delay);
-                }
-                Op::Remove(i) if !keys.is_empty() => {
-                    let n = i % keys.len();
-                    let got = queue.remove(&keys[n]).ok();
-                    prop_assert_eq!(got, model.remove(&n).map(|_| n));
-                }
-                Op::Reset(i, delay) if !keys.is_empty() => {
-                    let n = i % keys.len();
-                    let live = queue.reset(&keys[n], Duration::from_millis(delay)).is_ok();
-                    prop_assert_eq!(live, model.contains_key(&n));
-                    if let Some(due) = model.get_mut(&n) {
-                        *due = now_ms + delay;
-                    }
-                }
-                Op::Advance(ms) => {
-                    clock.advance(Duration::from_millis(ms));
-                    now_ms += ms;
-                }
-                Op::Poll => {
-                    let mut expected: Vec<(u64, usize)> = model
-                        .iter()
-                        .filter(|(_, due)| **due <= now_ms)
-                        .map(|(&n, &due)| (due, n))
-                        .collect();
-                    expected.sort_unstable();
-                    let got: Vec<usize> = values(drain(&mut queue));
-                    let expected: Vec<usize> = expected.into_iter().map(|(_, n)| n).collect();
-                    prop_assert_eq!(&got, &expected);
-                    for n in got {
-                        model.remove(&n);
-                    }
-                }
-                _ => {}
-            }
-            prop_assert_eq!(queue.len(), model.len());
-        }
-        drop(queue);
-        prop_assert_eq!(engine.pending(), 0);
+        check_against_model(ops)?;
     }
 }

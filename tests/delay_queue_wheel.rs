@@ -4,13 +4,12 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::task::Poll;
 use std::time::Duration;
 
 use proptest::prelude::*;
 use shardwheel::{DelayQueue, InsertError, ManualClock, TimerEngine};
-use support::delay::{counting, drain, poll, secs, values};
+use support::delay::{check_against_model, counting, drain, poll, secs, values, Op};
 use support::manual;
 
 const fn ms(m: u64) -> Duration {
@@ -168,20 +167,13 @@ fn wide_delay() -> impl Strategy<Value = u64> {
     (0u32..32, any::<u64>()).prop_map(|(bits, x)| 1 + x % (1u64 << bits))
 }
 
-#[derive(Debug, Clone)]
-enum WideOp {
-    Insert(u64),
-    Remove(usize),
-    Reset(usize, u64),
-    Advance(u64),
-}
-
-fn wide_op() -> impl Strategy<Value = WideOp> {
+fn wide_op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => wide_delay().prop_map(WideOp::Insert),
-        2 => any::<usize>().prop_map(WideOp::Remove),
-        2 => (any::<usize>(), wide_delay()).prop_map(|(i, d)| WideOp::Reset(i, d)),
-        3 => wide_delay().prop_map(WideOp::Advance),
+        4 => wide_delay().prop_map(Op::Insert),
+        2 => any::<usize>().prop_map(Op::Remove),
+        2 => (any::<usize>(), wide_delay()).prop_map(|(i, d)| Op::Reset(i, d)),
+        3 => wide_delay().prop_map(Op::Advance),
+        3 => Just(Op::Poll),
     ]
 }
 
@@ -192,62 +184,10 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// The queue against a model of (deadline, insertion) pairs, with deadlines and steps of
-    /// the clock spread over every level of the wheel: after each step a poll takes out
-    /// exactly the values due, in the model's order.
+    /// The queue against the model of `check_against_model`, with deadlines and steps of the
+    /// clock spread over every level of the wheel.
     #[test]
     fn the_queue_matches_a_model_across_levels(ops in proptest::collection::vec(wide_op(), 1..80)) {
-        let (clock, engine) = manual();
-        let mut queue = DelayQueue::new(&engine);
-        let mut keys = Vec::new();
-        let mut model: BTreeMap<(u64, usize), ()> = BTreeMap::new();
-        let mut due_of: BTreeMap<usize, u64> = BTreeMap::new();
-        let mut now_ms = 0u64;
-        for op in ops {
-            match op {
-                WideOp::Insert(delay) => {
-                    let n = keys.len();
-                    keys.push(queue.insert(n, ms(delay)));
-                    model.insert((now_ms + delay, n), ());
-                    due_of.insert(n, now_ms + delay);
-                }
-                WideOp::Remove(i) if !keys.is_empty() => {
-                    let n = i % keys.len();
-                    let got = queue.remove(&keys[n]).ok();
-                    let expected = due_of.remove(&n).map(|due| {
-                        model.remove(&(due, n));
-                        n
-                    });
-                    prop_assert_eq!(got, expected);
-                }
-                WideOp::Reset(i, delay) if !keys.is_empty() => {
-                    let n = i % keys.len();
-                    let live = queue.reset(&keys[n], ms(delay)).is_ok();
-                    prop_assert_eq!(live, due_of.contains_key(&n));
-                    if let Some(due) = due_of.get_mut(&n) {
-                        model.remove(&(*due, n));
-                        *due = now_ms + delay;
-                        model.insert((*due, n), ());
-                    }
-                }
-                WideOp::Advance(step) => {
-                    clock.advance(ms(step));
-                    now_ms += step;
-                    let expected: Vec<usize> = model
-                        .range(..(now_ms + 1, 0))
-                        .map(|(&(_, n), _)| n)
-                        .collect();
-                    prop_assert_eq!(values(drain(&mut queue)), expected.clone());
-                    for n in expected {
-                        let due = due_of.remove(&n).unwrap();
-                        model.remove(&(due, n));
-                    }
-                }
-                _ => {}
-            }
-            prop_assert_eq!(queue.len(), model.len());
-        }
-        drop(queue);
-        prop_assert_eq!(engine.pending(), 0);
+        check_against_model(ops)?;
     }
 }

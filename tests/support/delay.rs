@@ -1,10 +1,13 @@
-//! Helpers for the delay queue's tests: a counting waker, polling and draining a queue.
+//! Helpers for the delay queue's tests: a counting waker, polling and draining a queue, and a
+//! model to check a queue against.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use proptest::prelude::*;
 use shardwheel::{DelayQueue, Expired};
 
 /// A waker that counts its wakes.
@@ -50,4 +53,76 @@ pub fn values<T>(expired: Vec<Expired<T>>) -> Vec<T> {
 
 pub const fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
+}
+
+/// One step of a model test of the queue.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Insert a value due this many milliseconds from now.
+    Insert(u64),
+    /// Remove the n-th key handed out so far (modulo their number; it may be stale).
+    Remove(usize),
+    /// Reset the n-th key to this many milliseconds from now.
+    Reset(usize, u64),
+    /// Move the clock forward this many milliseconds.
+    Advance(u64),
+    /// Take out what expired.
+    Poll,
+}
+
+/// Runs `ops` on a queue and on a model, key number (the insertion order) → deadline in ms.
+/// A poll takes out exactly the values due, soonest first, equal deadlines in insertion order,
+/// whatever was removed or reset since; removes and resets of stale keys fail, of live ones
+/// succeed; dropping the queue leaves the engine nothing pending.
+pub fn check_against_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let (clock, engine) = super::manual();
+    let mut queue = DelayQueue::new(&engine);
+    let mut keys = Vec::new();
+    let mut model: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut now_ms = 0u64;
+    for op in ops {
+        match op {
+            Op::Insert(delay) => {
+                let n = keys.len();
+                keys.push(queue.insert(n, Duration::from_millis(delay)));
+                model.insert(n, now_ms + delay);
+            }
+            Op::Remove(i) if !keys.is_empty() => {
+                let n = i % keys.len();
+                let got = queue.remove(&keys[n]).ok();
+                prop_assert_eq!(got, model.remove(&n).map(|_| n));
+            }
+            Op::Reset(i, delay) if !keys.is_empty() => {
+                let n = i % keys.len();
+                let live = queue.reset(&keys[n], Duration::from_millis(delay)).is_ok();
+                prop_assert_eq!(live, model.contains_key(&n));
+                if let Some(due) = model.get_mut(&n) {
+                    *due = now_ms + delay;
+                }
+            }
+            Op::Advance(ms) => {
+                clock.advance(Duration::from_millis(ms));
+                now_ms += ms;
+            }
+            Op::Poll => {
+                let mut expected: Vec<(u64, usize)> = model
+                    .iter()
+                    .filter(|(_, due)| **due <= now_ms)
+                    .map(|(&n, &due)| (due, n))
+                    .collect();
+                expected.sort_unstable();
+                let got: Vec<usize> = values(drain(&mut queue));
+                let expected: Vec<usize> = expected.into_iter().map(|(_, n)| n).collect();
+                prop_assert_eq!(&got, &expected);
+                for n in got {
+                    model.remove(&n);
+                }
+            }
+            _ => {}
+        }
+        prop_assert_eq!(queue.len(), model.len());
+    }
+    drop(queue);
+    prop_assert_eq!(engine.pending(), 0);
+    Ok(())
 }
