@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
-use crate::shard::{Lane, Ownership};
+use crate::shard::Lane;
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
@@ -54,18 +54,9 @@ impl TimerHandle {
         TimerHandle { entry, lane }
     }
 
-    /// Queues `entry`, admitted by `Lane::admit`, on `lane` (as `Lane::enqueue`) and hands out
-    /// its handle.
-    pub(super) fn enqueue(
-        lane: &Arc<Lane>,
-        ownership: Ownership,
-        entry: EntryRef,
-    ) -> Result<TimerHandle, CallbackBox> {
-        lane.enqueue(ownership, &entry)?;
-        Ok(TimerHandle {
-            entry,
-            lane: lane.clone(),
-        })
+    /// The timer's entry and lane, borrowed, for the operations below.
+    fn timer(&self) -> Timer<'_> {
+        Timer::new(&self.entry, &self.lane)
     }
 
     /// The timer's entry.
@@ -109,23 +100,7 @@ impl TimerHandle {
     /// Cancels the timer as [`cancel`](Self::cancel) does, and hands over the callback this
     /// call won instead of dropping it.
     pub(super) fn withdraw(&self) -> Withdrawn {
-        let Ok((before, callback)) = self.entry.cancel() else {
-            return Withdrawn::Lost;
-        };
-        let Some(callback) = callback else {
-            // A repeating timer whose callback is running: that run counts as fired, and the
-            // runner finds the timer cancelled when it tries to re-arm it.
-            return Withdrawn::Running;
-        };
-        // The timer's place under the cap is released when the shard lets go of its entry
-        // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
-        self.lane.counts().add_cancelled();
-        if before.placement().is_some() {
-            // SAFETY: this call won the cancel and took the callback, the cancel found the
-            // entry PLACED, and the entry is pushed only this once (a cancel wins once).
-            unsafe { self.lane.request_unlink(&self.entry) };
-        }
-        Withdrawn::Callback(callback)
+        self.timer().withdraw()
     }
 
     /// Moves a pending timer so that it is due `delay` from now, without a new allocation.
@@ -175,19 +150,7 @@ impl TimerHandle {
 
     /// Moves the timer to `tick` (`None`: beyond the engine's range, refused), as `reset`.
     pub(super) fn move_to(&self, tick: Option<u64>) -> bool {
-        let Some(tick) = tick else {
-            return false;
-        };
-        match self.entry.reset(tick) {
-            Ok(before) => {
-                if tick < before.deadline() && before.placement().is_some() {
-                    // Its slot may come due after the new deadline: the shard must move it.
-                    self.lane.request_move(self.entry.clone());
-                }
-                true
-            }
-            Err(_) => false,
-        }
+        self.timer().move_to(tick)
     }
 
     /// Where the timer is in its life.
@@ -271,6 +234,62 @@ impl TimerHandle {
     pub fn deadline(&self) -> Instant {
         let tick = self.entry.state().deadline();
         self.lane.shard().clock().instant_of(tick)
+    }
+}
+
+/// A timer's entry and the lane it was queued through, borrowed: what cancelling and moving a
+/// timer take, for a holder that keeps the lane apart from the entry (a sleep).
+pub(super) struct Timer<'a> {
+    entry: &'a EntryRef,
+    lane: &'a Arc<Lane>,
+}
+
+impl<'a> Timer<'a> {
+    pub(super) fn new(entry: &'a EntryRef, lane: &'a Arc<Lane>) -> Self {
+        Timer { entry, lane }
+    }
+
+    /// As [`TimerHandle::withdraw`].
+    pub(super) fn withdraw(&self) -> Withdrawn {
+        let Ok((before, callback)) = self.entry.cancel() else {
+            return Withdrawn::Lost;
+        };
+        let Some(callback) = callback else {
+            // A repeating timer whose callback is running: that run counts as fired, and the
+            // runner finds the timer cancelled when it tries to re-arm it.
+            return Withdrawn::Running;
+        };
+        // The timer's place under the cap is released when the shard lets go of its entry
+        // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
+        self.lane.counts().add_cancelled();
+        if before.placement().is_some() {
+            // SAFETY: this call won the cancel and took the callback, the cancel found the
+            // entry PLACED, and the entry is pushed only this once (a cancel wins once).
+            unsafe { self.lane.request_unlink(self.entry) };
+        }
+        Withdrawn::Callback(callback)
+    }
+
+    /// As [`TimerHandle::move_to`].
+    pub(super) fn move_to(&self, tick: Option<u64>) -> bool {
+        let Some(tick) = tick else {
+            return false;
+        };
+        match self.entry.reset(tick) {
+            Ok(before) => {
+                if tick < before.deadline() && before.placement().is_some() {
+                    // Its slot may come due after the new deadline: the shard must move it.
+                    self.lane.request_move(self.entry.clone());
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the timer is still waiting (as [`TimerHandle::is_pending`]).
+    pub(super) fn is_pending(&self) -> bool {
+        self.entry.state().lifecycle() == Lifecycle::Pending
     }
 }
 

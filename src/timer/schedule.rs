@@ -54,8 +54,8 @@ pub(crate) fn fresh(_: Ownership, entry: Entry) -> EntryRef {
 }
 
 /// Admits `job` due at `tick` (`None`: beyond the wheel's range) on `lane`, puts its entry
-/// where `place` says, and queues it. A refusal, at admission or by a shutdown racing the
-/// queueing, hands the job's value back with its reason.
+/// where `place` says, queues it and hands out its handle. A refusal, at admission or by a
+/// shutdown racing the queueing, hands the job's value back with its reason.
 #[inline]
 pub(crate) fn schedule<J: Job>(
     lane: &Arc<Lane>,
@@ -63,6 +63,19 @@ pub(crate) fn schedule<J: Job>(
     job: J,
     place: impl FnOnce(Ownership, Entry) -> EntryRef,
 ) -> Result<TimerHandle, (Refusal, J::Value)> {
+    let entry = queue(lane, tick, job, place)?;
+    Ok(TimerHandle::of(entry, lane.clone()))
+}
+
+/// As [`schedule`], handing out the queued entry alone: for a holder that keeps the lane
+/// itself (a sleep), which so takes no second reference to it.
+#[inline]
+pub(crate) fn queue<J: Job>(
+    lane: &Arc<Lane>,
+    tick: Option<u64>,
+    job: J,
+    place: impl FnOnce(Ownership, Entry) -> EntryRef,
+) -> Result<EntryRef, (Refusal, J::Value)> {
     let tick = match lane.admit(tick) {
         Ok(tick) => tick,
         Err(refusal) => return Err((refusal, job.refused())),
@@ -70,6 +83,8 @@ pub(crate) fn schedule<J: Job>(
     let entry = job.entry(lane, tick);
     let ownership = Lane::ownership(lane);
     let entry = place(ownership, entry);
-    TimerHandle::enqueue(lane, ownership, entry)
-        .map_err(|callback| (Refusal::Shutdown, J::taken_back(callback)))
+    match lane.enqueue(ownership, &entry) {
+        Ok(()) => Ok(entry),
+        Err(callback) => Err((Refusal::Shutdown, J::taken_back(callback))),
+    }
 }

@@ -31,9 +31,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
-use super::handle::{TimerHandle, Withdrawn};
-use super::schedule::{schedule, OneShot};
-use crate::entry::{unbox, Callback};
+use super::handle::{Timer, Withdrawn};
+use super::schedule::{queue, OneShot};
+use crate::entry::{unbox, Callback, EntryRef};
 use crate::shard::{Lane, Refusal};
 use crate::sync::Arc;
 use crate::time::TickClock;
@@ -94,51 +94,27 @@ pub struct Sleep {
     /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep ends only at
     /// shutdown.
     tick: u64,
-    held: Held,
+    /// The sleep has ended: its timer fired or was handed back, or the engine refused it.
+    ended: bool,
+    /// Where the sleep's timers go.
+    lane: Arc<Lane>,
+    /// The timer the last poll registered (its entry, queued on `lane`), and the waker it
+    /// holds.
+    timer: Option<(EntryRef, WakerId)>,
 }
 
 /// `Sleep::tick` for a deadline beyond the engine's range (no tick is this late).
 const FAR: u64 = u64::MAX;
-
-/// What a sleep holds of the engine; each holds the lane its timers go to.
-enum Held {
-    /// No timer: not polled since it was made or moved; or, with `true`, ended (its timer
-    /// fired or was handed back, or the engine refused it).
-    Idle(Arc<Lane>, bool),
-    /// The timer the last poll registered, and the waker it holds.
-    Timer(TimerHandle, WakerId),
-}
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
             tick: tick.unwrap_or(FAR),
-            held: Held::Idle(lane.clone(), false),
+            ended: false,
+            lane: lane.clone(),
+            timer: None,
         }
-    }
-
-    /// The deadline tick, `None` beyond the engine's range.
-    fn tick(&self) -> Option<u64> {
-        (self.tick != FAR).then_some(self.tick)
-    }
-
-    /// Where the sleep's timers go.
-    fn lane(&self) -> &Arc<Lane> {
-        match &self.held {
-            Held::Idle(lane, _) => lane,
-            Held::Timer(timer, _) => timer.lane(),
-        }
-    }
-
-    /// Drops the timer, if any, without cancelling it (it fired or was handed back).
-    fn set_idle(&mut self) {
-        self.held = Held::Idle(self.lane().clone(), false);
-    }
-
-    /// Ends the sleep.
-    fn end(&mut self) {
-        self.held = Held::Idle(self.lane().clone(), true);
     }
 
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
@@ -150,20 +126,31 @@ impl Sleep {
         }
     }
 
+    /// The deadline tick, `None` beyond the engine's range.
+    fn tick(&self) -> Option<u64> {
+        (self.tick != FAR).then_some(self.tick)
+    }
+
+    /// The registered timer, if any.
+    fn timer(&self) -> Option<Timer<'_>> {
+        let (entry, _) = self.timer.as_ref()?;
+        Some(Timer::new(entry, &self.lane))
+    }
+
     /// The clock of the engine the sleep belongs to.
     pub(super) fn clock(&self) -> &TickClock {
-        self.lane().shard().clock()
+        self.lane.shard().clock()
     }
 
     /// The shard the sleep's timers go to, which tells the engine it belongs to.
     #[cfg(feature = "hyper")]
     pub(crate) fn shard(&self) -> &crate::shard::ShardCore {
-        self.lane().shard()
+        self.lane.shard()
     }
 
     /// Whether the engine the sleep belongs to has shut down.
     pub(super) fn engine_stopped(&self) -> bool {
-        self.lane().shard().is_stopped()
+        self.lane.shard().is_stopped()
     }
 
     /// Whether the deadline has passed, or the engine let the sleep go.
@@ -175,16 +162,18 @@ impl Sleep {
     /// assert!(!sleep.is_elapsed());
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        match (&self.held, self.tick()) {
-            (Held::Idle(_, true), _) => true,
-            (Held::Timer(timer, _), Some(_)) => !timer.is_pending(),
-            (Held::Idle(_, false), Some(tick)) => tick <= self.clock().now_tick(),
+        if self.ended {
+            return true;
+        }
+        match (self.timer(), self.tick()) {
+            (Some(timer), Some(_)) => !timer.is_pending(),
+            (None, Some(tick)) => tick <= self.clock().now_tick(),
             (_, None) => self.engine_stopped(),
         }
     }
 
     /// When the sleep ends, if it ever does: the requested deadline rounded up to the
-    /// engine's tick (as [`TimerHandle::deadline`]).
+    /// engine's tick (as [`TimerHandle::deadline`](crate::TimerHandle::deadline)).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -241,14 +230,10 @@ impl Sleep {
     /// next poll registers a new one.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
         self.tick = tick.unwrap_or(FAR);
-        match &self.held {
-            // `move_to` takes only a tick in range; a far sleep needs a stand-in.
-            Held::Timer(timer, _) if timer.move_to(tick) => {}
-            Held::Timer(..) => {
-                self.unregister();
-            }
-            Held::Idle(_, true) => self.set_idle(),
-            Held::Idle(_, false) => {}
+        self.ended = false;
+        // `move_to` takes only a tick in range; a far sleep needs a stand-in.
+        if self.timer().is_some_and(|timer| !timer.move_to(tick)) {
+            self.unregister();
         }
     }
 
@@ -256,12 +241,12 @@ impl Sleep {
     /// would refuse one now, the sleep ends and the refusal is returned.
     pub(crate) fn try_reset_to(&mut self, tick: Option<u64>) -> Result<(), Refusal> {
         self.reset_to(tick);
-        if let Held::Timer(..) = self.held {
+        if self.timer.is_some() {
             return Ok(());
         }
-        match refusal_now(self.lane()) {
+        match refusal_now(&self.lane) {
             Some(refusal) => {
-                self.end();
+                self.ended = true;
                 Err(refusal)
             }
             None => Ok(()),
@@ -271,7 +256,7 @@ impl Sleep {
     /// Cancels the registered timer, if any, dropping its waker unwoken. Returns `false` if
     /// the timer had already fired or been handed back.
     fn unregister(&mut self) -> bool {
-        let Held::Timer(timer, _) = &self.held else {
+        let Some(timer) = self.timer() else {
             return true;
         };
         let won = match timer.withdraw() {
@@ -281,7 +266,7 @@ impl Sleep {
             }
             Withdrawn::Lost | Withdrawn::Running => false,
         };
-        self.set_idle();
+        self.timer = None;
         won
     }
 
@@ -294,17 +279,17 @@ impl Sleep {
             return true;
         };
         let wake = Wake(Some(waker.clone()));
-        let lane = self.lane();
-        match schedule(lane, Some(tick), OneShot(wake), |ownership, entry| {
+        let lane = &self.lane;
+        match queue(lane, Some(tick), OneShot(wake), |ownership, entry| {
             lane.new_entry(ownership, entry)
         }) {
-            Ok(timer) => {
-                self.held = Held::Timer(timer, WakerId::of(waker));
+            Ok(entry) => {
+                self.timer = Some((entry, WakerId::of(waker)));
                 true
             }
             Err((_, wake)) => {
                 wake.disarm();
-                self.end();
+                self.ended = true;
                 false
             }
         }
@@ -331,44 +316,42 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         loop {
-            match &this.held {
-                Held::Idle(_, true) => return Poll::Ready(()),
-                Held::Idle(lane, false) => {
-                    // `FAR` is never at or below a tick the shard turned.
-                    if this.tick <= lane.shard().counts().processed() {
-                        // The shard has turned past the deadline: no timer is needed.
-                        this.end();
-                        return Poll::Ready(());
-                    }
-                    if !this.register(cx.waker()) {
-                        return Poll::Ready(());
-                    }
-                    if matches!(this.held, Held::Idle(..)) && this.engine_stopped() {
-                        // A far sleep at the end of a manual clock's time ends at shutdown.
-                        return Poll::Ready(());
-                    }
+            if this.ended {
+                return Poll::Ready(());
+            }
+            let Some((entry, holds)) = &this.timer else {
+                // `FAR` is never at or below a tick the shard turned.
+                if this.tick <= this.lane.shard().counts().processed() {
+                    // The shard has turned past the deadline: no timer is needed.
+                    this.ended = true;
+                    return Poll::Ready(());
+                }
+                if !this.register(cx.waker()) {
+                    return Poll::Ready(());
+                }
+                if this.timer.is_none() && this.engine_stopped() {
+                    // A far sleep at the end of a manual clock's time ends at shutdown.
+                    return Poll::Ready(());
+                }
+                return Poll::Pending;
+            };
+            if Timer::new(entry, &this.lane).is_pending() {
+                if *holds == WakerId::of(cx.waker()) {
                     return Poll::Pending;
                 }
-                Held::Timer(timer, holds) => {
-                    if timer.is_pending() {
-                        if *holds == WakerId::of(cx.waker()) {
-                            return Poll::Pending;
-                        }
-                        // Another task (or waker) waits now: give it a timer of its own. If
-                        // the old one fired meanwhile, the look below finds it.
-                        if this.unregister() {
-                            continue;
-                        }
-                    }
+                // Another task (or waker) waits now: give it a timer of its own. If the old
+                // one fired meanwhile, the look below finds it.
+                if this.unregister() {
+                    continue;
                 }
             }
             // The timer fired or was handed back.
+            this.timer = None;
             if this.tick != FAR || this.engine_stopped() {
-                this.end();
+                this.ended = true;
                 return Poll::Ready(());
             }
             // A far sleep's stand-in came due while the engine runs: renew it.
-            this.set_idle();
         }
     }
 }
@@ -498,12 +481,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_sleep_is_five_words() {
-        // It lives in every task that waits on one: a deadline, a timer handle and a waker's
-        // identity, the enum's tag in a spare niche.
+    fn a_sleep_is_six_words() {
+        // It lives in every task that waits on one: a deadline and a flag, the lane, the
+        // timer's entry and its waker's identity.
         assert_eq!(
             std::mem::size_of::<Sleep>(),
-            5 * std::mem::size_of::<usize>()
+            6 * std::mem::size_of::<usize>()
         );
     }
 }
