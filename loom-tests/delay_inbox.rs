@@ -8,29 +8,33 @@ use loom::thread;
 use super::{driven_engine, Counting, MS};
 use crate::DelayQueue;
 
-/// Poll vs fire, through the queue's one sleep: the poll yields the value, or it returned
-/// pending and the sleep's callback wakes the waker it registered. A task is never left
-/// pending with no wake-up coming.
+/// Poll vs fire, through the queue's one sleep: the task's first poll finds nothing due and
+/// leaves the sleep holding its waker; the shard places the sleep's timer and then fires it
+/// while the task polls again. That poll yields the value, or it returned pending and the
+/// task is woken. A task is never left pending with no wake-up coming.
 ///
 /// Catches: a queue that finds nothing due and returns pending without polling its sleep
-/// (registering the waker): the sleep can fire meanwhile and wake nobody.
+/// (which takes its timer only when polled): no timer, and so no wake-up, ever comes.
 #[test]
 fn delay_queue_poll_vs_fire() {
     loom::model(|| {
         let (engine, mut shard, clock) = driven_engine();
         let mut queue = DelayQueue::new(&engine);
         let key = queue.insert(7u8, MS);
-        shard.turn(engine.now_tick()); // place it
+        let counter = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let first = queue.poll_expired(&mut Context::from_waker(&waker));
+        assert!(first.is_pending(), "nothing is due yet");
+        shard.turn(engine.now_tick()); // place the queue's timer
         let firer = thread::spawn(move || {
             clock.advance(MS);
             shard.turn(engine.now_tick());
             (engine, shard)
         });
-        let counter = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
-        let first = queue.poll_expired(&mut Context::from_waker(&waker));
-        let (engine, shard) = firer.join().unwrap();
-        match first {
+        let second = queue.poll_expired(&mut Context::from_waker(&waker));
+        let (engine, mut shard) = firer.join().unwrap();
+        shard.turn(engine.now_tick());
+        match second {
             Poll::Ready(Some(expired)) => assert_eq!(expired.key(), key),
             Poll::Pending => {
                 assert_eq!(

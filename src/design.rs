@@ -164,7 +164,7 @@
 //! - `sleep_vs_cancel`: the same while a canceller pushes an unlink request.
 //! - `reset_vs_fire`: a reset to later racing the firing; never fired at the old deadline.
 //! - `cancel_vs_rearm`: a cancel racing a repeating timer's run and re-arm; no run after it.
-//! - `poll_vs_fire`: a task polling a `Sleep` while its timer fires; the task is woken.
+//! - `poll_vs_fire`: a task polling its `Sleep` with a new waker while the timer fires; woken.
 //! - `ring_hands_over_each_timer_once`: the owner's ring; each timer once, in order.
 //! - `spares_reach_the_owner_once`: spares given by the shard reach the owner once, unshared.
 //! - `the_lane_passes_to_the_next_owner_whole`: an owner leaving as another claims; no count lost.
