@@ -71,6 +71,9 @@ impl CatchUp for ClockWatch {
         let core = &*self.0;
         let target = core.clock.now_tick();
         for _ in 0..MAX_ROUNDS {
+            // Callbacks handed over before this round finish first, so that the timers they
+            // schedule are queued before the turns below begin, and those turns fire them.
+            core.inflight.wait_idle();
             // A turn that was already under way when `start` was read may finish without
             // having seen the new time; the one after it cannot.
             let start: Vec<u64> = core.shards.iter().map(|s| s.counts().turns()).collect();
