@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use shardwheel::{DelayQueue, InsertError, ManualClock, TimerEngine};
-use support::delay::{check_against_model, counting, drain, poll, secs, values, Op};
+use support::delay::{check_against_model, counting, drain, op, poll, secs, values};
 use support::manual;
 
 const fn ms(m: u64) -> Duration {
@@ -163,18 +163,8 @@ fn a_refused_rearm_brings_the_earliest_values_out() {
 }
 
 /// A delay spread over the wheel's levels: 1 ms to about 50 days, log-uniform.
-fn wide_delay() -> impl Strategy<Value = u64> {
+fn wide_delay() -> impl Strategy<Value = u64> + Clone {
     (0u32..32, any::<u64>()).prop_map(|(bits, x)| 1 + x % (1u64 << bits))
-}
-
-fn wide_op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        4 => wide_delay().prop_map(Op::Insert),
-        2 => any::<usize>().prop_map(Op::Remove),
-        2 => (any::<usize>(), wide_delay()).prop_map(|(i, d)| Op::Reset(i, d)),
-        3 => wide_delay().prop_map(Op::Advance),
-        3 => Just(Op::Poll),
-    ]
 }
 
 proptest! {
@@ -187,7 +177,7 @@ proptest! {
     /// The queue against the model of `check_against_model`, with deadlines and steps of the
     /// clock spread over every level of the wheel.
     #[test]
-    fn the_queue_matches_a_model_across_levels(ops in proptest::collection::vec(wide_op(), 1..80)) {
+    fn the_queue_matches_a_model_across_levels(ops in proptest::collection::vec(op(wide_delay(), wide_delay()), 1..80)) {
         check_against_model(ops)?;
     }
 }

@@ -70,6 +70,21 @@ pub enum Op {
     Poll,
 }
 
+/// Steps of a model test: inserts and resets with delays from `delay`, removes, clock steps
+/// from `step`, and polls.
+pub fn op(
+    delay: impl Strategy<Value = u64> + Clone,
+    step: impl Strategy<Value = u64>,
+) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => delay.clone().prop_map(Op::Insert),
+        2 => any::<usize>().prop_map(Op::Remove),
+        2 => (any::<usize>(), delay).prop_map(|(i, d)| Op::Reset(i, d)),
+        3 => step.prop_map(Op::Advance),
+        3 => Just(Op::Poll),
+    ]
+}
+
 /// Runs `ops` on a queue and on a model, key number (the insertion order) → deadline in ms.
 /// A poll takes out exactly the values due, soonest first, equal deadlines in insertion order,
 /// whatever was removed or reset since; removes and resets of stale keys fail, of live ones
