@@ -155,7 +155,7 @@ impl ShardCore {
     }
 
     /// Whether a timer would find a place under the engine's cap now (without taking it).
-    pub(crate) fn has_room(&self) -> bool {
+    pub(super) fn has_room(&self) -> bool {
         self.cap.as_ref().is_none_or(|cap| cap.has_room())
     }
 

@@ -219,7 +219,7 @@ impl LaneCounts {
         self.add(Count::Cancelled, 1);
     }
 
-    pub(crate) fn add_rejected(&self) {
+    pub(super) fn add_rejected(&self) {
         self.add(Count::Rejected, 1);
     }
 
@@ -280,6 +280,20 @@ impl Lane {
         };
         self.counts.add_rejected();
         Err(refusal)
+    }
+
+    /// The refusal [`admit`](Self::admit) would give a timer in range now (shut down, or no
+    /// place under the cap), without taking a place. A refusal is counted.
+    pub(crate) fn refusal_now(&self) -> Option<Refusal> {
+        let refusal = if self.shard.is_stopped() {
+            Refusal::Shutdown
+        } else if !self.shard.has_room() {
+            Refusal::Full
+        } else {
+            return None;
+        };
+        self.counts.add_rejected();
+        Some(refusal)
     }
 
     /// Queues `entry`, admitted by [`admit`](Self::admit), for the shard; `ownership` is the

@@ -120,7 +120,7 @@ impl Sleep {
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
-        match refusal_now(lane) {
+        match lane.refusal_now() {
             Some(refusal) => Err(refusal),
             None => Ok(Sleep::on(lane, tick)),
         }
@@ -244,7 +244,7 @@ impl Sleep {
         if self.timer.is_some() {
             return Ok(());
         }
-        match refusal_now(&self.lane) {
+        match self.lane.refusal_now() {
             Some(refusal) => {
                 self.ended = true;
                 Err(refusal)
@@ -294,20 +294,6 @@ impl Sleep {
             }
         }
     }
-}
-
-/// The refusal `lane`'s shard would give a timer now (shut down, or full), counted as one.
-fn refusal_now(lane: &Lane) -> Option<Refusal> {
-    let shard = lane.shard();
-    let refusal = if shard.is_stopped() {
-        Refusal::Shutdown
-    } else if !shard.has_room() {
-        Refusal::Full
-    } else {
-        return None;
-    };
-    lane.counts().add_rejected();
-    Some(refusal)
 }
 
 impl Future for Sleep {
