@@ -67,7 +67,7 @@ impl<T> DelayQueue<T> {
                 looked_again = true;
                 continue;
             }
-            let current = fired == Some(false) && self.armed == target;
+            let current = fired == Some(false) && self.armed() == Some(target);
             if !current && self.arm(target).is_err() {
                 if !self.stopped {
                     // At the engine's cap: the earliest values come out now, not never.

@@ -175,8 +175,8 @@ impl<T> DelayQueue<T> {
 
     /// Makes sure the queue's timer is armed at or before `tick` (`FAR`: armed at all).
     fn cover(&mut self, tick: u64) -> Result<(), ScheduleErrorKind> {
-        let target = match self.sleep {
-            Some(_) if self.armed <= tick => return Ok(()),
+        let target = match self.armed() {
+            Some(armed) if armed <= tick => return Ok(()),
             Some(_) => tick,
             // The values already held may be due sooner.
             None => self.wheel.next_tick().unwrap_or(FAR).min(tick),
@@ -194,12 +194,9 @@ impl<T> DelayQueue<T> {
                 .try_sleep(tick)
                 .map(|sleep| self.sleep = Some(sleep)),
         };
-        match armed {
-            Ok(()) => self.armed = target,
-            Err(why) => {
-                self.sleep = None;
-                self.stopped |= why == ScheduleErrorKind::Shutdown;
-            }
+        if let Err(why) = armed {
+            self.sleep = None;
+            self.stopped |= why == ScheduleErrorKind::Shutdown;
         }
         armed
     }

@@ -112,10 +112,9 @@ pub struct DelayQueue<T> {
     /// The values taken out of the wheel, soonest first. A record is checked against its
     /// value's place when it comes out: a value reset or removed since leaves it stale.
     pub(super) due: BinaryHeap<Reverse<Due>>,
-    /// The queue's one engine timer, at tick `armed` (`FAR`: until shutdown); `None` while the
-    /// queue is empty, or after the engine refused it.
+    /// The queue's one engine timer (see [`armed`](Self::armed)); `None` while the queue is
+    /// empty, or after the engine refused it.
     pub(super) sleep: Option<Sleep>,
-    pub(super) armed: u64,
     /// The task that polled last and got `Pending`.
     pub(super) waker: Option<Waker>,
     /// The engine refused a timer as shut down: every value is due.
@@ -127,7 +126,7 @@ pub struct DelayQueue<T> {
     floor: usize,
 }
 
-/// `armed` for a sleep that ends only at shutdown.
+/// The tick of a queue's sleep that ends only at shutdown.
 pub(super) const FAR: u64 = u64::MAX;
 
 /// A value as the slab holds it.
@@ -173,6 +172,12 @@ impl Ids {
 }
 
 impl<T> DelayQueue<T> {
+    /// The tick the queue's sleep is armed at (`FAR`: until shutdown), if it has one.
+    pub(super) fn armed(&self) -> Option<u64> {
+        let sleep = self.sleep.as_ref()?;
+        Some(sleep.tick().unwrap_or(FAR))
+    }
+
     /// An empty queue whose values expire on `engine`'s timers. The queue does not borrow the
     /// engine: it may outlive the reference, and the engine too (see
     /// [When the engine refuses](Self#when-the-engine-refuses)).
@@ -202,7 +207,6 @@ impl<T> DelayQueue<T> {
             wheel: Wheel::new(elapsed),
             due: BinaryHeap::new(),
             sleep: None,
-            armed: FAR,
             waker: None,
             stopped: false,
             ids: Ids { next: 0, end: 0 },

@@ -127,7 +127,7 @@ impl Sleep {
     }
 
     /// The deadline tick, `None` beyond the engine's range.
-    fn tick(&self) -> Option<u64> {
+    pub(crate) fn tick(&self) -> Option<u64> {
         (self.tick != FAR).then_some(self.tick)
     }
 
