@@ -14,6 +14,9 @@
 //! - `sleep_fire/<peer>`: [`FIRE_TASKS`] tasks, spawned untimed, that start together (a
 //!   barrier) and each await one sleep of 1–3 ms (spread evenly) to completion. Timed from
 //!   the start until the last has woken.
+//! - `sleep_reset/no_timer` and `sleep_fire/no_timer` are the same loops with no timer (a
+//!   future that is never ready; a yield instead of the sleep): the runtime's floor under
+//!   them.
 //!
 //! Peers: `shardwheel` (the default engine's free functions), `tokio` (`tokio::time`) and
 //! `futures_timer` (its `Delay`, raced against the future by hand for a timeout).
@@ -183,6 +186,22 @@ fn no_timer(runtime: &Runtime, iters: u64) -> Duration {
     })
 }
 
+/// `sleep_reset`'s loop with a timer that is never ready and never moved: the floor.
+fn reset_floor(runtime: &Runtime, iters: u64) -> Duration {
+    let ops = iters as usize * TASK_OPS;
+    on_workers(runtime, move || {
+        (0..TASKS)
+            .map(|_| async move {
+                let mut idle = std::future::pending::<()>();
+                for _ in 0..ops {
+                    let read = race(yield_now(), &mut idle).await;
+                    assert!(read.is_some(), "a pending future completed");
+                }
+            })
+            .collect()
+    })
+}
+
 fn sleep_reset<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration {
     let ops = iters as usize * TASK_OPS;
     on_workers(runtime, move || {
@@ -200,6 +219,23 @@ fn sleep_reset<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration
 }
 
 fn sleep_fire<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration {
+    released_together(runtime, iters, move |delay| peer.sleep(delay))
+}
+
+/// `sleep_fire` with each task awaiting a yield instead of its sleep: what the runtime spends
+/// releasing and joining the tasks, the floor under the sleeps (which add at least their
+/// longest, 3 ms).
+fn fire_floor(runtime: &Runtime, iters: u64) -> Duration {
+    released_together(runtime, iters, |_| yield_now())
+}
+
+/// Spawns [`FIRE_TASKS`] tasks untimed, releases them together and times them until each has
+/// awaited `wait` for its delay of 1–3 ms.
+fn released_together<W: Future<Output = ()> + Send + 'static>(
+    runtime: &Runtime,
+    iters: u64,
+    wait: impl Fn(Duration) -> W + Copy + Send + 'static,
+) -> Duration {
     (0..iters)
         .map(|_| {
             runtime.block_on(async {
@@ -213,7 +249,7 @@ fn sleep_fire<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration 
                                 Duration::from_micros(1_000 + (i * 2_000 / FIRE_TASKS) as u64);
                             tokio::spawn(async move {
                                 start.wait().await;
-                                peer.sleep(delay).await;
+                                wait(delay).await;
                             })
                         })
                         .collect();
@@ -264,6 +300,9 @@ pub(crate) fn tasks(c: &mut Criterion) {
     group.bench_function(id("sleep_reset", "futures_timer"), |b| {
         b.iter_custom(|iters| sleep_reset(&runtime, FuturesTimer, iters))
     });
+    group.bench_function(id("sleep_reset", "no_timer"), |b| {
+        b.iter_custom(|iters| reset_floor(&runtime, iters))
+    });
     group.throughput(Throughput::Elements(FIRE_TASKS as u64));
     group.bench_function(id("sleep_fire", "shardwheel"), |b| {
         b.iter_custom(|iters| sleep_fire(&runtime, Shardwheel, iters))
@@ -273,6 +312,9 @@ pub(crate) fn tasks(c: &mut Criterion) {
     });
     group.bench_function(id("sleep_fire", "futures_timer"), |b| {
         b.iter_custom(|iters| sleep_fire(&runtime, FuturesTimer, iters))
+    });
+    group.bench_function(id("sleep_fire", "no_timer"), |b| {
+        b.iter_custom(|iters| fire_floor(&runtime, iters))
     });
     group.finish();
 }
