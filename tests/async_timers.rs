@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use shardwheel::{Elapsed, ManualClock, ScheduleError, TimerEngine};
 
+mod support;
+
 const MS: Duration = Duration::from_millis(1);
 
 /// The behaviour every executor must show: a sleep lasts at least its delay; a timeout
@@ -89,23 +91,31 @@ impl Wake for Counting {
     }
 }
 
+/// A manual clock, an engine on it, and a counting waker with its count.
+fn on_manual_clock() -> (ManualClock, TimerEngine, Waker, impl Fn() -> usize) {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let waker = Waker::from(counter.clone());
+    (clock, engine, waker, move || {
+        counter.0.load(Ordering::SeqCst)
+    })
+}
+
 fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(future).poll(&mut Context::from_waker(waker))
 }
 
 #[test]
 fn the_engine_wakes_the_task_exactly_when_due() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    let counter = Arc::new(Counting(AtomicUsize::new(0)));
-    let waker = Waker::from(counter.clone());
+    let (clock, engine, waker, woken) = on_manual_clock();
     let mut sleep = engine.sleep(MS * 10);
     assert!(poll_once(&mut sleep, &waker).is_pending());
     clock.advance(MS * 9);
-    assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+    assert_eq!(woken(), 0);
     assert!(poll_once(&mut sleep, &waker).is_pending());
     clock.advance(MS);
-    assert_eq!(counter.0.load(Ordering::SeqCst), 1, "woken by the engine");
+    assert_eq!(woken(), 1, "woken by the engine");
     assert!(sleep.is_elapsed());
     assert!(poll_once(&mut sleep, &waker).is_ready());
 }
@@ -174,34 +184,50 @@ fn reset_revives_a_sleep_the_engine_did_not_hold() {
 
 #[test]
 fn a_reset_keeps_the_registered_waker_until_the_timer_fires() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    let counter = Arc::new(Counting(AtomicUsize::new(0)));
-    let waker = Waker::from(counter.clone());
-    let mut sleep = engine.sleep(MS);
+    let (clock, engine, waker, woken) = on_manual_clock();
+    let mut sleep = engine.sleep(MS * 3);
     assert!(poll_once(&mut sleep, &waker).is_pending());
-    // Moved while pending, not polled again: the timer moves with its waker.
-    sleep.reset(MS * 3);
-    clock.advance(MS * 2);
-    assert_eq!(
-        counter.0.load(Ordering::SeqCst),
-        0,
-        "not woken at the old deadline"
-    );
+    // Moved earlier while pending, not polled again: the timer moves with its waker.
+    sleep.reset(MS);
     clock.advance(MS);
-    assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+    assert_eq!(woken(), 1, "woken at the new deadline");
     assert!(poll_once(&mut sleep, &waker).is_ready());
     // Reset after firing, the sleep starts over and takes a timer when polled again.
     sleep.reset(MS * 5);
     assert!(!sleep.is_elapsed());
     assert!(poll_once(&mut sleep, &waker).is_pending());
     clock.advance(MS * 5);
-    assert_eq!(
-        counter.0.load(Ordering::SeqCst),
-        2,
-        "the task is woken again"
-    );
+    assert_eq!(woken(), 2, "the task is woken again");
     assert!(poll_once(&mut sleep, &waker).is_ready());
+}
+
+#[test]
+fn a_sleep_moved_later_wakes_once_at_its_old_timer_then_at_its_deadline() {
+    let (clock, engine, waker, woken) = on_manual_clock();
+    let mut sleep = engine.sleep(MS * 2);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    // Moved later twice: the timer stays at 2 ms, the deadline goes to 6 ms.
+    sleep.reset(MS * 4);
+    sleep.reset(MS * 6);
+    assert_eq!(engine.pending(), 1);
+    clock.advance(MS * 2);
+    assert_eq!(woken(), 1, "the timer left at 2 ms wakes the task");
+    assert!(!sleep.is_elapsed());
+    assert!(poll_once(&mut sleep, &waker).is_pending(), "not over");
+    assert_eq!(engine.pending(), 1, "the poll took a timer at the deadline");
+    clock.advance(MS * 3);
+    assert_eq!(woken(), 1);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    clock.advance(MS);
+    assert_eq!(woken(), 2, "woken at the deadline");
+    assert!(sleep.is_elapsed());
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    assert_eq!(engine.pending(), 0);
+    assert_eq!(
+        engine.stats().cancelled,
+        0,
+        "no timer was cancelled on the way"
+    );
 }
 
 #[test]
@@ -430,4 +456,26 @@ fn a_sleep_beyond_the_range_is_no_error_and_ends_only_at_shutdown() {
     assert!(poll_once(&mut forever, &waker).is_ready());
     // After the shutdown, a far sleep is refused like any other.
     assert!(engine.try_sleep(far).is_err());
+}
+
+#[test]
+fn a_sleep_pushed_later_under_a_cap_keeps_its_place_and_its_deadline() {
+    let (clock, engine) = support::capped(1);
+    let waker = Waker::from(Arc::new(Counting(AtomicUsize::new(0))));
+    let mut sleep = engine.sleep(MS * 2);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    sleep.reset(MS * 6);
+    clock.advance(MS * 2);
+    // Had the sleep let its timer fire at 2 ms, this timer would take its place, and the
+    // sleep would find none for its deadline.
+    assert!(
+        engine.schedule(MS * 10, || {}).is_err(),
+        "the sleep holds the one place"
+    );
+    assert!(
+        poll_once(&mut sleep, &waker).is_pending(),
+        "not ended early"
+    );
+    clock.advance(MS * 4);
+    assert!(poll_once(&mut sleep, &waker).is_ready());
 }

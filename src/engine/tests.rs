@@ -107,3 +107,27 @@ fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
     }
     engine.shutdown_driven(shards);
 }
+
+#[test]
+fn a_reset_after_shutdown_is_refused_though_the_sleep_kept_its_timer() {
+    use futures::FutureExt;
+    use std::time::Duration;
+
+    let clock = crate::ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .inline_callbacks()
+        .build()
+        .unwrap();
+    let mut sleep = engine.sleep(Duration::from_millis(2));
+    assert!((&mut sleep).now_or_never().is_none());
+    let later = engine.now_tick() + 6;
+    // Pushed later, the sleep keeps its timer; shutdown then hands that timer back.
+    assert!(sleep.try_reset_to(Some(later)).is_ok());
+    drop(engine.shutdown());
+    assert!(matches!(
+        sleep.try_reset_to(Some(later + 2)),
+        Err(crate::shard::Refusal::Shutdown)
+    ));
+    assert!(sleep.is_elapsed());
+}

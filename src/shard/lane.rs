@@ -259,6 +259,12 @@ impl Lane {
         &self.counts
     }
 
+    /// Whether the engine caps its pending timers: a timer given up may then not be had
+    /// again.
+    pub(crate) fn is_capped(&self) -> bool {
+        self.shard.has_cap()
+    }
+
     /// The bytes of the chunks the lane carves its owner's entries from (a snapshot).
     pub(crate) fn entry_bytes(&self) -> usize {
         self.slab.bytes()

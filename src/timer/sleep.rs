@@ -7,6 +7,12 @@
 //! awaiting a sleep never hangs because its engine went away. The sleep reads its timer's
 //! state word to learn whether it has ended: nothing is shared but the entry.
 //!
+//! Moved later, a sleep keeps its timer where it is and only notes the new deadline, so a
+//! connection's idle timeout pushed ahead on every read touches nothing shared. When that
+//! timer comes due, it wakes the task, whose poll finds the deadline still ahead and takes a
+//! new timer there. Moved earlier, the timer moves with it; on an engine with a cap it
+//! moves either way, keeping its place, since the new timer could be refused.
+//!
 //! Polled with a waker that would not wake the task the timer holds, the sleep swaps its timer
 //! for one at the same deadline holding the new waker. Dropping a sleep, or moving it to a
 //! deadline its timer cannot take, cancels the timer and drops the waker unwoken: a waker may
@@ -33,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use super::handle::{Timer, Withdrawn};
 use super::schedule::{queue, OneShot};
-use crate::entry::{unbox, Callback, EntryRef};
+use crate::entry::{unbox, Callback, EntryRef, StateWord};
 use crate::shard::{Lane, Refusal};
 use crate::sync::Arc;
 use crate::time::TickClock;
@@ -59,6 +65,20 @@ impl Wake {
     /// Drops the waker without waking it.
     fn disarm(mut self) {
         drop(self.0.take());
+    }
+}
+
+/// A sleep's timer: its entry (queued on the sleep's lane) and the waker it holds.
+struct Registered {
+    entry: EntryRef,
+    waker: WakerId,
+}
+
+impl Registered {
+    /// The timer's state word: whether it is pending, and the tick it is due at (at or before
+    /// the sleep's deadline, which a push later leaves it behind).
+    fn state(&self) -> StateWord {
+        self.entry.state()
     }
 }
 
@@ -98,9 +118,8 @@ pub struct Sleep {
     ended: bool,
     /// Where the sleep's timers go.
     lane: Arc<Lane>,
-    /// The timer the last poll registered (its entry, queued on `lane`), and the waker it
-    /// holds.
-    timer: Option<(EntryRef, WakerId)>,
+    /// The timer the last poll registered.
+    timer: Option<Registered>,
 }
 
 /// `Sleep::tick` for a deadline beyond the engine's range (no tick is this late).
@@ -133,8 +152,8 @@ impl Sleep {
 
     /// The registered timer, if any.
     fn timer(&self) -> Option<Timer<'_>> {
-        let (entry, _) = self.timer.as_ref()?;
-        Some(Timer::new(entry, &self.lane))
+        let registered = self.timer.as_ref()?;
+        Some(Timer::new(&registered.entry, &self.lane))
     }
 
     /// The clock of the engine the sleep belongs to.
@@ -166,10 +185,23 @@ impl Sleep {
             return true;
         }
         match (self.timer(), self.tick()) {
-            (Some(timer), Some(_)) => !timer.is_pending(),
+            // A timer due at or after the deadline fired once the clock passed it.
+            (Some(timer), Some(tick)) if !timer.is_pending() => {
+                tick <= self.clock().now_tick() || self.engine_stopped()
+            }
+            (Some(_), Some(_)) => false,
             (None, Some(tick)) => tick <= self.clock().now_tick(),
             (_, None) => self.engine_stopped(),
         }
+    }
+
+    /// Whether the registered timer is pending and due at the deadline: the sleep needs no
+    /// other.
+    fn timer_holds_deadline(&self) -> bool {
+        self.timer.as_ref().is_some_and(|timer| {
+            let state = timer.state();
+            state.is_pending() && state.deadline() >= self.tick
+        })
     }
 
     /// When the sleep ends, if it ever does: the requested deadline rounded up to the
@@ -186,9 +218,9 @@ impl Sleep {
     }
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
-    /// sleep that has elapsed starts over). Pushing a registered timer later is one CAS. As
-    /// with [`TimerEngine::sleep`], a timer the engine refuses ends the sleep at once, and a
-    /// deadline beyond [`max_delay`] ends it only at shutdown.
+    /// sleep that has elapsed starts over). Pushing it later writes only the sleep, on an
+    /// engine without a cap. As with [`TimerEngine::sleep`], a timer the engine refuses ends
+    /// the sleep at once, and a deadline beyond [`max_delay`] ends it only at shutdown.
     ///
     /// ```
     /// use std::time::Duration;
@@ -226,13 +258,31 @@ impl Sleep {
     }
 
     /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe. A
-    /// registered timer that is still pending moves with it, keeping its waker; otherwise the
-    /// next poll registers a new one.
+    /// registered timer stays where it is if the sleep moves later (its firing leads the next
+    /// poll to a new one), unless the engine has a cap; otherwise it moves, keeping its waker.
+    /// One that cannot move is cancelled, and the next poll registers a new one.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
         self.tick = tick.unwrap_or(FAR);
         self.ended = false;
+        // A timer due later than the new deadline must move; one due no later fires first.
+        // Under a cap it moves all the same: the new timer its firing would call for could
+        // be refused, ending the sleep before its deadline.
+        if self
+            .timer
+            .as_ref()
+            .is_some_and(|timer| timer.state().deadline() > self.tick || self.lane.is_capped())
+        {
+            self.move_timer(tick);
+        }
+    }
+
+    /// Moves the registered timer, if any, to `tick`, or cancels it if it cannot move there.
+    fn move_timer(&mut self, tick: Option<u64>) {
+        let Some(timer) = self.timer() else {
+            return;
+        };
         // `move_to` takes only a tick in range; a far sleep needs a stand-in.
-        if self.timer().is_some_and(|timer| !timer.move_to(tick)) {
+        if !timer.move_to(tick) {
             self.unregister();
         }
     }
@@ -241,7 +291,7 @@ impl Sleep {
     /// would refuse one now, the sleep ends and the refusal is returned.
     pub(crate) fn try_reset_to(&mut self, tick: Option<u64>) -> Result<(), Refusal> {
         self.reset_to(tick);
-        if self.timer.is_some() {
+        if self.timer_holds_deadline() {
             return Ok(());
         }
         match self.lane.refusal_now() {
@@ -284,7 +334,10 @@ impl Sleep {
             lane.new_entry(ownership, entry)
         }) {
             Ok(entry) => {
-                self.timer = Some((entry, WakerId::of(waker)));
+                self.timer = Some(Registered {
+                    entry,
+                    waker: WakerId::of(waker),
+                });
                 true
             }
             Err((_, wake)) => {
@@ -305,7 +358,7 @@ impl Future for Sleep {
             if this.ended {
                 return Poll::Ready(());
             }
-            let Some((entry, holds)) = &this.timer else {
+            let Some(registered) = &this.timer else {
                 // `FAR` is never at or below a tick the shard turned.
                 if this.tick <= this.lane.shard().counts().processed() {
                     // The shard has turned past the deadline: no timer is needed.
@@ -321,8 +374,11 @@ impl Future for Sleep {
                 }
                 return Poll::Pending;
             };
-            if Timer::new(entry, &this.lane).is_pending() {
-                if *holds == WakerId::of(cx.waker()) {
+            let state = registered.state();
+            // Whether the timer's firing ends the sleep (it has not been moved past it).
+            let reaches = state.deadline() >= this.tick;
+            if state.is_pending() {
+                if registered.waker == WakerId::of(cx.waker()) {
                     return Poll::Pending;
                 }
                 // Another task (or waker) waits now: give it a timer of its own. If the old
@@ -333,11 +389,12 @@ impl Future for Sleep {
             }
             // The timer fired or was handed back.
             this.timer = None;
-            if this.tick != FAR || this.engine_stopped() {
+            if reaches || this.engine_stopped() {
                 this.ended = true;
                 return Poll::Ready(());
             }
-            // A far sleep's stand-in came due while the engine runs: renew it.
+            // The sleep was moved past its timer, or a far sleep's stand-in came due while the
+            // engine runs: take a new timer, unless the deadline has passed.
         }
     }
 }
