@@ -19,8 +19,9 @@ pub(crate) const DQ_BATCH: usize = 10_000;
 ///   queue per peer, made once. Both hold their entries in a wheel of their own behind one
 ///   timer (shardwheel's: one engine `Sleep`, moved only when the earliest deadline moves
 ///   earlier, dropped when the queue empties; tokio-util's: one runtime sleep); a value costs
-///   a read of the clock, a slab slot and a list link. shardwheel's queue gives its storage
-///   back each time it empties, tokio-util's keeps its slab.
+///   a read of the clock, a slab slot and a list link. Both keep their slab's storage from
+///   one batch to the next (shardwheel's, since each batch fills it; tokio-util's never
+///   gives it back).
 /// - `insert_expire/shardwheel`, `insert_expire/tokio_util`: insert [`DQ_BATCH`] values due
 ///   1–2 ms ahead (spread evenly over that millisecond), then take values out of the queue as a
 ///   stream until all have come out. Timed from the first insert to the last value out, so the

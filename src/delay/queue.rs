@@ -98,11 +98,17 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// # Storage
 ///
-/// Values are stored once, in a slab of slots. The slab shrinks as the queue empties: when it
-/// is empty its storage goes back to the capacity the queue was made with
-/// ([`with_capacity`](Self::with_capacity), none for [`new`](Self::new)), and when its length
-/// falls to a quarter of its capacity, the free slots at its end are released.
-/// [`shrink_to_fit`](Self::shrink_to_fit) releases what it can at once.
+/// Values are stored once, in a slab of slots, which shrinks as the queue empties. When its
+/// length falls to a quarter of its capacity, the free slots at its end are dropped, and the
+/// storage shrinks to the slots left (not below the capacity the queue was made with,
+/// [`with_capacity`](Self::with_capacity), none for [`new`](Self::new)) if that frees at least
+/// half of it. When the queue empties, it keeps its storage for the next fill if its values
+/// filled at least a quarter of it, and otherwise gives it back down to the capacity it was
+/// made with: an empty queue holds that capacity, or at most four times what its last fill
+/// used if that is more. A queue refilled to a size it held before, whose last drain left its
+/// storage whole (as one that takes its values out oldest first does), grows nothing.
+/// [`shrink_to_fit`](Self::shrink_to_fit) releases what it can at once, and
+/// [`clear`](Self::clear) goes back to the capacity the queue was made with.
 ///
 /// `DelayQueue<T>` is `Send` when `T` is, and `Sync` when `T` is.
 pub struct DelayQueue<T> {
@@ -122,8 +128,6 @@ pub struct DelayQueue<T> {
     pub(super) ids: Ids,
     /// The last arm given to a value placed among the values due.
     pub(super) arms: u64,
-    /// The capacity asked for, which the queue's storage keeps when it shrinks by itself.
-    floor: usize,
 }
 
 /// The tick of a queue's sleep that ends only at shutdown.
@@ -211,7 +215,6 @@ impl<T> DelayQueue<T> {
             stopped: false,
             ids: Ids { next: 0, end: 0 },
             arms: 0,
-            floor: capacity,
         }
     }
 
@@ -288,7 +291,10 @@ impl<T> DelayQueue<T> {
     /// for key in &keys {
     ///     queue.remove(key).unwrap();
     /// }
-    /// assert_eq!(queue.capacity(), 0); // an empty queue keeps only what `with_capacity` asked
+    /// assert!(queue.capacity() >= 1000); // kept for the next fill
+    /// let key = queue.insert(0, Duration::from_secs(30));
+    /// queue.remove(&key).unwrap();
+    /// assert_eq!(queue.capacity(), 0); // a small fill gave it back
     /// ```
     pub fn capacity(&self) -> usize {
         self.slab.capacity()
@@ -332,12 +338,13 @@ impl<T> DelayQueue<T> {
         self.emptied(held);
     }
 
-    /// The queue holds no value any more: drops its engine timer, what is left of the values
-    /// due (all stale) and their storage beyond the floor, and wakes the waiting task if `wake`.
+    /// The queue holds no value any more: drops its engine timer and what is left of the
+    /// values due (all stale), keeping no more room for them than the slab kept, and wakes
+    /// the waiting task if `wake`.
     pub(super) fn emptied(&mut self, wake: bool) {
         self.sleep = None;
         self.due.clear();
-        self.due.shrink_to(self.floor);
+        self.due.shrink_to(self.slab.capacity());
         if let Some(waker) = self.waker.take() {
             if wake {
                 waker.wake();
@@ -368,5 +375,45 @@ impl<T> fmt::Debug for DelayQueue<T> {
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use super::DelayQueue;
+    use crate::{ManualClock, TimerEngine};
+
+    /// Inserts `count` values due in a second, lets them expire and takes them all out.
+    fn expire(queue: &mut DelayQueue<usize>, clock: &ManualClock, count: usize) {
+        for value in 0..count {
+            queue.insert(value, Duration::from_secs(1));
+        }
+        clock.advance(Duration::from_secs(1));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut out = 0;
+        while let Poll::Ready(Some(_)) = queue.poll_expired(&mut cx) {
+            out += 1;
+        }
+        assert_eq!(out, count);
+    }
+
+    #[test]
+    fn the_values_due_keep_no_more_room_than_the_slab() {
+        let clock = ManualClock::new();
+        let engine = TimerEngine::builder()
+            .manual_clock(&clock)
+            .inline_callbacks()
+            .build()
+            .unwrap();
+        let mut queue = DelayQueue::new(&engine);
+        expire(&mut queue, &clock, 100);
+        let (due, slab) = (queue.due.capacity(), queue.slab.capacity());
+        assert!(due >= 100 && due <= slab, "due {due}, slab {slab}");
+        expire(&mut queue, &clock, 1);
+        assert_eq!(queue.slab.capacity(), 0);
+        assert_eq!(queue.due.capacity(), 0);
     }
 }

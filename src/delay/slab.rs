@@ -1,13 +1,19 @@
 //! Where a delay queue keeps its values: a vector of slots, each holding a value with its
 //! generation (the id in its key) or a link in the free list of vacant slots.
 //!
-//! The slab shrinks as the queue empties: when it empties altogether its storage goes back to
-//! the floor (what the queue was made with, `with_capacity`); when its length falls to a
-//! quarter of its capacity, the vacant slots at its end are dropped and the storage shrinks to
-//! what is left. A compaction walks the whole vector, so after one the next waits until the
-//! length has halved again (or the vector has grown): a queue that hovers at one length does
-//! not compact on every remove. A compaction that drops a vacant end also rebuilds the free list
-//! lowest index first, so new values fill the front and leave the end free to be dropped.
+//! The slab shrinks as the queue empties, with hysteresis, so that a queue filled and drained
+//! again and again keeps its storage while the storage a spike grew goes back:
+//! - When its length falls to a quarter of its capacity, the vacant slots at its end are
+//!   dropped, and the storage shrinks to the slots left (not below the floor, what the queue
+//!   was made with) if that frees at least half of it.
+//! - When it empties altogether, it keeps its storage if its values filled at least a quarter
+//!   of it since it was last empty, and otherwise gives it back down to the floor. An empty
+//!   slab so holds the floor, or at most four times what its last fill used if that is more.
+//!
+//! A compaction walks the whole vector, so after one the next waits until the length has
+//! halved again (or the vector has grown): a queue that hovers at one length does not compact
+//! on every remove. A compaction that drops a vacant end also rebuilds the free list lowest
+//! index first, so new values fill the front and leave the end free to be dropped.
 
 use std::mem;
 
@@ -29,6 +35,8 @@ pub(super) struct Slab<V> {
     floor: usize,
     /// The length at or below which a remove compacts next.
     compact_at: usize,
+    /// The highest length since the slab was last empty.
+    peak: usize,
 }
 
 impl<V> Slab<V> {
@@ -42,6 +50,7 @@ impl<V> Slab<V> {
             len: 0,
             floor,
             compact_at,
+            peak: 0,
         }
     }
 
@@ -70,7 +79,7 @@ impl<V> Slab<V> {
             if let Slot::Vacant { next } = *slot {
                 *slot = occupied;
                 let index = mem::replace(&mut self.free, next);
-                self.len += 1;
+                self.count_insert();
                 return index;
             }
         }
@@ -80,8 +89,14 @@ impl<V> Slab<V> {
         } else {
             self.slots.push(occupied);
         }
-        self.len += 1;
+        self.count_insert();
         self.slots.len() - 1
+    }
+
+    /// Counts a value just stored.
+    fn count_insert(&mut self) {
+        self.len += 1;
+        self.peak = self.peak.max(self.len);
     }
 
     /// The value at `index`, if its generation is `generation`.
@@ -126,9 +141,13 @@ impl<V> Slab<V> {
         self.free = index;
         self.len -= 1;
         if self.len == 0 {
-            self.release(self.floor);
+            self.keep_or_release();
         } else if self.len <= self.compact_at && self.slots.capacity() > self.floor {
-            self.compact(self.floor);
+            self.compact();
+            let keep = self.floor.max(self.slots.len());
+            if self.slots.capacity() / 2 >= keep {
+                self.slots.shrink_to(keep);
+            }
         }
         Some(value)
     }
@@ -141,6 +160,7 @@ impl<V> Slab<V> {
         self.len = 0;
         self.free = NONE;
         self.compact_at = 0;
+        self.peak = 0;
         slots.clear();
         slots.shrink_to(self.floor);
         self.compact_at = slots.capacity() / 4;
@@ -153,7 +173,19 @@ impl<V> Slab<V> {
         if self.len == 0 {
             self.release(0);
         } else {
-            self.compact(0);
+            self.compact();
+            self.slots.shrink_to_fit();
+        }
+    }
+
+    /// The last value has been removed: keeps the storage if the values filled at least a
+    /// quarter of it, else frees it down to the floor.
+    fn keep_or_release(&mut self) {
+        let capacity = self.slots.capacity();
+        if self.peak.saturating_mul(4) >= capacity {
+            self.release(capacity);
+        } else {
+            self.release(self.floor);
         }
     }
 
@@ -163,14 +195,14 @@ impl<V> Slab<V> {
         self.slots.shrink_to(keep);
         self.free = NONE;
         self.compact_at = self.slots.capacity() / 4;
+        self.peak = 0;
     }
 
-    /// Drops the vacant slots at the end, rebuilds the free list lowest index first, and
-    /// shrinks the storage to what is left (but not below `keep`).
-    fn compact(&mut self, keep: usize) {
+    /// Drops the vacant slots at the end and rebuilds the free list lowest index first; the
+    /// caller decides how far to shrink the storage.
+    fn compact(&mut self) {
         if matches!(self.slots.last(), Some(Slot::Occupied { .. })) {
             // No vacant end to drop: spare the walk.
-            self.slots.shrink_to(keep);
             self.compact_at = self.len / 2;
             return;
         }
@@ -184,7 +216,6 @@ impl<V> Slab<V> {
                 self.free = index;
             }
         }
-        self.slots.shrink_to(keep);
         self.compact_at = self.len / 2;
     }
 }
@@ -222,26 +253,55 @@ mod tests {
         assert_eq!(slab.len(), 9);
     }
 
+    /// Inserts `count` values (generations from `first`) and removes them in order.
+    fn fill_and_drain(slab: &mut Slab<u64>, first: u64, count: u64) {
+        let indices: Vec<usize> = (first..first + count).map(|g| slab.insert(g, g)).collect();
+        for (g, index) in (first..).zip(indices) {
+            assert_eq!(slab.remove(index, g), Some(g));
+        }
+    }
+
     #[test]
-    fn emptying_releases_the_storage_down_to_the_floor() {
+    fn emptying_keeps_what_the_fill_used_and_gives_back_a_spike() {
         let mut slab = Slab::with_capacity(0);
-        for g in 0..1000 {
-            slab.insert(g, g);
-        }
-        assert!(slab.capacity() >= 1000);
-        for g in 0..1000 {
-            assert_eq!(slab.remove(g as usize, g), Some(g));
-        }
-        assert_eq!(slab.capacity(), 0);
+        fill_and_drain(&mut slab, 0, 1000);
+        let kept = slab.capacity();
+        assert!(kept >= 1000, "the fill used it: kept {kept}");
+        fill_and_drain(&mut slab, 1000, 1000);
+        assert_eq!(slab.capacity(), kept, "an equal fill grows nothing");
+        // The first remove compacts (10 values left, a quarter or less of the storage) and
+        // frees all but the 10 slots they span.
+        fill_and_drain(&mut slab, 2000, 10);
+        assert_eq!(slab.capacity(), 10, "the spike went back");
+        fill_and_drain(&mut slab, 3000, 1);
+        assert_eq!(slab.capacity(), 0, "a fill under a quarter gives all back");
+        fill_and_drain(&mut slab, 4000, 1);
+        assert_eq!(
+            slab.capacity(),
+            4,
+            "one value fills a quarter of the first four slots"
+        );
 
         let mut floored = Slab::with_capacity(100);
-        for g in 0..1000 {
-            floored.insert(g, g);
-        }
-        for g in 0..1000 {
-            floored.remove(g as usize, g);
-        }
+        fill_and_drain(&mut floored, 0, 1000);
+        assert!(floored.capacity() >= 1000);
+        fill_and_drain(&mut floored, 1000, 10);
         assert!((100..1000).contains(&floored.capacity()));
+    }
+
+    #[test]
+    fn a_drain_keeps_storage_it_would_free_less_than_half_of() {
+        let mut slab = Slab::with_capacity(0);
+        let indices: Vec<usize> = (0..1000).map(|g| slab.insert(g, g)).collect();
+        let grown = slab.capacity();
+        // The last 400 out, then the first 344: the compaction at a quarter (256 left) drops
+        // the vacant end, leaving 600 slots, more than half the storage.
+        for g in (600..1000).rev().chain(0..344) {
+            slab.remove(indices[g as usize], g);
+        }
+        assert_eq!(slab.len(), 256);
+        assert_eq!(slab.next_index(), 0, "the compaction rebuilt the free list");
+        assert_eq!(slab.capacity(), grown);
     }
 
     #[test]
@@ -259,12 +319,13 @@ mod tests {
         for g in 0..100 {
             assert_eq!(slab.get(g as usize, g), Some(&g));
         }
-        // After a compaction the free list hands out the lowest index first.
-        slab.remove(50, 50);
+        // A compaction that drops a vacant end rebuilds the free list lowest index first.
         slab.remove(10, 10);
+        slab.remove(50, 50);
+        slab.remove(99, 99);
         slab.shrink_to_fit();
         assert_eq!(slab.next_index(), 10);
-        assert_eq!(slab.capacity(), 100);
+        assert_eq!(slab.capacity(), 99);
     }
 
     #[test]
