@@ -479,3 +479,43 @@ fn a_sleep_pushed_later_under_a_cap_keeps_its_place_and_its_deadline() {
     clock.advance(MS * 4);
     assert!(poll_once(&mut sleep, &waker).is_ready());
 }
+
+/// `is_elapsed` says what the next poll does, also while the clock has reached the deadline
+/// and the shard has not yet turned that tick (here it is held inside a callback of that tick).
+#[test]
+fn is_elapsed_agrees_with_a_poll_while_the_shard_is_behind_the_clock() {
+    use std::sync::mpsc;
+    use std::thread;
+
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(1)
+        .inline_callbacks()
+        .build()
+        .unwrap();
+    let (started, has_started) = mpsc::channel();
+    let (go, wait_for_go) = mpsc::channel::<()>();
+    engine
+        .schedule(MS, move || {
+            started.send(()).unwrap();
+            let _ = wait_for_go.recv();
+        })
+        .unwrap();
+    let mut sleep = engine.sleep(MS);
+    let advancing = {
+        let clock = clock.clone();
+        thread::spawn(move || clock.advance(MS))
+    };
+    has_started.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(clock.elapsed(), MS, "the clock is at the deadline");
+    assert!(
+        !sleep.is_elapsed(),
+        "the shard has not turned the deadline's tick"
+    );
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    drop(go);
+    advancing.join().unwrap();
+    assert!(sleep.is_elapsed(), "the next turn fired the sleep's timer");
+    assert!(poll_once(&mut sleep, Waker::noop()).is_ready());
+}

@@ -286,11 +286,6 @@ impl<'a> Timer<'a> {
             Err(_) => false,
         }
     }
-
-    /// Whether the timer is still waiting (as [`TimerHandle::is_pending`]).
-    pub(super) fn is_pending(&self) -> bool {
-        self.entry.state().lifecycle() == Lifecycle::Pending
-    }
 }
 
 impl PartialEq for TimerHandle {

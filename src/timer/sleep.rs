@@ -172,7 +172,9 @@ impl Sleep {
         self.lane.shard().is_stopped()
     }
 
-    /// Whether the deadline has passed, or the engine let the sleep go.
+    /// Whether the sleep has ended, or ends at its next poll by the task that polled it last.
+    /// That follows the sleep's shard, whose turns trail the clock by about a tick, more while
+    /// the shard is held up.
     ///
     /// ```
     /// use std::time::Duration;
@@ -184,15 +186,18 @@ impl Sleep {
         if self.ended {
             return true;
         }
-        match (self.timer(), self.tick()) {
-            // A timer due at or after the deadline fired once the clock passed it.
-            (Some(timer), Some(tick)) if !timer.is_pending() => {
-                tick <= self.clock().now_tick() || self.engine_stopped()
+        // As `poll` decides for the waker it holds, without registering.
+        if let Some(registered) = &self.timer {
+            let state = registered.state();
+            if state.is_pending() {
+                return false;
             }
-            (Some(_), Some(_)) => false,
-            (None, Some(tick)) => tick <= self.clock().now_tick(),
-            (_, None) => self.engine_stopped(),
+            if state.deadline() >= self.tick {
+                return true;
+            }
         }
+        // `FAR` is never at or below a tick the shard turned.
+        self.tick <= self.lane.shard().counts().processed() || self.engine_stopped()
     }
 
     /// Whether the registered timer is pending and due at the deadline: the sleep needs no
