@@ -27,7 +27,8 @@
 //!   inserts [`DQ_BATCH`] values due 1–2 ms ahead and is timed until the last has come out of
 //!   the queue. See [`delay_queue`].
 //! - `async`: timeouts and sleeps used from tasks on a tokio runtime's workers, beside
-//!   `tokio::time` and futures-timer. See [`tasks`].
+//!   `tokio::time` and futures-timer; `async_cpu` (on Linux), the loops of `async` timed by
+//!   the whole process's CPU time. See [`tasks`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an
@@ -61,8 +62,8 @@
 //! 2-core machine, so its sustainable churn rate is about half the reported one.
 //!
 //! Files: `peers/` holds one file per peer, `patterns` what each group runs on a peer,
-//! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the `async` group) and `floor` a
-//! file each.
+//! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the
+//! `async` groups) and `floor` a file each.
 //!
 //! Every peer takes part in every group. Configuration is at the bottom (`criterion_group!`):
 //! 10 samples, 1 s warm-up and 3 s measurement per benchmark, which command-line flags

@@ -1,5 +1,5 @@
-//! The `async` group: timers used from tasks on a tokio runtime's worker threads, where a
-//! tokio user meets them.
+//! The `async` and `async_cpu` groups: timers used from tasks on a tokio runtime's worker
+//! threads, where a tokio user meets them.
 //!
 //! Every benchmark runs on one multi-thread runtime with two workers. The timed part is one
 //! task spawned from outside that spawns the working tasks, so that they start on the workers
@@ -20,6 +20,15 @@
 //!
 //! Peers: `shardwheel` (the default engine's free functions), `tokio` (`tokio::time`) and
 //! `futures_timer` (its `Delay`, raced against the future by hand for a timeout).
+//!
+//! `async_cpu` (on Linux) runs `timeout_ready` and `sleep_reset` timed by the CPU time of the
+//! whole process instead of the wall clock: the runtime's workers, the timers' own threads
+//! and anything else running, spinning included. Its throughput is operations per
+//! CPU-second, less swayed by other load on the machine than the wall clock's. A timer
+//! thread's work deferred past an iteration's end (a cancelled timer is freed at the next
+//! tick) counts only where it overlaps the next iteration; an iteration lasts hundreds of
+//! milliseconds, a tick one. `sleep_fire` is left out: its iterations last a few milliseconds, within
+//! the delay with which the process clock counts threads running at the moment it is read.
 
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -27,7 +36,8 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
 use tokio::sync::Barrier;
 use tokio::task::yield_now;
@@ -140,14 +150,68 @@ async fn race<F: Future, T: Future<Output = ()> + Unpin>(
     .await
 }
 
-/// Spawns `tasks` from a task on `runtime`'s workers and returns how long they took together.
-fn on_workers<T>(runtime: &Runtime, tasks: impl FnOnce() -> Vec<T> + Send + 'static) -> Duration
+/// What a benchmark times.
+#[derive(Clone, Copy)]
+enum Meter {
+    /// The wall clock.
+    Wall,
+    /// The CPU time of the whole process, all threads together.
+    #[cfg(target_os = "linux")]
+    Cpu,
+}
+
+/// Where a [`Meter`] started.
+enum Mark {
+    Wall(Instant),
+    #[cfg(target_os = "linux")]
+    Cpu(Duration),
+}
+
+impl Meter {
+    fn start(self) -> Mark {
+        match self {
+            Meter::Wall => Mark::Wall(Instant::now()),
+            #[cfg(target_os = "linux")]
+            Meter::Cpu => Mark::Cpu(process_cpu()),
+        }
+    }
+}
+
+impl Mark {
+    fn elapsed(&self) -> Duration {
+        match self {
+            Mark::Wall(start) => start.elapsed(),
+            #[cfg(target_os = "linux")]
+            Mark::Cpu(start) => process_cpu().saturating_sub(*start),
+        }
+    }
+}
+
+/// The CPU time the process has used so far, all its threads together.
+#[cfg(target_os = "linux")]
+fn process_cpu() -> Duration {
+    let mut now = std::mem::MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: `now` is valid for the call to write a `timespec` to.
+    let done = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, now.as_mut_ptr()) };
+    assert_eq!(done, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID) failed");
+    // SAFETY: the call succeeded, so it wrote the whole `timespec`.
+    let now = unsafe { now.assume_init() };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// Spawns `tasks` from a task on `runtime`'s workers and returns how long they took together,
+/// by `meter`.
+fn on_workers<T>(
+    runtime: &Runtime,
+    meter: Meter,
+    tasks: impl FnOnce() -> Vec<T> + Send + 'static,
+) -> Duration
 where
     T: Future<Output = ()> + Send + 'static,
 {
     runtime.block_on(async {
         tokio::spawn(async move {
-            let start = Instant::now();
+            let start = meter.start();
             let handles: Vec<_> = tasks().into_iter().map(tokio::spawn).collect();
             for handle in handles {
                 handle.await.expect("a benchmark task panicked");
@@ -159,9 +223,9 @@ where
     })
 }
 
-fn timeout_ready<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration {
+fn timeout_ready<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64, meter: Meter) -> Duration {
     let ops = iters as usize * TASK_OPS;
-    on_workers(runtime, move || {
+    on_workers(runtime, meter, move || {
         (0..TASKS)
             .map(|_| async move {
                 for _ in 0..ops {
@@ -173,9 +237,9 @@ fn timeout_ready<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Durati
     })
 }
 
-fn no_timer(runtime: &Runtime, iters: u64) -> Duration {
+fn no_timer(runtime: &Runtime, iters: u64, meter: Meter) -> Duration {
     let ops = iters as usize * TASK_OPS;
-    on_workers(runtime, move || {
+    on_workers(runtime, meter, move || {
         (0..TASKS)
             .map(|_| async move {
                 for _ in 0..ops {
@@ -187,9 +251,9 @@ fn no_timer(runtime: &Runtime, iters: u64) -> Duration {
 }
 
 /// `sleep_reset`'s loop with a timer that is never ready and never moved: the floor.
-fn reset_floor(runtime: &Runtime, iters: u64) -> Duration {
+fn reset_floor(runtime: &Runtime, iters: u64, meter: Meter) -> Duration {
     let ops = iters as usize * TASK_OPS;
-    on_workers(runtime, move || {
+    on_workers(runtime, meter, move || {
         (0..TASKS)
             .map(|_| async move {
                 let mut idle = std::future::pending::<()>();
@@ -202,9 +266,9 @@ fn reset_floor(runtime: &Runtime, iters: u64) -> Duration {
     })
 }
 
-fn sleep_reset<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64) -> Duration {
+fn sleep_reset<P: AsyncPeer>(runtime: &Runtime, peer: P, iters: u64, meter: Meter) -> Duration {
     let ops = iters as usize * TASK_OPS;
-    on_workers(runtime, move || {
+    on_workers(runtime, meter, move || {
         (0..TASKS)
             .map(|_| async move {
                 let mut idle = peer.sleep(IDLE);
@@ -275,46 +339,62 @@ pub(crate) fn tasks(c: &mut Criterion) {
         .expect("build the runtime");
     // Start the default engine, untimed.
     drop(shardwheel::sleep(Duration::ZERO));
-
     let mut group = c.benchmark_group("async");
+    bench_loops(&mut group, &runtime, Meter::Wall);
+    bench_fires(&mut group, &runtime);
+    group.finish();
+    #[cfg(target_os = "linux")]
+    {
+        let mut group = c.benchmark_group("async_cpu");
+        bench_loops(&mut group, &runtime, Meter::Cpu);
+        group.finish();
+    }
+}
+
+/// `timeout_ready` and `sleep_reset` for every peer, timed by `meter`.
+fn bench_loops(group: &mut BenchmarkGroup<'_, WallTime>, runtime: &Runtime, meter: Meter) {
     group.throughput(Throughput::Elements((TASKS * TASK_OPS) as u64));
-    let id = |name, peer| BenchmarkId::new(name, peer);
+    let id = |bench, peer| BenchmarkId::new(bench, peer);
     group.bench_function(id("timeout_ready", "shardwheel"), |b| {
-        b.iter_custom(|iters| timeout_ready(&runtime, Shardwheel, iters))
+        b.iter_custom(|iters| timeout_ready(runtime, Shardwheel, iters, meter))
     });
     group.bench_function(id("timeout_ready", "tokio"), |b| {
-        b.iter_custom(|iters| timeout_ready(&runtime, Tokio, iters))
+        b.iter_custom(|iters| timeout_ready(runtime, Tokio, iters, meter))
     });
     group.bench_function(id("timeout_ready", "futures_timer"), |b| {
-        b.iter_custom(|iters| timeout_ready(&runtime, FuturesTimer, iters))
+        b.iter_custom(|iters| timeout_ready(runtime, FuturesTimer, iters, meter))
     });
     group.bench_function(id("timeout_ready", "no_timer"), |b| {
-        b.iter_custom(|iters| no_timer(&runtime, iters))
+        b.iter_custom(|iters| no_timer(runtime, iters, meter))
     });
     group.bench_function(id("sleep_reset", "shardwheel"), |b| {
-        b.iter_custom(|iters| sleep_reset(&runtime, Shardwheel, iters))
+        b.iter_custom(|iters| sleep_reset(runtime, Shardwheel, iters, meter))
     });
     group.bench_function(id("sleep_reset", "tokio"), |b| {
-        b.iter_custom(|iters| sleep_reset(&runtime, Tokio, iters))
+        b.iter_custom(|iters| sleep_reset(runtime, Tokio, iters, meter))
     });
     group.bench_function(id("sleep_reset", "futures_timer"), |b| {
-        b.iter_custom(|iters| sleep_reset(&runtime, FuturesTimer, iters))
+        b.iter_custom(|iters| sleep_reset(runtime, FuturesTimer, iters, meter))
     });
     group.bench_function(id("sleep_reset", "no_timer"), |b| {
-        b.iter_custom(|iters| reset_floor(&runtime, iters))
+        b.iter_custom(|iters| reset_floor(runtime, iters, meter))
     });
+}
+
+/// `sleep_fire` for every peer, on the wall clock.
+fn bench_fires(group: &mut BenchmarkGroup<'_, WallTime>, runtime: &Runtime) {
     group.throughput(Throughput::Elements(FIRE_TASKS as u64));
+    let id = |bench, peer| BenchmarkId::new(bench, peer);
     group.bench_function(id("sleep_fire", "shardwheel"), |b| {
-        b.iter_custom(|iters| sleep_fire(&runtime, Shardwheel, iters))
+        b.iter_custom(|iters| sleep_fire(runtime, Shardwheel, iters))
     });
     group.bench_function(id("sleep_fire", "tokio"), |b| {
-        b.iter_custom(|iters| sleep_fire(&runtime, Tokio, iters))
+        b.iter_custom(|iters| sleep_fire(runtime, Tokio, iters))
     });
     group.bench_function(id("sleep_fire", "futures_timer"), |b| {
-        b.iter_custom(|iters| sleep_fire(&runtime, FuturesTimer, iters))
+        b.iter_custom(|iters| sleep_fire(runtime, FuturesTimer, iters))
     });
     group.bench_function(id("sleep_fire", "no_timer"), |b| {
-        b.iter_custom(|iters| fire_floor(&runtime, iters))
+        b.iter_custom(|iters| fire_floor(runtime, iters))
     });
-    group.finish();
 }
