@@ -63,7 +63,7 @@ impl<V> Slab<V> {
     }
 
     /// The index the next `insert` will use.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn next_index(&self) -> usize {
         if self.free == NONE {
             self.slots.len()
