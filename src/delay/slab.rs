@@ -182,11 +182,12 @@ impl<V> Slab<V> {
     /// quarter of it, else frees it down to the floor.
     fn keep_or_release(&mut self) {
         let capacity = self.slots.capacity();
-        if self.peak.saturating_mul(4) >= capacity {
-            self.release(capacity);
+        let keep = if self.peak.saturating_mul(4) >= capacity {
+            capacity
         } else {
-            self.release(self.floor);
-        }
+            self.floor
+        };
+        self.release(keep);
     }
 
     /// Frees the storage of an empty slab down to `keep` slots.

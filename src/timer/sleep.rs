@@ -82,6 +82,12 @@ impl Registered {
     }
 }
 
+/// Whether a timer in state `state` is due no earlier than `tick`: its firing ends a sleep
+/// whose deadline is `tick` (it has not been moved past it).
+fn reaches(state: StateWord, tick: u64) -> bool {
+    state.deadline() >= tick
+}
+
 /// Which waker a timer holds, told apart without holding a clone (as `Waker::will_wake`).
 #[derive(Clone, Copy)]
 struct WakerId(usize, &'static RawWakerVTable);
@@ -192,12 +198,17 @@ impl Sleep {
             if state.is_pending() {
                 return false;
             }
-            if state.deadline() >= self.tick {
+            if reaches(state, self.tick) {
                 return true;
             }
         }
-        // `FAR` is never at or below a tick the shard turned.
-        self.tick <= self.lane.shard().counts().processed() || self.engine_stopped()
+        self.shard_turned_deadline() || self.engine_stopped()
+    }
+
+    /// Whether the shard has turned the deadline's tick, so the sleep needs no timer. `FAR`
+    /// is never at or below a tick the shard turned.
+    fn shard_turned_deadline(&self) -> bool {
+        self.tick <= self.lane.shard().counts().processed()
     }
 
     /// Whether the registered timer is pending and due at the deadline: the sleep needs no
@@ -205,7 +216,7 @@ impl Sleep {
     fn timer_holds_deadline(&self) -> bool {
         self.timer.as_ref().is_some_and(|timer| {
             let state = timer.state();
-            state.is_pending() && state.deadline() >= self.tick
+            state.is_pending() && reaches(state, self.tick)
         })
     }
 
@@ -364,8 +375,7 @@ impl Future for Sleep {
                 return Poll::Ready(());
             }
             let Some(registered) = &this.timer else {
-                // `FAR` is never at or below a tick the shard turned.
-                if this.tick <= this.lane.shard().counts().processed() {
+                if this.shard_turned_deadline() {
                     // The shard has turned past the deadline: no timer is needed.
                     this.ended = true;
                     return Poll::Ready(());
@@ -380,8 +390,6 @@ impl Future for Sleep {
                 return Poll::Pending;
             };
             let state = registered.state();
-            // Whether the timer's firing ends the sleep (it has not been moved past it).
-            let reaches = state.deadline() >= this.tick;
             if state.is_pending() {
                 if registered.waker == WakerId::of(cx.waker()) {
                     return Poll::Pending;
@@ -394,7 +402,7 @@ impl Future for Sleep {
             }
             // The timer fired or was handed back.
             this.timer = None;
-            if reaches || this.engine_stopped() {
+            if reaches(state, this.tick) || this.engine_stopped() {
                 this.ended = true;
                 return Poll::Ready(());
             }
