@@ -16,7 +16,9 @@ use super::driven_engine;
 ///
 /// Catches: dropping the producer's second look at `stop` after its push (with its fence). A
 /// push that lands after shutdown emptied the queues is then neither fired, nor handed back,
-/// nor refused: the timer is lost.
+/// nor refused: the timer is lost. So does a shutdown that empties only the lanes the shard
+/// knew at its last turn, not every lane made (`Lanes::all` in `Shard::stop`): the producer's
+/// schedule is the first through its lane, and may make it after that turn.
 #[test]
 fn schedule_vs_shutdown() {
     loom::model(|| {

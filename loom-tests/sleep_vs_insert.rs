@@ -16,10 +16,17 @@ use super::{driven_engine, MS};
 /// while the shard read its queues before the push, and the shard sleeps past the insert.
 #[test]
 fn sleep_vs_insert() {
-    loom::model(|| {
+    sleep_while_a_producer_schedules(true);
+}
+
+/// The shard, holding a timer due far away (if `far`) or none, takes its queues and goes to
+/// sleep while a producer schedules a timer due soon; it must place that timer.
+fn sleep_while_a_producer_schedules(far: bool) {
+    loom::model(move || {
         let (engine, mut shard, _clock) = driven_engine();
         let engine = loom::sync::Arc::new(engine);
-        let far = engine.schedule(MS * 1000, || {}).unwrap();
+        let far = far.then(|| engine.schedule(MS * 1000, || {}).unwrap());
+        let placed = 1 + u64::from(far.is_some());
         shard.core().signal().set_thread(thread::current());
         shard.turn(engine.now_tick());
         let producer = {
@@ -27,7 +34,7 @@ fn sleep_vs_insert() {
             thread::spawn(move || engine.schedule(MS * 5, || {}).unwrap())
         };
         shard.turn(engine.now_tick());
-        let took_it = shard.core().counts().in_wheel() == 2;
+        let took_it = shard.core().counts().in_wheel() == placed;
         if shard.prepare_sleep().is_ok() && !took_it {
             thread::park();
             shard.core().signal().awake();
@@ -38,10 +45,10 @@ fn sleep_vs_insert() {
         shard.turn(engine.now_tick());
         assert_eq!(
             shard.core().counts().in_wheel(),
-            2,
+            placed,
             "the shard placed the new timer"
         );
-        assert!(near.cancel() && far.cancel());
+        assert!(near.cancel() && far.is_none_or(|far| far.cancel()));
         shard.turn(engine.now_tick());
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
@@ -76,4 +83,17 @@ fn sleep_vs_cancel() {
         );
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
+}
+
+/// As `sleep_vs_insert`, for a producer whose schedule is the first through its lane: the
+/// shard knows no lane when it goes to sleep, and the producer makes one and pushes onto it
+/// (see `shard::lanes`). Either the producer sees the announcement and wakes the shard, or the
+/// shard, looking for new lanes after its announcement, finds the lane and the timer on it.
+///
+/// Catches: a shard that looks for new lanes only at the start of a turn, not again after
+/// announcing its sleep (`find_new_lanes` in `Shard::prepare_sleep`): it checks the lanes it
+/// knew, finds no work, and sleeps past the timer.
+#[test]
+fn sleep_vs_first_schedule() {
+    sleep_while_a_producer_schedules(false);
 }

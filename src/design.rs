@@ -8,8 +8,8 @@
 //!
 //! An engine has several shards. Each shard owns one hierarchical timing wheel and one tick
 //! thread, and only that thread touches the wheel. A timer is one reference-counted entry; a
-//! schedule routes it by hash to a shard, and within the shard to a lane, and pushes it onto
-//! one of the lane's lock-free queues; the tick thread moves queued entries into its wheel on
+//! schedule routes it to a shard (the calling thread's home shard, or its key's), and within
+//! the shard to the calling thread's lane, and pushes it onto one of the lane's lock-free queues; the tick thread moves queued entries into its wheel on
 //! its next turn. Each entry has one atomic state word, and a timer's fate is decided by one
 //! compare-and-swap on it: INIT→CANCELLED by a cancel, INIT→EXPIRED by the shard. The
 //! callbacks a turn fires run on a rayon pool (or inline, or on a spawner of the user's).
@@ -37,9 +37,10 @@
 //!
 //! # The life of a timer
 //!
-//! 1. **Schedule** (src/engine/api.rs). The deadline is rounded up to a tick. A hash of the
-//!    key, or of the calling thread and its count of timers, picks the shard
-//!    (src/engine/routing.rs); the thread slot picks the lane. The lane admits the timer
+//! 1. **Schedule** (src/engine/api.rs). The deadline is rounded up to a tick. The calling
+//!    thread's lane index picks its home shard, or a hash of the key picks the shard
+//!    (src/engine/routing.rs); the lane index picks the lane there, made by the thread's first
+//!    schedule into the shard (src/shard/lanes.rs). The lane admits the timer
 //!    (not shut down, not beyond `max_delay()`, a place taken under the cap) and pushes its
 //!    entry onto the owner's ring if the calling thread owns the lane, else (or when the ring
 //!    is full) onto the lane's inbound queue. It then wakes the shard if the shard announced a
@@ -126,7 +127,9 @@
 //! - The state word: src/entry/state.rs (its layout), src/entry/node.rs (who writes which
 //!   field, and the one CAS loop every transition goes through).
 //! - Lanes and owners: src/shard/lane.rs (what a lane carries, the owner's paths, the lane
-//!   passing to the next thread when its owner exits, admission and queueing).
+//!   passing to the next thread when its owner exits, admission and queueing); making lanes
+//!   as threads arrive, and the shard finding them: src/shard/lanes.rs; lane indices:
+//!   src/sync/ids.rs.
 //! - The inbound queue: src/queue/inbound.rs; the owner's ring: src/queue/ring.rs.
 //! - Unlink requests: src/queue/unlink.rs, on src/sync/stack.rs.
 //! - Reset: src/timer/handle.rs (the doc of `TimerHandle::reset`).
@@ -136,7 +139,7 @@
 //!   src/engine/core.rs; the shard's side of the look-ahead: `ShardCore::ask_earliest` in
 //!   src/shard/core.rs).
 //! - The tick loop: src/shard/worker.rs.
-//! - Sleeping and waking: src/shard/signal.rs, with src/sync/barrier.rs; the kernel's timer
+//! - Sleeping and waking: src/shard/signal.rs; the kernel's timer
 //!   slack and slice: src/placement/waking.rs.
 //! - The relay: src/callbacks/relay.rs, with src/sync/claims.rs and src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs, and the producer's half in
@@ -162,6 +165,7 @@
 //! - `cancel_vs_transfer`: a cancel racing the shard's move of an entry from queue to wheel.
 //! - `sleep_vs_insert`: the shard announcing a sleep while a timer is inserted; no lost wake-up.
 //! - `sleep_vs_cancel`: the same while a canceller pushes an unlink request.
+//! - `sleep_vs_first_schedule`: the same while a producer makes its lane and pushes onto it.
 //! - `reset_vs_fire`: a reset to later racing the firing; never fired at the old deadline.
 //! - `cancel_vs_rearm`: a cancel racing a repeating timer's run and re-arm; no run after it.
 //! - `poll_vs_fire`: a task polling its `Sleep` with a new waker while the timer fires; woken.
@@ -186,8 +190,12 @@
 //! # Glossary
 //!
 //! - **shard**: one wheel, the tick thread that alone touches it, and the lanes into it.
-//! - **lane**: one of a shard's inbound sides, used by the producer threads whose thread slot
-//!   picks it: its queues, its spares, its chunks, its counters.
+//! - **lane**: one of a shard's inbound sides, used by the producer thread whose lane index
+//!   picks it (by several, past 1,024 threads at once): its queues, its spares, its chunks,
+//!   its counters.
+//! - **lane index**: a small number per live thread, reused after the thread exits; it picks
+//!   the thread's lane in each shard and its home shard.
+//! - **home shard**: where the calling thread's unkeyed timers go.
 //! - **owner** (of a lane): the first thread to schedule through the lane, until it exits; it
 //!   alone uses the lane's ring, spares and chunks, and counts without read-modify-writes.
 //! - **tick**: the engine's unit of time; deadlines are counted in ticks from its start.

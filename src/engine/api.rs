@@ -13,7 +13,6 @@ use super::closing::Phase;
 use super::core::{ClockWatch, EngineCore};
 use super::error::ScheduleError;
 use super::repeat::RepeatBuilder;
-use super::routing::task_hash;
 use super::shutdown::{Runners, Shutdown};
 use super::stats::Stats;
 use crate::shard::Stopped;
@@ -113,7 +112,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(task_hash(), self.core().clock.tick_after(delay), callback)
+        self.schedule_routed(None, self.core().clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -136,7 +135,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(task_hash(), self.core().clock.tick_at(deadline), callback)
+        self.schedule_routed(None, self.core().clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -159,7 +158,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(key, self.core().clock.tick_after(delay), callback)
+        self.schedule_routed(Some(key), self.core().clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -179,7 +178,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(key, self.core().clock.tick_at(deadline), callback)
+        self.schedule_routed(Some(key), self.core().clock.tick_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -332,7 +331,7 @@ impl TimerEngine {
         pace: Pace,
         callback: R,
     ) -> Result<TimerHandle, ScheduleError<R::Value>> {
-        let lane = self.core().lane_for(route.unwrap_or_else(task_hash));
+        let lane = self.core().lane(route);
         let clock = &self.core().clock;
         let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
             Some(first) => (first, clock.tick_at(first)),
@@ -555,17 +554,18 @@ impl TimerEngine {
         sleep.shard().callbacks().engine() == self.core().id
     }
 
-    /// Routes and queues a timer due at `tick` (`None`: refused as too far away).
+    /// Routes and queues a timer due at `tick` (`None`: refused as too far away), by `route`
+    /// if keyed, else to the calling thread's home shard.
     fn schedule_routed<F>(
         &self,
-        route: u64,
+        route: Option<u64>,
         tick: Option<u64>,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core().lane_for(route);
+        let lane = self.core().lane(route);
         schedule(lane, tick, OneShot(callback), |ownership, entry| {
             lane.new_entry(ownership, entry)
         })

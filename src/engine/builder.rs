@@ -9,7 +9,7 @@ use super::error::BuildError;
 use super::shutdown::Runners;
 use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::entry::StateWord;
-use crate::shard::{Lane, Shard, ShardCore};
+use crate::shard::{Lanes, Shard, ShardCore};
 use crate::sync::{next_engine_id, Arc, Cap, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
@@ -333,9 +333,6 @@ impl Builder {
             Callbacks::Inline | Callbacks::Spawner(_) => None,
         };
 
-        let lanes_per_shard = self
-            .lanes_per_shard
-            .unwrap_or_else(|| available_cpus().next_power_of_two().clamp(2, 8));
         let engine = next_engine_id();
         let clock = TickClock::new(self.tick, SPAN, StateWord::MAX_DEADLINE, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
@@ -361,27 +358,19 @@ impl Builder {
             }
             (_, None) => unreachable!("every mode without a pool is matched above"),
         };
-        let lanes: Vec<Arc<Lane>> = shard_cores
+        let lanes: Vec<Arc<Lanes>> = shard_cores
             .iter()
-            .flat_map(|shard| (0..lanes_per_shard).map(|_| Arc::new(Lane::new(shard.clone()))))
+            .map(|shard| Arc::new(Lanes::new(shard.clone(), self.lanes_per_shard)))
             .collect();
-        let shards = shard_cores
+        let shards = lanes
             .iter()
-            .zip(lanes.chunks(lanes_per_shard))
             .enumerate()
-            .map(|(index, (core, lanes))| {
-                Shard::new(
-                    core.clone(),
-                    lanes.to_vec().into_boxed_slice(),
-                    executor.for_shard(index),
-                )
-            })
+            .map(|(index, lanes)| Shard::new(lanes.clone(), executor.for_shard(index)))
             .collect();
         let core = Arc::new(EngineCore {
             id: engine,
             shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
-            lanes_per_shard,
             clock,
             inflight,
         });

@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use super::routing::{shard_for, task_hash};
+use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
-use crate::shard::{Lane, ShardCore};
-use crate::sync::{thread, thread_slot, Arc};
+use crate::shard::{Lane, Lanes, ShardCore};
+use crate::sync::{lane_index, thread, Arc};
 use crate::time::{CatchUp, TickClock};
 
 /// What the engine, its builder and its shutdown share.
@@ -14,27 +14,35 @@ pub(super) struct EngineCore {
     /// This engine's id, to recognise a call made from one of its own callbacks.
     pub(super) id: u64,
     pub(super) shards: Box<[Arc<ShardCore>]>,
-    /// `lanes_per_shard` lanes per shard, shard by shard.
-    pub(super) lanes: Box<[Arc<Lane>]>,
-    pub(super) lanes_per_shard: usize,
+    /// Each shard's lanes, as `shards`.
+    pub(super) lanes: Box<[Arc<Lanes>]>,
     pub(super) clock: TickClock,
     pub(super) inflight: Arc<Inflight>,
 }
 
 impl EngineCore {
-    /// The lane the calling thread uses for timers routed by `route`: the shard the route
-    /// hashes to, and the lane there that the thread's slot picks.
+    /// The calling thread's lane for timers routed by `route`: in the shard the route
+    /// hashes to.
     #[inline]
     pub(super) fn lane_for(&self, route: u64) -> &Arc<Lane> {
-        let shard_index = shard_for(route, self.shards.len());
-        let lane_index = shard_index * self.lanes_per_shard + thread_slot() % self.lanes_per_shard;
-        &self.lanes[lane_index]
+        let index = lane_index();
+        self.lanes[shard_for(route, self.shards.len())].lane(index)
     }
 
-    /// The lane for an unkeyed timer (see `routing::task_hash`).
+    /// The calling thread's lane for a timer routed by `route`, if keyed, else unkeyed.
+    #[inline]
+    pub(super) fn lane(&self, route: Option<u64>) -> &Arc<Lane> {
+        match route {
+            Some(route) => self.lane_for(route),
+            None => self.lane_for_task(),
+        }
+    }
+
+    /// The calling thread's lane for an unkeyed timer: in its home shard (see `routing`).
     #[inline]
     pub(super) fn lane_for_task(&self) -> &Arc<Lane> {
-        self.lane_for(task_hash())
+        let index = lane_index();
+        self.lanes[home_shard(index, self.shards.len())].lane(index)
     }
 
     /// Whether the engine has shut down: every shard is stopped.
@@ -42,13 +50,13 @@ impl EngineCore {
         self.shards.iter().all(|shard| shard.is_stopped())
     }
 
-    /// Each shard with its lanes.
+    /// Each shard with the lanes made so far.
     pub(super) fn shards_with_lanes(
         &self,
-    ) -> impl Iterator<Item = (&Arc<ShardCore>, &[Arc<Lane>])> {
+    ) -> impl Iterator<Item = (&Arc<ShardCore>, Vec<Arc<Lane>>)> {
         self.shards
             .iter()
-            .zip(self.lanes.chunks(self.lanes_per_shard))
+            .zip(self.lanes.iter().map(|lanes| lanes.all()))
     }
 }
 
@@ -105,10 +113,9 @@ impl CatchUp for ClockWatch {
                 .iter()
                 .map(|s| s.callbacks().handed_over())
                 .sum();
-            let queued = core
-                .lanes
-                .iter()
-                .any(|lane| !lane.shard().is_stopped() && lane.has_work());
+            let queued = core.shards_with_lanes().any(|(shard, lanes)| {
+                !shard.is_stopped() && lanes.iter().any(|lane| lane.has_work())
+            });
             if fired_after == fired_before && !queued {
                 return;
             }

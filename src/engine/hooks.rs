@@ -12,7 +12,9 @@ use crate::shard::Shard;
 use crate::sync::Arc;
 
 impl Builder {
-    /// Sets how many lanes each shard has. Models use one lane to keep their state space small.
+    /// Sets how many lanes each shard has room for (rounded up to a power of two); more threads
+    /// share them. Models use one lane to keep their state space small.
+    #[cfg(loom)]
     pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
         self.lanes_per_shard = Some(lanes.max(1));
         self
@@ -35,6 +37,12 @@ impl TimerEngine {
     #[cfg(not(loom))]
     pub(crate) fn lane_of_this_thread(&self) -> &Arc<Lane> {
         self.core().lane_for(0)
+    }
+
+    /// How many lanes shard `shard` has made.
+    #[cfg(not(loom))]
+    pub(crate) fn lanes_made(&self, shard: usize) -> usize {
+        self.core().lanes[shard].all().len()
     }
 
     /// The engine's current tick.

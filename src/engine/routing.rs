@@ -1,11 +1,11 @@
 //! Routing: which shard a timer goes to.
 //!
 //! A keyed timer goes to the shard its key hashes to, so the timers of one connection share a
-//! shard. An unkeyed one goes by a task hash that spreads a thread's timers over the shards.
-
-use std::cell::Cell;
-
-use crate::sync::thread_slot;
+//! shard. An unkeyed one goes to the calling thread's home shard, picked by its lane index:
+//! each thread's timers then cross to one shard thread only, and a thread that schedules and
+//! cancels its own timers touches one lane. The cost is balance: the firing load follows the
+//! threads, so a single thread's timers all fire from one shard while the others idle (the
+//! callbacks still run on the pool). BENCHMARKS.md has the figures of the choices measured.
 
 /// Spreads a hash over `shards` (Fibonacci hashing: the high bits of a multiply).
 #[inline]
@@ -14,16 +14,9 @@ pub(super) fn shard_for(hash: u64, shards: usize) -> usize {
     ((mixed >> 32) as usize) % shards
 }
 
-/// The hash of an unkeyed task: the calling thread's slot and its count of tasks so far.
+/// The home shard of the thread with lane index `index`: threads alive at once get
+/// consecutive indices, so they spread evenly over the shards.
 #[inline]
-pub(super) fn task_hash() -> u64 {
-    thread_local! {
-        static TASKS: Cell<u64> = const { Cell::new(0) };
-    }
-    let n = TASKS.with(|tasks| {
-        let n = tasks.get();
-        tasks.set(n.wrapping_add(1));
-        n
-    });
-    n ^ ((thread_slot() as u64) << 40)
+pub(super) fn home_shard(index: usize, shards: usize) -> usize {
+    index % shards
 }

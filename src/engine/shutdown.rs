@@ -268,8 +268,10 @@ impl EngineCore {
 impl Drop for Engine {
     fn drop(&mut self) {
         drop(self.shutdown());
-        for lane in self.core.lanes.iter() {
-            lane.free_spares();
+        for (_, lanes) in self.core.shards_with_lanes() {
+            for lane in lanes {
+                lane.free_spares();
+            }
         }
     }
 }

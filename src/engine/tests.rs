@@ -8,12 +8,7 @@ use crate::TimerEngine;
 fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     // Inline callbacks: no rayon pool, whose deques trip Miri's Stacked Borrows (see
     // `.ci/miri`).
-    let engine = TimerEngine::builder()
-        .shards(1)
-        .inline_callbacks()
-        .pin_threads(false)
-        .build()
-        .unwrap();
+    let engine = one_shard();
     let lane = engine.lane_of_this_thread().clone();
     let first = {
         let lane = lane.clone();
@@ -45,22 +40,6 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     drop(engine);
 }
 
-/// Runs `work` on a new thread whose slot puts it on lane `lane` of 2 (see `thread_slot`).
-fn on_lane_of_two<T: Send + 'static>(
-    lane: usize,
-    work: impl FnOnce() -> T + Send + Clone + 'static,
-) -> T {
-    loop {
-        let work = work.clone();
-        let done = std::thread::spawn(move || (crate::sync::thread_slot() % 2 == lane).then(work))
-            .join()
-            .unwrap();
-        if let Some(done) = done {
-            return done;
-        }
-    }
-}
-
 #[test]
 // Needs more timers than the buffer keeps (4,096): minutes under Miri, and no unsafe code of
 // its own (the unlinks are exercised under Miri by the smaller tests).
@@ -70,7 +49,6 @@ fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
     let clock = crate::ManualClock::new();
     let (engine, mut shards) = TimerEngine::builder()
         .shards(1)
-        .lanes_per_shard(2)
         .inline_callbacks()
         .manual_clock(&clock)
         .build_driven()
@@ -80,7 +58,8 @@ fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
     let now = engine.now_tick();
     let many = 20_000;
     for round in 0..2 {
-        // Lane 0 places many timers, lane 1 one; the shard takes them in.
+        // A thread places many timers, and this one (alive meanwhile, so with another lane
+        // index and lane) places one; the shard takes them in.
         let schedule = |engine: std::sync::Arc<TimerEngine>, count: usize| {
             move || {
                 (0..count)
@@ -88,14 +67,16 @@ fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
                     .collect::<Vec<_>>()
             }
         };
-        let busy = on_lane_of_two(0, schedule(engine.clone(), many));
-        let quiet = on_lane_of_two(1, schedule(engine.clone(), 1));
+        let busy = std::thread::spawn(schedule(engine.clone(), many))
+            .join()
+            .unwrap();
+        let quiet = schedule(engine.clone(), 1)();
         for _ in 0..4 {
             shard.turn(now);
         }
         assert_eq!(engine.stats().shards[0].in_wheel, many as u64 + 1);
-        // A cancel asks the timer's own lane to unlink it: the next turn takes lane 0's many,
-        // then lane 1's one.
+        // A cancel asks the timer's own lane to unlink it: the next turn takes one lane's
+        // many, then the other's one.
         assert!(busy.iter().chain(&quiet).all(|handle| handle.cancel()));
         shard.turn(now);
         assert_eq!(engine.stats().shards[0].in_wheel, 0);
@@ -130,4 +111,86 @@ fn a_reset_after_shutdown_is_refused_though_the_sleep_kept_its_timer() {
         Err(crate::shard::Refusal::Shutdown)
     ));
     assert!(sleep.is_elapsed());
+}
+
+/// An engine of one unpinned shard with inline callbacks.
+fn one_shard() -> TimerEngine {
+    TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .pin_threads(false)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn every_thread_alive_at_once_owns_a_lane_of_its_own() {
+    use std::sync::{Arc, Barrier};
+    let engine = Arc::new(one_shard());
+    // More threads than the cpus of any machine this runs on, and than lanes were before.
+    let threads = 24;
+    let barrier = Arc::new(Barrier::new(threads));
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (engine, barrier) = (engine.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let lane = engine.lane_of_this_thread().clone();
+                let mine = Lane::ownership(&lane).mine();
+                // No thread exits, and gives its lane up, before every thread has claimed one.
+                barrier.wait();
+                (Arc::as_ptr(&lane) as usize, mine)
+            })
+        })
+        .collect();
+    let mut lanes: Vec<(usize, bool)> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert!(
+        lanes.iter().all(|&(_, mine)| mine),
+        "every thread owns its lane"
+    );
+    lanes.sort_unstable();
+    lanes.dedup();
+    assert_eq!(lanes.len(), threads, "no two threads share a lane");
+}
+
+#[test]
+fn lanes_follow_the_threads_alive_not_every_thread_there_was() {
+    use std::time::Duration;
+    let engine = std::sync::Arc::new(one_shard());
+    for _ in 0..200 {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            assert!(engine
+                .schedule(Duration::from_secs(60), || {})
+                .unwrap()
+                .cancel());
+        })
+        .join()
+        .unwrap();
+    }
+    // One thread at a time, each giving its lane index back as it exits: the shard made about
+    // as many lanes as threads were alive at once in this process, not 200.
+    let made = engine.lanes_made(0);
+    assert!(
+        made <= 64,
+        "{made} lanes for threads that came one at a time"
+    );
+}
+
+#[test]
+fn a_thread_s_unkeyed_timers_go_to_its_home_shard() {
+    use std::time::Duration;
+    let engine = TimerEngine::builder()
+        .shards(4)
+        .inline_callbacks()
+        .pin_threads(false)
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (0..100)
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    let pending: Vec<u64> = engine.stats().shards.iter().map(|s| s.pending).collect();
+    assert_eq!(pending.iter().filter(|&&n| n > 0).count(), 1, "{pending:?}");
+    assert_eq!(pending.iter().sum::<u64>(), 100);
+    drop(handles);
 }

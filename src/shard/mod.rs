@@ -4,13 +4,16 @@
 //!
 //! - `worker`: [`Shard`], the tick thread's own state and its loop (turn, poll, sleep).
 //! - `core`: [`ShardCore`], what the shard shares: its stop flag, counters, clock, cap, signal.
-//! - `lane`: [`Lane`], the queues into the shard from a group of producer threads, with the
-//!   admission and queueing of a timer (the producer's half of the shutdown hand-off).
+//! - `lane`: [`Lane`], the queues into the shard from one producer thread (or a group, past
+//!   `lanes`' capacity), with the admission and queueing of a timer (the producer's half of
+//!   the shutdown hand-off).
+//! - `lanes`: [`Lanes`], a shard's lanes, made as threads first schedule into it.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 
 mod core;
 mod lane;
+mod lanes;
 mod lateness;
 mod signal;
 mod worker;
@@ -19,5 +22,6 @@ pub(crate) use self::core::ShardCore;
 #[cfg(all(test, loom))]
 pub(crate) use lane::LaneCounts;
 pub(crate) use lane::{Lane, Ownership, Refusal};
+pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 pub(crate) use worker::{Shard, Stopped};

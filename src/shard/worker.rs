@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use super::core::ShardCore;
 use super::lane::Lane;
+use super::lanes::Lanes;
 use crate::callbacks::Executor;
 use crate::entry::{EntryRef, Fired, Lifecycle};
 use crate::placement::LagWatch;
@@ -64,7 +65,9 @@ pub(crate) struct Shard {
     /// before it drops its lanes (see [`Stopped`]).
     wheel: Wheel,
     core: Arc<ShardCore>,
-    lanes: Box<[Arc<Lane>]>,
+    /// The lanes made so far, as `table` lists them, brought up to date each turn.
+    lanes: Vec<Arc<Lane>>,
+    table: Arc<Lanes>,
     executor: Executor,
     outcomes: Outcomes,
     /// Reused buffer for the entries taken from a ring.
@@ -83,7 +86,7 @@ pub(crate) struct Shard {
 pub(crate) struct Stopped {
     wheel: Wheel,
     core: Arc<ShardCore>,
-    lanes: Box<[Arc<Lane>]>,
+    lanes: Vec<Arc<Lane>>,
 }
 
 impl Stopped {
@@ -162,18 +165,18 @@ impl Outcomes {
 }
 
 /// The dead entries a turn gives back to each lane (indexed as `Shard::lanes`).
+#[derive(Default)]
 struct Spares {
-    kept: Box<[Vec<EntryRef>]>,
+    kept: Vec<Vec<EntryRef>>,
     /// How many entries each lane's stack has been given since the shard last saw it empty.
-    given: Box<[usize]>,
+    given: Vec<usize>,
 }
 
 impl Spares {
-    fn new(lanes: usize) -> Self {
-        Spares {
-            kept: (0..lanes).map(|_| Vec::new()).collect(),
-            given: vec![0; lanes].into_boxed_slice(),
-        }
+    /// Makes room for `lanes` lanes.
+    fn grow(&mut self, lanes: usize) {
+        self.kept.resize_with(lanes, Vec::new);
+        self.given.resize(lanes, 0);
     }
 
     /// Keeps `entry`, resolved and out of the wheel, to give back to lane `index` if no one
@@ -243,7 +246,8 @@ pub(crate) enum Turn {
 }
 
 impl Shard {
-    pub(crate) fn new(core: Arc<ShardCore>, lanes: Box<[Arc<Lane>]>, executor: Executor) -> Self {
+    pub(crate) fn new(table: Arc<Lanes>, executor: Executor) -> Self {
+        let core = table.shard().clone();
         let capped = core.has_cap();
         let lag = LagWatch::new(core.clock().tick_nanos());
         Shard {
@@ -251,14 +255,15 @@ impl Shard {
             outcomes: Outcomes {
                 fired: Vec::new(),
                 due: Vec::new(),
-                spares: Spares::new(lanes.len()),
+                spares: Spares::default(),
                 capped,
                 dropped: 0,
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
             lag,
-            lanes,
+            lanes: Vec::new(),
+            table,
             wheel: Wheel::new(),
             executor,
         }
@@ -267,6 +272,7 @@ impl Shard {
     /// One pass of the tick loop at tick `now` (see the module documentation).
     pub(crate) fn turn(&mut self, now: u64) -> Turn {
         let mut turn = Turn::Idle;
+        self.find_new_lanes();
         let mut fresh = std::mem::take(&mut self.fresh);
         // The most unlink requests one lane had: what the shared buffer must hold a turn.
         let mut most_requests = 0;
@@ -360,6 +366,13 @@ impl Shard {
         }
     }
 
+    /// Adds the lanes threads made since the last look (see `shard::lanes`).
+    fn find_new_lanes(&mut self) {
+        if self.table.refresh(&mut self.lanes) {
+            self.outcomes.spares.grow(self.lanes.len());
+        }
+    }
+
     /// Whether the wheel has a slot due by tick `now + 1`.
     fn due_by_next_tick(&self, now: u64) -> bool {
         self.wheel
@@ -380,9 +393,12 @@ impl Shard {
 
     /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
     /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
-    pub(crate) fn prepare_sleep(&self) -> Result<Option<u64>, ()> {
+    pub(crate) fn prepare_sleep(&mut self) -> Result<Option<u64>, ()> {
         let until = self.wheel.next_deadline();
         self.core.signal().announce_sleep(until);
+        // After the announcement's fence: a lane made by a producer that missed the
+        // announcement is found here (see `shard::lanes`).
+        self.find_new_lanes();
         if self.core.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
             self.core.signal().awake();
             return Err(());
@@ -476,10 +492,12 @@ impl Shard {
     }
 
     pub(crate) fn stop(self) -> Stopped {
+        // Every lane, with those made since the last turn: the shard thread is gone, so no
+        // turn will look again (see `shard::lanes`).
         Stopped {
             wheel: self.wheel,
             core: self.core,
-            lanes: self.lanes,
+            lanes: self.table.all(),
         }
     }
 }

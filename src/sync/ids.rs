@@ -18,6 +18,56 @@ pub(crate) fn thread_slot() -> usize {
     0
 }
 
+/// The calling thread's lane index: a small number, the smallest free one when the thread
+/// first asks, given back when it exits. It picks the thread's lane in every shard and its home
+/// shard, so lanes follow the threads alive now, not every thread there ever was. (Ownership
+/// goes by `owner_slot`, never reused, so a reused index cannot pass for a lane's owner.) A
+/// thread past its thread-local destructors gets its slot instead. 0 under loom.
+#[cfg(not(loom))]
+pub(crate) fn lane_index() -> usize {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    use std::sync::{Mutex, PoisonError};
+
+    /// The next index never handed out, and the indices given back.
+    static FREE: Mutex<(usize, BinaryHeap<Reverse<usize>>)> = Mutex::new((0, BinaryHeap::new()));
+
+    /// A thread's index; given back when the thread exits.
+    struct Index(usize);
+
+    impl Index {
+        fn take() -> Self {
+            let mut free = FREE.lock().unwrap_or_else(PoisonError::into_inner);
+            match free.1.pop() {
+                Some(Reverse(index)) => Index(index),
+                None => {
+                    free.0 += 1;
+                    Index(free.0 - 1)
+                }
+            }
+        }
+    }
+
+    impl Drop for Index {
+        fn drop(&mut self) {
+            let mut free = FREE.lock().unwrap_or_else(PoisonError::into_inner);
+            free.1.push(Reverse(self.0));
+        }
+    }
+
+    thread_local! {
+        static INDEX: Index = Index::take();
+    }
+    INDEX
+        .try_with(|index| index.0)
+        .unwrap_or_else(|_| thread_slot())
+}
+
+#[cfg(loom)]
+pub(crate) fn lane_index() -> usize {
+    0
+}
+
 /// The calling thread's slot, when it may take a single-writer fast path: a lane's first
 /// user becomes its owner and counts and recycles entries without read-modify-write
 /// operations (see `lane`). Slots are never reused, so no two threads share one. `None` under

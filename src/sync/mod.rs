@@ -15,7 +15,7 @@
 //!   split in half by thieves (the callback pool's runners share fired batches so).
 //! - `stack`: a take-all stack (many push, a taker takes everything), under the unlink and
 //!   recycle stacks and a lane's free slots.
-//! - `ids`: per-thread slots, per-engine ids, and blocks of ids for delay-queue keys.
+//! - `ids`: per-thread slots and lane indices, per-engine ids, and blocks of ids for delay-queue keys.
 //! - `prefetch`: a cache prefetch hint.
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
@@ -35,7 +35,7 @@ pub(crate) use cell::UnsafeCell;
 pub(crate) use claims::{in_batches, Holder, Slot};
 pub(crate) use counter::Counter;
 pub(crate) use drop::drop_then_free;
-pub(crate) use ids::{next_engine_id, next_ids, owner_slot, thread_slot};
+pub(crate) use ids::{lane_index, next_engine_id, next_ids, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
 pub(crate) use queue::Queue;

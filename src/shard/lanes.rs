@@ -1,0 +1,143 @@
+//! A shard's lanes: one for each thread that schedules into the shard, made by its first
+//! schedule there.
+//!
+//! A thread's lane is the one at its lane index (`sync::lane_index`, modulo the table's
+//! capacity). Indices are small and reused as threads come and go, so a shard has about as
+//! many lanes as threads have scheduled into it at once, and each thread owns its lane: no
+//! thread takes the shared paths because lanes ran out (up to `CAPACITY` threads at once).
+//!
+//! Making a lane: the first schedule through an empty slot takes `made`'s lock (once per
+//! thread and shard), makes the lane, appends it to `made`, publishes the new length in
+//! `count`, writes the lane into its slot and only then sets the slot's `ready` flag
+//! (Release), which every later schedule through the slot reads (Acquire) without a lock. A
+//! slot is written once and a lane never removed before the table is dropped, so a reference
+//! read from a ready slot lives as long as the table. (The lane sits in the slot itself, one
+//! load nearer than behind a pointer: this lookup is on every schedule.)
+//!
+//! Finding new lanes: the shard thread keeps its own list and adds the lanes made since
+//! ([`Lanes::refresh`]) at the start of each turn, and again after it announces a sleep. A
+//! producer stores `count` before its push, and its push before the SeqCst fence and read
+//! of the sleep word in `Signal::notify`; the shard reads `count` after the fence that
+//! follows its announcement. So either the producer sees the announcement and wakes the
+//! shard, or the shard finds the new lane and its timer (the Dekker pair of `signal`).
+//! Shutdown takes every lane once the shard thread is gone ([`Lanes::all`]).
+
+use super::core::ShardCore;
+use super::lane::Lane;
+use std::cell::UnsafeCell;
+
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
+
+/// The most threads that each get a lane of their own in a shard; more share lanes.
+const CAPACITY: usize = 1024;
+
+/// A shard's lanes, made as threads first schedule into it.
+pub(crate) struct Lanes {
+    shard: Arc<ShardCore>,
+    /// The lane at each index, once made. A power of two long.
+    slots: Box<[Slot]>,
+    /// Every lane, in the order they were made.
+    made: Mutex<Vec<Arc<Lane>>>,
+    /// `made.len()`, read without the lock.
+    count: AtomicUsize,
+}
+
+/// Where one lane index's lane is kept.
+struct Slot {
+    /// Set once `lane` holds the lane; never cleared.
+    ready: AtomicBool,
+    /// Written once, under `made`'s lock, before `ready` is set; read only after `ready` is
+    /// seen set.
+    lane: UnsafeCell<Option<Arc<Lane>>>,
+}
+
+// SAFETY: `lane` is written once, by a thread holding the table's lock, before the Release store
+// of `ready`; every reader first sees `ready` set with an Acquire load (or holds the lock), and
+// nothing writes it afterwards. `Arc<Lane>` is `Send + Sync`.
+unsafe impl Sync for Slot {}
+// SAFETY: as above.
+unsafe impl Send for Slot {}
+
+impl Lanes {
+    /// An empty table for `shard`, with room for `capacity` lanes (the default if `None`).
+    pub(crate) fn new(shard: Arc<ShardCore>, capacity: Option<usize>) -> Self {
+        let capacity = capacity.unwrap_or(CAPACITY).max(1).next_power_of_two();
+        Lanes {
+            shard,
+            slots: (0..capacity)
+                .map(|_| Slot {
+                    ready: AtomicBool::new(false),
+                    lane: UnsafeCell::new(None),
+                })
+                .collect(),
+            made: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    /// The shard the lanes lead into.
+    pub(crate) fn shard(&self) -> &Arc<ShardCore> {
+        &self.shard
+    }
+
+    /// The lane of the thread with lane index `index`, made now if it does not exist yet.
+    #[inline]
+    pub(crate) fn lane(&self, index: usize) -> &Arc<Lane> {
+        let slot = &self.slots[index & (self.slots.len() - 1)];
+        // Acquire: pairs with the Release in `make`, so the lane is seen whole.
+        if !slot.ready.load(Ordering::Acquire) {
+            return self.make(slot);
+        }
+        slot.get()
+    }
+
+    #[cold]
+    fn make<'a>(&'a self, slot: &'a Slot) -> &'a Arc<Lane> {
+        let mut made = self.made.lock();
+        // Relaxed: the lock orders this load after the store made under it, if any.
+        if !slot.ready.load(Ordering::Relaxed) {
+            let new = Arc::new(Lane::new(self.shard.clone()));
+            made.push(new.clone());
+            // Release: with the lock, orders the list before a reader that acquires `count`.
+            self.count.store(made.len(), Ordering::Release);
+            // SAFETY: `ready` is unset and this thread holds the lock: no other thread reads
+            // or writes the cell (see `Slot`).
+            unsafe { *slot.lane.get() = Some(new) };
+            // Release: publishes the lane to the schedules that acquire `ready`.
+            slot.ready.store(true, Ordering::Release);
+        }
+        drop(made);
+        slot.get()
+    }
+
+    /// Appends to `known` (the lanes this caller knew, in the order they were made) the
+    /// lanes made since; whether there were any.
+    pub(crate) fn refresh(&self, known: &mut Vec<Arc<Lane>>) -> bool {
+        // Acquire: pairs with the Release in `make`; read after the shard's sleep fence, it
+        // is the shard's half of the Dekker pair in the module docs.
+        if self.count.load(Ordering::Acquire) == known.len() {
+            return false;
+        }
+        let made = self.made.lock();
+        known.extend(made[known.len()..].iter().cloned());
+        true
+    }
+
+    /// Every lane made so far, in the order they were made.
+    pub(crate) fn all(&self) -> Vec<Arc<Lane>> {
+        self.made.lock().clone()
+    }
+}
+
+impl Slot {
+    /// The lane, once `ready` has been seen set.
+    #[inline]
+    fn get(&self) -> &Arc<Lane> {
+        // SAFETY: the caller saw `ready` set (Acquire), so the cell was written and is never
+        // written again (see `Slot`).
+        match unsafe { &*self.lane.get() } {
+            Some(lane) => lane,
+            None => unreachable!("a ready slot holds its lane"),
+        }
+    }
+}
