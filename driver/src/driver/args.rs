@@ -77,6 +77,17 @@ A workload that runs only when named:
                        shardwheel_spawn_mtasks_per_sec tokio_bytes_per_task
                        tokio_spawn_mtasks_per_sec (with --peer, tasks and that peer's two)
 
+  scaling        How throughput and CPU per operation grow with threads, beside tokio::time.
+                 For each thread count T: churn (rpc-churn with T threads, N iterations each;
+                 peers shardwheel and tokio, whose T tasks on a T-worker runtime register each
+                 sleep by one poll and drop it to cancel) and timeout (a T-worker tokio runtime,
+                 64 tasks per worker looping timeout(5 s, yield_now()), T x N in all; peers
+                 shardwheel, tokio, and none: the loop with no timer). With --cfg
+                 tokio_unstable, tokio's per-worker timer too (peer tokio-alt).
+                 Flags: --threads-list (1,2,4,...,cpus,2 x cpus) --ops (1000000) --plot FILE.
+                 Keys, a JSON line per point: workload case peer threads ops secs mops
+                       cpu_ns_per_op cpus; the last line the summary (case summary).
+
 A probe of the machine, not of the engine (it runs only when named):
   host-stalls    One thread per core, pinned, reads the monotonic clock in a loop and counts
                  the gaps between two reads over 1 ms (stalls) and over 4 ms (long stalls):
@@ -195,6 +206,16 @@ pub(crate) struct Options {
     #[arg(long, value_name = "PEER", value_enum, hide_possible_values = true)]
     pub(crate) peer: Option<Peer>,
 
+    /// the thread counts (scaling), comma-separated, each 1-1024
+    /// (default 1, 2, 4, ... up to the cpu count, then it and twice it)
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',',
+          value_parser = number::<usize, 1, MAX_THREADS>)]
+    pub(crate) threads_list: Option<Vec<usize>>,
+
+    /// write an SVG plot of the figures to FILE (scaling)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<std::path::PathBuf>,
+
     /// how long the probe runs (host-stalls), 1-3600
     #[arg(long, value_name = "S", value_parser = number::<u64, 1, 3600>)]
     pub(crate) seconds: Option<u64>,
@@ -234,6 +255,19 @@ impl Options {
             ("slow", self.slow.map(|n| n.to_string())),
             ("peer", self.peer.map(|peer| peer.name().to_owned())),
             ("seconds", self.seconds.map(|n| n.to_string())),
+            (
+                "threads-list",
+                self.threads_list.as_ref().map(|list| {
+                    list.iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }),
+            ),
+            (
+                "plot",
+                self.plot.as_ref().map(|path| path.display().to_string()),
+            ),
             ("shards", self.shards.map(|n| n.to_string())),
             ("tick-us", self.tick_us.map(|n| n.to_string())),
             (
@@ -379,6 +413,12 @@ mod tests {
             (Some(Peer::Tokio), Some(20_000))
         );
         assert_eq!(options(&["--peer=shardwheel"]).peer, Some(Peer::Shardwheel));
+        let parsed = options(&["scaling", "--threads-list", "1,2,16", "--plot", "s.svg"]);
+        assert_eq!(parsed.threads_list, Some(vec![1, 2, 16]));
+        assert_eq!(parsed.plot, Some("s.svg".into()));
+        assert!(refusal(&["scaling", "--threads-list", "1,0"])
+            .to_string()
+            .contains("must be between 1 and 1024"));
     }
 
     #[test]
@@ -392,6 +432,8 @@ mod tests {
             slow: Some(0),
             peer: Some(Peer::Tokio),
             seconds: Some(9),
+            threads_list: Some(vec![1, 3, 8]),
+            plot: Some("out/scaling.svg".into()),
             shards: Some(2),
             callback_threads: Some(1024),
             tick_us: Some(100),
@@ -399,7 +441,10 @@ mod tests {
             json: false,
         };
         for given in [full, Options::default()] {
-            for workload in Workload::ALL.into_iter().chain([Workload::SleepingTasks]) {
+            for workload in Workload::ALL
+                .into_iter()
+                .chain([Workload::SleepingTasks, Workload::Scaling])
+            {
                 let args = given.child_args(workload);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let expected = Options {

@@ -16,6 +16,7 @@ mod progress;
 mod report;
 mod rng;
 mod rpc_churn;
+mod scaling;
 mod sleeping_tasks;
 mod slow_callback;
 mod wait;
@@ -50,6 +51,8 @@ pub(crate) enum Workload {
     IdleHold,
     /// Not one of the five: a tokio runtime's sleeping tasks (`sleeping_tasks`).
     SleepingTasks,
+    /// Not one of the five: rpc-churn and a timeout in tasks over thread counts (`scaling`).
+    Scaling,
     /// Not a workload of the engine: how long the machine's cores stall (`host_stalls`).
     HostStalls,
 }
@@ -73,6 +76,7 @@ impl Workload {
             Workload::SlowCallback => "slow-callback",
             Workload::IdleHold => "idle-hold",
             Workload::SleepingTasks => "sleeping-tasks",
+            Workload::Scaling => "scaling",
             Workload::HostStalls => "host-stalls",
         }
     }
@@ -85,6 +89,7 @@ impl Workload {
             Workload::SlowCallback => slow_callback::run(ctx),
             Workload::IdleHold => idle_hold::run(ctx),
             Workload::SleepingTasks => sleeping_tasks::run(ctx),
+            Workload::Scaling => scaling::run(ctx),
             Workload::HostStalls => host_stalls::run(ctx),
         }
     }
@@ -233,6 +238,7 @@ mod tests {
         let mut expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
         // The workload and the probe of the machine that a full run leaves out.
         expected.push(Workload::SleepingTasks.name());
+        expected.push(Workload::Scaling.name());
         expected.push(Workload::HostStalls.name());
         assert_eq!(names, expected);
     }

@@ -7,18 +7,18 @@ use std::str::FromStr;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::Number;
+use serde_json::{Number, Value};
 
 use super::{Failure, Workload};
 
 /// The width of the table's first column: the longest workload name and a gap.
 const NAME_WIDTH: usize = 15;
 
-/// One figure: a number, or `None` for one JSON cannot hold (NaN, an infinity), printed as
-/// `null`. serde_json is built with `arbitrary_precision`, so a `Number` keeps the text it was
-/// made from: a figure has the same decimals in the row and in the JSON line, in this process
-/// and in the one that reads the line back.
-type Figure = Option<Number>;
+/// One figure: a number, `null` for one JSON cannot hold (NaN, an infinity), or a label (the
+/// scaling workload's case and peer). serde_json is built with `arbitrary_precision`, so a
+/// `Number` keeps the text it was made from: a figure has the same decimals in the row and in
+/// the JSON line, in this process and in the one that reads the line back.
+type Figure = Value;
 
 /// The figures of one workload run, in the order they were added.
 #[derive(Debug, Clone)]
@@ -37,8 +37,32 @@ impl Report {
 
     /// Adds a whole number.
     pub(crate) fn count(mut self, key: &'static str, n: u64) -> Self {
-        self.figures.push((key.into(), Some(Number::from(n))));
+        self.figures
+            .push((key.into(), Value::Number(Number::from(n))));
         self
+    }
+
+    /// Adds a label.
+    pub(crate) fn label(mut self, key: &'static str, text: &str) -> Self {
+        self.figures
+            .push((key.into(), Value::String(text.to_owned())));
+        self
+    }
+
+    /// The number under `key`, if there is one.
+    pub(crate) fn number(&self, key: &str) -> Option<f64> {
+        self.figures
+            .iter()
+            .find(|(seen, _)| seen == key)
+            .and_then(|(_, figure)| figure.as_f64())
+    }
+
+    /// The label under `key`, if there is one.
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
+        self.figures
+            .iter()
+            .find(|(seen, _)| seen == key)
+            .and_then(|(_, figure)| figure.as_str())
     }
 
     /// Adds a number to be printed with `decimals` decimals.
@@ -47,7 +71,8 @@ impl Report {
         let figure = x
             .is_finite()
             .then(|| Number::from_str(&format!("{x:.decimals$}")).ok())
-            .flatten();
+            .flatten()
+            .map_or(Value::Null, Value::Number);
         self.figures.push((key.into(), figure));
         self
     }
@@ -100,8 +125,9 @@ impl Report {
             .figures
             .iter()
             .map(|(key, figure)| match figure {
-                Some(number) => format!("{key}={number}"),
-                None => format!("{key}=null"),
+                Value::Number(number) => format!("{key}={number}"),
+                Value::String(text) => format!("{key}={text}"),
+                _ => format!("{key}=null"),
             })
             .collect();
         format!(
@@ -157,7 +183,13 @@ impl<'de> Visitor<'de> for LineVisitor {
             if key == "workload" || figures.iter().any(|(seen, _)| *seen == key) {
                 return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
             }
-            let figure = object.next_value()?;
+            let figure: Figure = object.next_value()?;
+            // Labels are printed, never read back: a child's report holds figures only.
+            if !(figure.is_number() || figure.is_null()) {
+                return Err(de::Error::custom(format_args!(
+                    "{key:?} is not a number or null"
+                )));
+            }
             figures.push((key, figure));
         }
         Ok(Line { name, figures })

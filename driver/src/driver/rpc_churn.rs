@@ -35,22 +35,12 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
     let ops = ctx.options.ops.unwrap_or(DEFAULT_OPS);
     let window = ctx.options.window.unwrap_or(DEFAULT_WINDOW);
     let engine = ctx.engine()?;
-    let mut rings = (0..threads)
-        .map(|_| slots(window, || None))
-        .collect::<Result<Vec<Vec<Option<TimerHandle>>>, Failure>>()?;
+    let mut rings = rings(threads, window)?;
     // Best effort: the peak then covers this workload only, even after others in the process.
     proc::reset_peak_rss();
     let total = ops.saturating_mul(count(threads));
     let (cpu_before, shard_cpu_before) = (proc::cpu_time()?, proc::tick_thread_cpu()?);
-    let elapsed = parallel::run_timed(
-        ctx,
-        "rpc-churn",
-        total,
-        rings.iter_mut().collect(),
-        |index, ring| churn(ctx, &engine, ring, ops, Rng::new(STREAM, index)),
-    )?;
-    // The CPU the operations cost includes the shards' taking in what the producers queued.
-    wait::until_in_wheels(ctx, &engine, engine.pending(), "rpc-churn: taking in")?;
+    let elapsed = produce(ctx, &engine, &mut rings, ops)?;
     let cpu = proc::cpu_time()?.saturating_sub(cpu_before);
     let shard_cpu = proc::tick_thread_cpu()?.saturating_sub(shard_cpu_before);
     let peak_kb = proc::peak_rss_kb()?;
@@ -67,8 +57,37 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
         .count("window", count(window)))
 }
 
+/// Each producer's ring of `window` empty slots.
+pub(super) fn rings(threads: usize, window: usize) -> Result<Vec<Ring>, Failure> {
+    (0..threads).map(|_| slots(window, || None)).collect()
+}
+
+/// A producer's last handles.
+pub(super) type Ring = Vec<Option<TimerHandle>>;
+
+/// Runs one producer per ring on `engine`, `ops` iterations each, from a common start; returns
+/// the time until the last finished. Then waits until the shards have taken in what the
+/// producers queued, whose CPU the operations cost too.
+pub(super) fn produce(
+    ctx: &Context,
+    engine: &TimerEngine,
+    rings: &mut [Ring],
+    ops: u64,
+) -> Result<Duration, Failure> {
+    let total = ops.saturating_mul(count(rings.len()));
+    let elapsed = parallel::run_timed(
+        ctx,
+        "rpc-churn",
+        total,
+        rings.iter_mut().collect(),
+        |index, ring| churn(ctx, engine, ring, ops, Rng::new(STREAM, index)),
+    )?;
+    wait::until_placed(ctx, engine, "rpc-churn: taking in")?;
+    Ok(elapsed)
+}
+
 /// Nanoseconds of `cpu` per operation.
-fn per_op(cpu: Duration, ops: u64) -> f64 {
+pub(super) fn per_op(cpu: Duration, ops: u64) -> f64 {
     cpu.as_nanos() as f64 / ops.max(1) as f64
 }
 

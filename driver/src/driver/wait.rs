@@ -62,6 +62,31 @@ pub(crate) fn until_in_wheels(
     })
 }
 
+/// Waits until every pending timer is placed in a wheel (none left in a queue, no cancelled
+/// one left to unlink), however many fire meanwhile: seen so on two polls in a row, since a
+/// queued timer and a cancelled one not yet unlinked could balance on one. Returns the
+/// instant it first saw it.
+pub(crate) fn until_placed(
+    ctx: &Context,
+    engine: &TimerEngine,
+    what: &str,
+) -> Result<Instant, Failure> {
+    let timeout = settle_timeout(engine.pending());
+    let mut seen_once = false;
+    let mut first = Instant::now();
+    poll_until(ctx, what, timeout, || {
+        let seen = WheelCounts::of(engine);
+        let placed = seen.pending == seen.in_wheel;
+        if placed && !seen_once {
+            first = Instant::now();
+        }
+        let done = placed && seen_once;
+        seen_once = placed;
+        (done, seen)
+    })?;
+    Ok(first)
+}
+
 /// A generous bound on how long the engine may take to place or unlink `timers` timers: a
 /// minute plus 20 µs a timer.
 pub(crate) fn settle_timeout(timers: u64) -> Duration {
