@@ -1,6 +1,7 @@
 //! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight;
 //! and what a manual clock asks of an engine: to catch up, and the earliest deadline pending.
 
+use std::cell::Cell;
 use std::time::Instant;
 
 use super::routing::{home_shard, shard_for};
@@ -41,8 +42,27 @@ impl EngineCore {
     /// The calling thread's lane for an unkeyed timer: in its home shard (see `routing`).
     #[inline]
     pub(super) fn lane_for_task(&self) -> &Arc<Lane> {
+        #[cfg(not(loom))]
+        {
+            let (engine, lane) = HOME.with(Cell::get);
+            if engine == self.id {
+                // SAFETY: `HOME` holds this engine's id (no two engines share one), so `lane`
+                // was read from this engine's lane table, which lives while `self` does and
+                // never moves or drops a lane it made (see `shard::lanes`).
+                return unsafe { &*lane };
+            }
+        }
+        self.home_lane()
+    }
+
+    /// The calling thread's home lane, looked up and kept in `HOME`.
+    #[cold]
+    fn home_lane(&self) -> &Arc<Lane> {
         let index = lane_index();
-        self.lanes[home_shard(index, self.shards.len())].lane(index)
+        let lane = self.lanes[home_shard(index, self.shards.len())].lane(index);
+        #[cfg(not(loom))]
+        HOME.with(|home| home.set((self.id, lane)));
+        lane
     }
 
     /// Whether the engine has shut down: every shard is stopped.
@@ -58,6 +78,15 @@ impl EngineCore {
             .iter()
             .zip(self.lanes.iter().map(|lanes| lanes.all()))
     }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The calling thread's home lane in the engine it last scheduled an unkeyed timer on, by
+    /// that engine's id (0: none; ids start at 1): one thread-local read on the path of every
+    /// such timer instead of the walk through the engine's lane tables, which measured
+    /// slower. (Not under loom, whose threads share the OS thread's thread-locals.)
+    static HOME: Cell<(u64, *const Arc<Lane>)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 /// The most rounds one catch-up waits through while callbacks schedule timers that are due
