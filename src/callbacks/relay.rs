@@ -32,8 +32,8 @@
 //! queue and not yet put in its range is seen by neither; that runner is at work and runs
 //! it.) A slow callback holds up only itself: the rest of its runner's range is there for the
 //! other runners to steal, and if they are all busy, the shard's next turn starts another
-//! runner, which steals from the fullest range first. A shard keeps polling once a tick (once
-//! a millisecond, if the tick is longer) while callbacks it handed over have not all begun
+//! runner, which steals from the fullest range first. A shard keeps polling once a tick (every
+//! 250 µs, if the tick is longer) while callbacks it handed over have not all begun
 //! (see `worker`), so it is there to see that even when it has nothing else to do.
 //!
 //! Runners are started through a closure (the pool's `spawn`), which `close` drops, so the

@@ -34,8 +34,11 @@ use crate::wheel::{Settled, Wheel};
 const INSERT_BUDGET: usize = 16_384;
 
 /// How soon a shard looks again at callbacks it handed to the pool that have not begun, at
-/// most: a tick, if it is shorter.
-const LOOK_AGAIN: Duration = Duration::from_millis(1);
+/// most: a tick, if it is shorter. A quarter of the default tick: with a thread's timers all
+/// in its home shard, one shard may fire what several did, and its looks alone start the
+/// runners that free callbacks stuck behind slow ones (slow-callback p99 1.25 ms at 1 ms,
+/// 1.12 at 250 µs, medians of 5; BENCHMARKS.md).
+const LOOK_AGAIN: Duration = Duration::from_micros(250);
 
 /// Unlink requests are handled this many at a time, their neighbours loaded before any is
 /// unlinked (see `Wheel::warm`).
