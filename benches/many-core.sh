@@ -5,7 +5,8 @@
 #
 #   bash benches/many-core.sh [DRIVER] [OUT]
 #
-# DRIVER defaults to target/release/shardwheel, OUT to many-core-out.
+# DRIVER defaults to target/release/shardwheel, OUT to many-core-out. A driver built with
+# RUSTFLAGS="--cfg tokio_unstable" also runs tokio's per-worker timer (peer tokio-alt).
 set -euo pipefail
 driver=${1:-target/release/shardwheel}
 out=${2:-many-core-out}

@@ -40,7 +40,8 @@
 //! 1. **Schedule** (src/engine/api.rs). The deadline is rounded up to a tick. The calling
 //!    thread's lane index picks its home shard, or a hash of the key picks the shard
 //!    (src/engine/routing.rs); the lane index picks the lane there, made by the thread's first
-//!    schedule into the shard (src/shard/lanes.rs). The lane admits the timer
+//!    schedule into the shard (src/shard/lanes.rs; a thread-local keeps the home lane,
+//!    src/engine/core.rs). The lane admits the timer
 //!    (not shut down, not beyond `max_delay()`, a place taken under the cap) and pushes its
 //!    entry onto the owner's ring if the calling thread owns the lane, else (or when the ring
 //!    is full) onto the lane's inbound queue. It then wakes the shard if the shard announced a

@@ -86,7 +86,10 @@ A workload that runs only when named:
                  tokio_unstable, tokio's per-worker timer too (peer tokio-alt).
                  Flags: --threads-list (1,2,4,...,cpus,2 x cpus) --ops (1000000) --plot FILE.
                  Keys, a JSON line per point: workload case peer threads ops secs mops
-                       cpu_ns_per_op cpus; the last line the summary (case summary).
+                       cpu_ns_per_op cpus; the last line the summary (case summary) at the
+                       cpu count: churn_mops churn_speedup churn_cpu_ratio (over 1 thread)
+                       churn_no_knee churn_twice_cpus_ratio timeout_cpu_over_floor_ns
+                       timeout_vs_tokio timeout_vs_tokio_alt.
 
 A probe of the machine, not of the engine (it runs only when named):
   host-stalls    One thread per core, pinned, reads the monotonic clock in a loop and counts

@@ -349,6 +349,15 @@ fn summary(points: &[Report], list: &[usize], cpus: usize) -> Report {
             ),
             2,
         )
+        // null without `--cfg tokio_unstable`.
+        .fixed(
+            "timeout_vs_tokio_alt",
+            ratio(
+                find(Case::Timeout, Peer::Shardwheel, at, "mops"),
+                find(Case::Timeout, Peer::TokioAlt, at, "mops"),
+            ),
+            2,
+        )
 }
 
 fn print_row(point: &Report) -> Result<(), Failure> {
