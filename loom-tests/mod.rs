@@ -40,7 +40,7 @@ pub(crate) fn driven_engine() -> (TimerEngine, Shard, ManualClock) {
     let clock = ManualClock::new();
     let (engine, mut shards) = TimerEngine::builder()
         .shards(1)
-        .lanes_per_shard(1)
+        .lane_capacity(1)
         .inline_callbacks()
         .pin_threads(false)
         .manual_clock(&clock)

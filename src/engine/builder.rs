@@ -35,8 +35,8 @@ pub struct Builder {
     max_pending: Option<usize>,
     pin: bool,
     clock: Option<ManualClock>,
-    /// Lanes per shard; `None`: from the cpu count. Tests set it (see `hooks`).
-    pub(super) lanes_per_shard: Option<usize>,
+    /// Room for lanes in each shard's table; `None`: the default. Models set it (see `hooks`).
+    pub(super) lane_capacity: Option<usize>,
 }
 
 /// Where the engine runs its callbacks.
@@ -84,7 +84,7 @@ impl Default for Builder {
             max_pending: None,
             pin: false,
             clock: None,
-            lanes_per_shard: None,
+            lane_capacity: None,
         }
     }
 }
@@ -360,7 +360,7 @@ impl Builder {
         };
         let lanes: Vec<Arc<Lanes>> = shard_cores
             .iter()
-            .map(|shard| Arc::new(Lanes::new(shard.clone(), self.lanes_per_shard)))
+            .map(|shard| Arc::new(Lanes::new(shard.clone(), self.lane_capacity)))
             .collect();
         let shards = lanes
             .iter()

@@ -15,8 +15,8 @@ impl Builder {
     /// Sets how many lanes each shard has room for (rounded up to a power of two); more threads
     /// share them. Models use one lane to keep their state space small.
     #[cfg(loom)]
-    pub(crate) fn lanes_per_shard(mut self, lanes: usize) -> Self {
-        self.lanes_per_shard = Some(lanes.max(1));
+    pub(crate) fn lane_capacity(mut self, lanes: usize) -> Self {
+        self.lane_capacity = Some(lanes.max(1));
         self
     }
 

@@ -1,7 +1,7 @@
 //! Lanes: the inbound side of a shard.
 //!
-//! Each shard has a few lanes, and each producer thread uses the lane its thread slot picks.
-//! A lane carries the lock-free queues into the shard: `inserts` (new timers, an intrusive
+//! A shard has a lane for each thread that schedules into it (see `lanes`; past the lane
+//! table's capacity threads share them). A lane carries the lock-free queues into the shard: `inserts` (new timers, an intrusive
 //! queue through the entries themselves, see `queue::inbound`), `unlinks` (timers cancelled
 //! after the shard placed them, which it must unlink, see `queue::unlink`) and `changes`
 //! (timers reset to an earlier deadline, which it must move; crossbeam's `SegQueue`, since a
@@ -47,7 +47,7 @@ use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_slot, thread, Arc, AtomicU64, AtomicUsize, Ordering, Queue};
 
-/// One lane of a shard: the queues from a group of producer threads into it.
+/// One lane of a shard: the queues from one producer thread (or several, see `lanes`) into it.
 pub(crate) struct Lane {
     /// New timers from the lane's owner (see `queue::ring`).
     ring: Ring,
