@@ -40,8 +40,9 @@
 //!
 //! The counter is used only where the kernel itself keeps time with it (its clocksource is
 //! `tsc`), which it does only when the counter runs at a constant rate, in sleep states too,
-//! and in step on every cpu; elsewhere, and under Miri and loom, [`Ceiling::get`] says so
-//! and the engine reads the clock.
+//! and in step on every cpu; elsewhere, under Miri and loom, and in a build with
+//! `--cfg shardwheel_no_tsc` (which CI's tests use to run the fallback), [`Ceiling::get`] says
+//! so and the engine reads the clock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -239,26 +240,50 @@ fn extrapolate(from: u64, to: u64, rate: u64) -> Option<u64> {
     u64::try_from((u128::from(span) * u128::from(rate)) >> RATE_SHIFT).ok()
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(miri),
+    not(loom),
+    not(shardwheel_no_tsc)
+))]
 fn counter() -> u64 {
     // SAFETY: `rdtsc` has no preconditions; every x86-64 processor has it.
     unsafe { std::arch::x86_64::_rdtsc() }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+#[cfg(not(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(miri),
+    not(loom),
+    not(shardwheel_no_tsc)
+)))]
 fn counter() -> u64 {
     unreachable!("the counter is read only where `counter_keeps_time` said yes")
 }
 
 /// Whether the kernel keeps its monotonic clock with the time-stamp counter, which it does
 /// only when the counter is invariant and synchronised across cpus.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(miri),
+    not(loom),
+    not(shardwheel_no_tsc)
+))]
 fn counter_keeps_time() -> bool {
     std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
         .is_ok_and(|source| source.trim() == "tsc")
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+#[cfg(not(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(miri),
+    not(loom),
+    not(shardwheel_no_tsc)
+)))]
 fn counter_keeps_time() -> bool {
     false
 }
@@ -281,6 +306,13 @@ mod tests {
                 previous: None,
             }),
         }
+    }
+
+    /// The build CI runs the fallback clock in: the counter is never read.
+    #[cfg(shardwheel_no_tsc)]
+    #[test]
+    fn the_counter_is_off_in_a_build_without_it() {
+        assert!(!counter_keeps_time());
     }
 
     #[test]
