@@ -28,6 +28,7 @@ use crate::wheel::SPAN;
 /// # Ok::<(), shardwheel::BuildError>(())
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a Builder starts no engine until `build` or `build_global`"]
 pub struct Builder {
     shards: Option<usize>,
     tick: Duration,

@@ -301,6 +301,26 @@ impl Interval {
         self.move_next(Some(deadline));
     }
 
+    /// Makes the next tick due `after` from now, whatever was due before; the ticks after it
+    /// follow one period apart (tokio's `Interval::reset_after`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::FutureExt;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    /// let mut interval = engine.interval(Duration::from_secs(10));
+    /// interval.tick().now_or_never().unwrap();
+    /// let due = engine.now() + Duration::from_secs(3);
+    /// interval.reset_after(Duration::from_secs(3));
+    /// clock.advance(Duration::from_secs(3));
+    /// assert_eq!(interval.tick().now_or_never(), Some(due));
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        let now = self.sleep.clock().now();
+        self.move_next(now.checked_add(after));
+    }
+
     /// The time between ticks. For an interval made with a zero period, the engine's tick
     /// ([`TimerEngine::tick`](crate::TimerEngine::tick)), which is what it ticks at.
     ///

@@ -33,6 +33,7 @@
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
@@ -116,6 +117,7 @@ impl PartialEq for WakerId {
 /// [`TimerEngine::sleep_until`]: crate::TimerEngine::sleep_until
 /// [`TimerEngine::try_sleep`]: crate::TimerEngine::try_sleep
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep ends only at
     /// shutdown.
@@ -437,6 +439,7 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
     /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
     /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct Timeout<F> {
         #[pin]
         future: F,
@@ -503,6 +506,47 @@ impl<F> Timeout<F> {
     pub fn into_inner(self) -> F {
         self.future
     }
+
+    /// The instant the timeout gives up at (`None`: beyond the engine's range, so only at
+    /// shutdown).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let timeout = engine.timeout(Duration::from_secs(1), std::future::pending::<()>());
+    /// assert!(timeout.deadline().unwrap() > Instant::now());
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.sleep.deadline()
+    }
+
+    /// Moves the deadline to `delay` from now, as [`Sleep::reset`] moves a sleep's: a timeout
+    /// that has elapsed but not yet been polled to its end gives its future that much longer.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
+    /// timeout.as_mut().reset(Duration::from_secs(60));
+    /// assert!(timeout.deadline().unwrap() > engine.now() + Duration::from_secs(30));
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, delay: Duration) {
+        self.project().sleep.reset(delay);
+    }
+
+    /// As [`reset`](Self::reset), to an absolute deadline (as [`Sleep::reset_at`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
+    /// let later = engine.now() + Duration::from_secs(60);
+    /// timeout.as_mut().reset_at(later);
+    /// assert!(timeout.deadline().unwrap() >= later);
+    /// ```
+    pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
+        self.project().sleep.reset_at(deadline);
+    }
 }
 
 impl<F: Future> Future for Timeout<F> {
@@ -531,6 +575,25 @@ impl fmt::Display for Elapsed {
 }
 
 impl Error for Elapsed {}
+
+/// As tokio's: an elapsed timeout is an [`io::ErrorKind::TimedOut`] error, so `?` takes it
+/// in code that returns `io::Result`.
+///
+/// ```
+/// use std::time::Duration;
+/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+/// let read = async {
+///     let answer = engine.timeout(Duration::ZERO, std::future::pending::<()>()).await?;
+///     Ok::<(), std::io::Error>(answer)
+/// };
+/// let error = futures::executor::block_on(read).unwrap_err();
+/// assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+/// ```
+impl From<Elapsed> for io::Error {
+    fn from(elapsed: Elapsed) -> Self {
+        io::Error::new(io::ErrorKind::TimedOut, elapsed)
+    }
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

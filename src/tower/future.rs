@@ -23,6 +23,7 @@ pin_project_lite::pin_project! {
     /// The future holds its engine: a service may be dropped while its responses are under
     /// way (`ServiceExt::oneshot` does so), and an engine dropped then would shut down and
     /// end every deadline at once.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct ResponseFuture<F> {
         // Declared before the engine, so dropped first: the timer is cancelled while the
         // engine still runs.

@@ -33,6 +33,7 @@ use crate::engine::{default_engine, TimerEngine};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a TimeoutLayer does nothing until it wraps a service"]
 pub struct TimeoutLayer {
     engine: TimerEngine,
     timeout: Duration,
