@@ -58,6 +58,32 @@ fn equal_deadlines_come_out_in_insertion_order() {
 }
 
 #[test]
+fn peek_names_the_value_that_comes_out_next() {
+    let (clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    assert_eq!(queue.peek(), None);
+    let keys = [3, 1, 2, 1].map(|delay| queue.insert(delay, secs(delay)));
+    // The earliest deadline, the first inserted of the two at 1 s.
+    assert_eq!(queue.peek(), Some(keys[1]));
+    queue.reset(&keys[1], secs(5)).unwrap();
+    assert_eq!(queue.peek(), Some(keys[3]));
+    clock.advance(secs(3));
+    // Three are due: taken out one at a time, each is named before it comes out, whether it
+    // waits in the wheel or among the values already taken out of it.
+    let waker = futures::task::noop_waker();
+    for _ in 0..3 {
+        let next = queue.peek();
+        let Poll::Ready(Some(expired)) = poll(&mut queue, &waker) else {
+            panic!("a value is due");
+        };
+        assert_eq!(Some(expired.key()), next);
+    }
+    assert_eq!(queue.peek(), Some(keys[1]), "the one reset to 5 s is left");
+    queue.remove(&keys[1]).unwrap();
+    assert_eq!(queue.peek(), None);
+}
+
+#[test]
 fn nothing_comes_out_before_its_deadline() {
     let (clock, engine) = manual();
     let mut queue = DelayQueue::new(&engine);

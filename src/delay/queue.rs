@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::key::Key;
 use super::slab::Slab;
-use super::wheel::{Link, Linked, Wheel};
+use super::wheel::{Link, Linked, Place, Wheel};
 use crate::engine::{EngineLink, TimerEngine};
 use crate::sync::next_ids;
 use crate::timer::Sleep;
@@ -145,6 +145,10 @@ impl<T> Linked for Entry<T> {
     fn link(&mut self) -> &mut Link {
         &mut self.link
     }
+
+    fn link_ref(&self) -> &Link {
+        &self.link
+    }
 }
 
 /// A value due, ordered as the queue yields it: by deadline, then by insertion (the key's
@@ -237,6 +241,46 @@ impl<T> DelayQueue<T> {
         self.slab
             .get(key.index(), key.generation())
             .and_then(|entry| entry.deadline)
+    }
+
+    /// The key of the value the queue yields next: the earliest deadline, the first inserted
+    /// of those equal (tokio-util's `DelayQueue::peek`). Its cost grows with the values
+    /// expired and not yet yielded, and with those sharing the earliest slot of the wheel.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut queue = shardwheel::DelayQueue::new(&engine);
+    /// assert_eq!(queue.peek(), None);
+    /// queue.insert("later", Duration::from_secs(60));
+    /// let sooner = queue.insert("sooner", Duration::from_secs(5));
+    /// assert_eq!(queue.peek(), Some(sooner));
+    /// ```
+    pub fn peek(&self) -> Option<Key> {
+        // A value due (taken out of the wheel) comes before every value in it; a record whose
+        // value was reset or removed since is stale.
+        let due = self
+            .due
+            .iter()
+            .map(|Reverse(due)| due)
+            .filter(|due| {
+                self.slab
+                    .get(due.index, due.generation)
+                    .is_some_and(|entry| entry.link.place == Place::Due(due.arm))
+            })
+            .min();
+        if let Some(due) = due {
+            return Some(Key::new(due.index, due.generation));
+        }
+        self.wheel
+            .first_values(&self.slab)
+            .filter_map(|index| {
+                let (generation, entry) = self.slab.get_at(index)?;
+                // No deadline (beyond what an `Instant` holds) comes last.
+                Some((entry.deadline.is_none(), entry.deadline, generation, index))
+            })
+            .min()
+            .map(|(_, _, generation, index)| Key::new(index, generation))
     }
 
     /// Whether `key` names a value in the queue (one not yet removed, yielded or cleared).

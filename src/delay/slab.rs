@@ -121,6 +121,14 @@ impl<V> Slab<V> {
         }
     }
 
+    /// The value at `index` and its generation, whatever that is.
+    pub(super) fn get_at(&self, index: usize) -> Option<(u64, &V)> {
+        match self.slots.get(index) {
+            Some(Slot::Occupied { generation, value }) => Some((*generation, value)),
+            _ => None,
+        }
+    }
+
     /// The value at `index` and its generation, whatever that is, to change.
     pub(super) fn get_at_mut(&mut self, index: usize) -> Option<(u64, &mut V)> {
         match self.slots.get_mut(index) {

@@ -55,6 +55,7 @@ impl Link {
 /// A slab value with a link.
 pub(super) trait Linked {
     fn link(&mut self) -> &mut Link;
+    fn link_ref(&self) -> &Link;
 }
 
 struct Level {
@@ -179,6 +180,22 @@ impl Wheel {
         if let Some(next) = link_of(slab, link.next) {
             next.prev = link.prev;
         }
+    }
+
+    /// The values of the earliest occupied slot, or of the far list if the levels are empty:
+    /// the value due first in the wheel is among them.
+    pub(super) fn first_values<'a, E: Linked>(
+        &'a self,
+        slab: &'a Slab<E>,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let head = match self.next_slot() {
+            Some((level, slot, _)) => self.levels[level].heads[slot],
+            None => self.far,
+        };
+        std::iter::successors((head != NONE).then_some(head), move |&index| {
+            let next = slab.get_at(index)?.1.link_ref().next;
+            (next != NONE).then_some(next)
+        })
     }
 
     /// The start of the earliest occupied slot: no value in the levels is due before it.

@@ -136,6 +136,9 @@ pub fn check_against_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
             _ => {}
         }
         prop_assert_eq!(queue.len(), model.len());
+        // The value due first, ties in insertion order, is the one `peek` names.
+        let first = model.iter().map(|(&n, &due)| (due, n)).min();
+        prop_assert_eq!(queue.peek(), first.map(|(_, n)| keys[n]));
     }
     drop(queue);
     prop_assert_eq!(engine.pending(), 0);
