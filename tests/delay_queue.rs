@@ -290,6 +290,31 @@ fn removing_the_last_value_wakes_the_waiting_task() {
 }
 
 #[test]
+fn reserved_room_takes_the_inserts_and_outlasts_an_emptying() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    queue.reserve(1000);
+    let room = queue.capacity();
+    assert!(room >= 1000);
+    // The room counts as a fill: the queue emptied after one value keeps it.
+    let one = queue.insert(0, secs(60));
+    queue.remove(&one).unwrap();
+    assert_eq!(queue.capacity(), room);
+    let keys: Vec<_> = (0..1000).map(|i| queue.insert(i, secs(60))).collect();
+    assert_eq!(queue.capacity(), room, "the inserts grew nothing");
+    for key in &keys {
+        queue.remove(key).unwrap();
+    }
+    assert_eq!(queue.capacity(), room);
+    queue.reserve(10);
+    assert_eq!(queue.capacity(), room, "room it has already is enough");
+    // Like storage a fill grew, a later fill that uses little of it gives it back.
+    let one = queue.insert(0, secs(60));
+    queue.remove(&one).unwrap();
+    assert!(queue.capacity() < room);
+}
+
+#[test]
 fn the_storage_shrinks_as_the_queue_empties() {
     let (clock, engine) = manual();
     let mut queue = DelayQueue::new(&engine);

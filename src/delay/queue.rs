@@ -323,6 +323,26 @@ impl<T> DelayQueue<T> {
         self.slab.len() == 0
     }
 
+    /// Makes room for at least `additional` values more than the queue holds, so that
+    /// inserting them does not grow its storage (tokio-util's `DelayQueue::reserve`). The
+    /// room is kept as storage a fill grew is (see [Storage](Self#storage)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let mut queue = shardwheel::DelayQueue::new(&engine);
+    /// queue.reserve(1000);
+    /// let room = queue.capacity();
+    /// assert!(room >= 1000);
+    /// for i in 0..1000 {
+    ///     queue.insert(i, Duration::from_secs(60));
+    /// }
+    /// assert_eq!(queue.capacity(), room);
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        self.slab.reserve(additional);
+    }
+
     /// How many values the queue's slab has room for without growing (free slots between
     /// held values included).
     ///

@@ -160,6 +160,14 @@ impl<V> Slab<V> {
         Some(value)
     }
 
+    /// Makes room for at least `additional` values more than the slab holds, vacant slots
+    /// counted. The room counts as a fill: an emptied slab keeps it (see the module docs).
+    pub(super) fn reserve(&mut self, additional: usize) {
+        let vacant = self.slots.len() - self.len;
+        self.slots.reserve(additional.saturating_sub(vacant));
+        self.peak = self.peak.max(self.len.saturating_add(additional));
+    }
+
     /// Drops every value and shrinks the storage to the floor.
     pub(super) fn clear(&mut self) {
         // The slab is empty before any value is dropped, so that it stays consistent even if
