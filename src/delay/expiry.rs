@@ -23,6 +23,9 @@ impl<T> DelayQueue<T> {
     ///   value is removed, or when a value is made due at once).
     /// - `Ready(None)`: the queue is empty. The task is not woken by a later insert.
     ///
+    /// Cancel safe, and so is the stream's `next()`: a value leaves the queue only in the
+    /// `Ready` that yields it, so a `next()` dropped before it completes takes nothing out.
+    ///
     /// ```
     /// use std::task::{Context, Poll};
     /// use std::time::Duration;

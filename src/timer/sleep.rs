@@ -113,6 +113,9 @@ impl PartialEq for WakerId {
 /// It takes a timer on the engine when first polled, and dropping it cancels that timer. If
 /// the engine shuts down first, the sleep completes then.
 ///
+/// Cancel safe: dropping it before it completes (a `select!` whose other branch won) loses
+/// nothing but its timer; a new sleep to the same deadline completes when this one would have.
+///
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
 /// [`TimerEngine::sleep_until`]: crate::TimerEngine::sleep_until
 /// [`TimerEngine::try_sleep`]: crate::TimerEngine::try_sleep
@@ -438,6 +441,9 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
     /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
+    /// Cancel safe as far as the future it runs is: dropping the timeout drops that future
+    /// and cancels the timer, and nothing else.
+    ///
     /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
     #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct Timeout<F> {
