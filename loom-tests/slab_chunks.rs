@@ -29,7 +29,11 @@ impl Drop for Counted {
 /// store); the model failed because a later free read an atomic from the freed block after the
 /// system allocator had reused it. Nor does it see the slots' plain fields (value, link,
 /// index), so an ordering too weak on the free stack passes here: Miri runs the slab's unit
-/// tests, one of them with slots freed on other threads, and catches a use after free.
+/// tests, one of them with slots freed on other threads, and catches a use after free. Nor
+/// does it see `live`'s orderings order the chunk's memory: with the free's `fetch_sub` or
+/// the give-up's `fetch_add` made Relaxed, this model passes, and so does Miri; CI's
+/// sanitizer step (ThreadSanitizer) fails on the unit test
+/// `the_thread_that_frees_a_chunk_s_last_slot_frees_it_after_the_others` (each checked once).
 #[test]
 fn slab_chunk_is_freed_once_by_its_last_user() {
     loom::model(|| {

@@ -384,3 +384,37 @@ fn slots_freed_on_other_threads_come_back() {
         assert_eq!(sum, (0..8).map(|i| round * 8 + i).sum::<u64>());
     }
 }
+
+/// Slots of a chunk freed on two threads at once, with the allocator giving the chunk up
+/// before (even rounds) or meanwhile (odd rounds): whoever brings `live` to zero frees the
+/// chunk, after the other thread's frees and give-up, which wrote into it. The AcqRel updates
+/// of `live` order them; loom does not see the chunk's memory, so ThreadSanitizer (CI's
+/// sanitizer step) is what reports either update made Relaxed, as a free racing those writes.
+#[test]
+fn the_thread_that_frees_a_chunk_s_last_slot_frees_it_after_the_others() {
+    let rounds = if cfg!(miri) { 2 } else { 40 };
+    for round in 0..rounds {
+        let slab = Allocator::with_slots(64);
+        // SAFETY: only the test thread allocates.
+        let mut mine: Vec<_> = (0..64u64).map(|i| unsafe { slab.alloc([i; 4]) }).collect();
+        let slab = if round % 2 == 0 {
+            drop(slab);
+            None
+        } else {
+            Some(slab)
+        };
+        let theirs = mine.split_off(32);
+        let start = Arc::new(std::sync::Barrier::new(2));
+        let other = {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                drop(theirs);
+            })
+        };
+        start.wait();
+        drop(mine);
+        drop(slab);
+        other.join().unwrap();
+    }
+}
