@@ -10,8 +10,13 @@ use crate::DelayQueue;
 
 /// Poll vs fire, through the queue's one sleep: the task's first poll finds nothing due and
 /// leaves the sleep holding its waker; the shard places the sleep's timer and then fires it
-/// while the task polls again. That poll yields the value, or it returned pending and the
-/// task is woken. A task is never left pending with no wake-up coming.
+/// while the task polls again with another waker. That poll yields the value, or it returned
+/// pending and the task is woken through the waker it polled with last. A task is never left
+/// pending with no wake-up coming.
+///
+/// The second poll's new waker is what gives loom something to interleave: the poll hands it
+/// to the timer's entry while the shard fires it (about 170 executions). Polled again with the
+/// same waker, the poll touches nothing the firing writes, and loom ran one execution.
 ///
 /// Catches: a queue that finds nothing due and returns pending without polling its sleep
 /// (which takes its timer only when polled): no timer, and so no wake-up, ever comes.
@@ -31,16 +36,20 @@ fn delay_queue_poll_vs_fire() {
             shard.turn(engine.now_tick());
             (engine, shard)
         });
-        let second = queue.poll_expired(&mut Context::from_waker(&waker));
+        // The task polls again from elsewhere (a new waker, as after moving to another worker),
+        // so the poll hands its waker over while the shard may be firing.
+        let moved = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
+        let moved_waker = Waker::from(moved.clone());
+        let second = queue.poll_expired(&mut Context::from_waker(&moved_waker));
         let (engine, mut shard) = firer.join().unwrap();
         shard.turn(engine.now_tick());
         match second {
             Poll::Ready(Some(expired)) => assert_eq!(expired.key(), key),
             Poll::Pending => {
                 assert_eq!(
-                    counter.0.load(Ordering::SeqCst),
+                    moved.0.load(Ordering::SeqCst),
                     1,
-                    "the pending task was woken"
+                    "the pending task was woken through the waker it polled with last"
                 );
                 let again = queue.poll_expired(&mut Context::from_waker(&waker));
                 assert!(matches!(again, Poll::Ready(Some(_))));
