@@ -240,6 +240,9 @@ fn extrapolate(from: u64, to: u64, rate: u64) -> Option<u64> {
     u64::try_from((u128::from(span) * u128::from(rate)) >> RATE_SHIFT).ok()
 }
 
+use source::{counter, counter_keeps_time};
+
+/// The counter, where the kernel keeps time with it.
 #[cfg(all(
     target_arch = "x86_64",
     target_os = "linux",
@@ -247,11 +250,21 @@ fn extrapolate(from: u64, to: u64, rate: u64) -> Option<u64> {
     not(loom),
     not(shardwheel_no_tsc)
 ))]
-fn counter() -> u64 {
-    // SAFETY: `rdtsc` has no preconditions; every x86-64 processor has it.
-    unsafe { std::arch::x86_64::_rdtsc() }
+mod source {
+    pub(super) fn counter() -> u64 {
+        // SAFETY: `rdtsc` has no preconditions; every x86-64 processor has it.
+        unsafe { std::arch::x86_64::_rdtsc() }
+    }
+
+    /// Whether the kernel keeps its monotonic clock with the time-stamp counter, which it
+    /// does only when the counter is invariant and synchronised across cpus.
+    pub(super) fn counter_keeps_time() -> bool {
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|source| source.trim() == "tsc")
+    }
 }
 
+/// No counter: elsewhere, under Miri and loom, and with `--cfg shardwheel_no_tsc`.
 #[cfg(not(all(
     target_arch = "x86_64",
     target_os = "linux",
@@ -259,33 +272,14 @@ fn counter() -> u64 {
     not(loom),
     not(shardwheel_no_tsc)
 )))]
-fn counter() -> u64 {
-    unreachable!("the counter is read only where `counter_keeps_time` said yes")
-}
+mod source {
+    pub(super) fn counter() -> u64 {
+        unreachable!("the counter is read only where `counter_keeps_time` said yes")
+    }
 
-/// Whether the kernel keeps its monotonic clock with the time-stamp counter, which it does
-/// only when the counter is invariant and synchronised across cpus.
-#[cfg(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    not(miri),
-    not(loom),
-    not(shardwheel_no_tsc)
-))]
-fn counter_keeps_time() -> bool {
-    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-        .is_ok_and(|source| source.trim() == "tsc")
-}
-
-#[cfg(not(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    not(miri),
-    not(loom),
-    not(shardwheel_no_tsc)
-)))]
-fn counter_keeps_time() -> bool {
-    false
+    pub(super) fn counter_keeps_time() -> bool {
+        false
+    }
 }
 
 #[cfg(all(test, not(loom), not(miri)))]

@@ -231,7 +231,8 @@ impl Table {
     }
 }
 
-fn print_line(line: &str) -> Result<(), Failure> {
+/// Writes `line` to stdout and flushes it.
+pub(crate) fn print_line(line: &str) -> Result<(), Failure> {
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())

@@ -6,7 +6,6 @@
 //! whole process's, over the timed part, per operation.
 
 use std::future::Future;
-use std::io::Write;
 use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -14,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
-use super::report::Report;
+use super::report::{print_line, Report};
 use super::rng::{Delays, Rng};
 use super::{count, mops, proc, rpc_churn, Context, Failure, Workload};
 
@@ -109,7 +108,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
                 ));
                 let point = measure(ctx, case, peer, threads, ops)?.count("cpus", count(cpus));
                 ctx.progress.clear();
-                print_row(&point)?;
+                print_line(&point.row())?;
                 points.push(point);
             }
         }
@@ -144,23 +143,23 @@ fn measure(
     ops: u64,
 ) -> Result<Report, Failure> {
     let total = ops.saturating_mul(count(threads));
-    let cpu_before = proc::cpu_time()?;
-    let elapsed = match (case, peer) {
+    let (elapsed, cpu) = match (case, peer) {
         (Case::Churn, Peer::Shardwheel) => {
             let engine = ctx.engine()?;
             let mut rings = rpc_churn::rings(threads, WINDOW)?;
-            let start = proc::cpu_time()?;
-            let elapsed = rpc_churn::produce(ctx, &engine, &mut rings, ops)?;
-            let cpu = proc::cpu_time()?.saturating_sub(start);
-            drop(rings);
-            drop(engine);
-            return Ok(point(case, peer, threads, total, elapsed, cpu));
+            timed_cpu(|| rpc_churn::produce(ctx, &engine, &mut rings, ops))?
         }
-        (Case::Churn, _) => tokio_churn(runtime(threads, peer)?, threads, ops)?,
-        (Case::Timeout, _) => in_tasks(runtime(threads, peer)?, threads, ops, peer)?,
+        (Case::Churn, _) => timed_cpu(|| tokio_churn(runtime(threads, peer)?, threads, ops))?,
+        (Case::Timeout, _) => timed_cpu(|| in_tasks(runtime(threads, peer)?, threads, ops, peer))?,
     };
-    let cpu = proc::cpu_time()?.saturating_sub(cpu_before);
     Ok(point(case, peer, threads, total, elapsed, cpu))
+}
+
+/// Runs `work`, and returns what it returned with the process's CPU time it took.
+fn timed_cpu<T>(work: impl FnOnce() -> Result<T, Failure>) -> Result<(T, Duration), Failure> {
+    let before = proc::cpu_time()?;
+    let result = work()?;
+    Ok((result, proc::cpu_time()?.saturating_sub(before)))
 }
 
 fn point(
@@ -360,15 +359,13 @@ fn summary(points: &[Report], list: &[usize], cpus: usize) -> Report {
         )
 }
 
-fn print_row(point: &Report) -> Result<(), Failure> {
-    print_line(&point.row())
-}
-
-fn print_line(line: &str) -> Result<(), Failure> {
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{line}")
-        .and_then(|()| stdout.flush())
-        .map_err(|error| Failure::new(format!("cannot write to stdout: {error}")))
+/// The line of the plot a point belongs to: its case and peer.
+fn series_name(point: &Report) -> String {
+    format!(
+        "{} {}",
+        point.text("case").unwrap_or(""),
+        point.text("peer").unwrap_or("")
+    )
 }
 
 /// A point's threads, throughput and CPU per operation.
@@ -384,13 +381,8 @@ fn plot(path: &Path, points: &[Report], cpus: usize) -> Result<(), Failure> {
     let series: Vec<(String, Vec<Figures>)> = {
         let mut names: Vec<String> = Vec::new();
         for p in points {
-            let name = format!(
-                "{} {}",
-                p.text("case").unwrap_or(""),
-                p.text("peer").unwrap_or("")
-            );
-            if !names.contains(&name) {
-                names.push(name);
+            if !names.contains(&series_name(p)) {
+                names.push(series_name(p));
             }
         }
         names
@@ -398,13 +390,7 @@ fn plot(path: &Path, points: &[Report], cpus: usize) -> Result<(), Failure> {
             .map(|name| {
                 let line = points
                     .iter()
-                    .filter(|p| {
-                        format!(
-                            "{} {}",
-                            p.text("case").unwrap_or(""),
-                            p.text("peer").unwrap_or("")
-                        ) == name
-                    })
+                    .filter(|p| series_name(p) == name)
                     .filter_map(|p| {
                         Some((
                             p.number("threads")?,
