@@ -337,7 +337,7 @@ fn run(config: &Config) -> Result<Checks, String> {
             renewals_b - renewals_a
         )
     });
-    checks.check(first.expiry.is_expired(), || {
+    checks.check(first.expiry.is_fired(), || {
         "(b) the expiry timer did not fire".into()
     });
     if let Some(lost) = lost {

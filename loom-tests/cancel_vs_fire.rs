@@ -6,11 +6,11 @@ use loom::thread;
 
 use super::{driven_engine, MS};
 
-/// Cancel vs fire: exactly one of INIT→CANCELLED and INIT→EXPIRED wins; the callback runs once
+/// Cancel vs fire: exactly one of PENDING→CANCELLED and PENDING→FIRED wins; the callback runs once
 /// if and only if `cancel()` returned false; afterwards the wheel holds nothing and the
 /// callback is freed either way.
 ///
-/// The timer is placed in the wheel first, so the cancel also pushes an unlink request,
+/// The timer is linked in the wheel first, so the cancel also pushes an unlink request,
 /// racing the shard's slot processing (which may meet the cancelled entry first).
 ///
 /// Catches: a lifecycle change that is not a CAS from Pending (for example `resolve` storing
@@ -29,7 +29,7 @@ fn cancel_vs_fire() {
                 r.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
-        shard.turn(engine.now_tick()); // place it
+        shard.turn(engine.now_tick()); // link it
         clock.advance(MS);
         let canceller = thread::spawn(move || (handle.cancel(), handle));
         shard.turn(engine.now_tick()); // fire it, unless cancelled first
@@ -37,8 +37,8 @@ fn cancel_vs_fire() {
         shard.turn(engine.now_tick()); // take any unlink request
         assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
         assert_eq!(handle.is_cancelled(), cancelled);
-        assert_eq!(handle.is_expired(), !cancelled);
-        assert_eq!(shard.core().counts().in_wheel(), 0);
+        assert_eq!(handle.is_fired(), !cancelled);
+        assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
@@ -70,7 +70,7 @@ fn two_cancels_one_winner() {
         let theirs = other.join().unwrap();
         assert!(mine ^ theirs, "exactly one cancel wins");
         shard.turn(engine.now_tick());
-        assert_eq!(shard.core().counts().in_wheel(), 0);
+        assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
         assert_eq!(ran.load(Ordering::SeqCst), 0);
     });

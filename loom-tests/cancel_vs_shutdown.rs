@@ -1,4 +1,4 @@
-//! Model 10: a cancel after placement racing shutdown, which drains the wheel.
+//! Model 10: a cancel after linking racing shutdown, which drains the wheel.
 
 use loom::sync::Arc;
 use loom::thread;
@@ -9,7 +9,7 @@ use crate::entry::EntryRef;
 /// The timer is linked in the wheel when a cancel races `shutdown`. Exactly one side wins the
 /// timer: the cancel returns true and shutdown hands nothing back, or shutdown hands the
 /// timer back and the cancel returns false. Either way the entry is released exactly once:
-/// when the cancel finds it PLACED, its unlink request owns the wheel's count, and whichever
+/// when the cancel finds it LINKED, its unlink request owns the wheel's count, and whichever
 /// of the drain and the request comes second releases it (the request may be pushed after
 /// shutdown, and is then released with the lane).
 ///
@@ -24,7 +24,7 @@ fn cancel_vs_shutdown() {
         let freed = Arc::new(());
         let f = freed.clone();
         let handle = engine.schedule(MS * 100, move || drop(f)).unwrap();
-        shard.turn(engine.now_tick()); // place it
+        shard.turn(engine.now_tick()); // link it
         let canceller = thread::spawn(move || (handle.cancel(), handle));
         let unfired = engine.shutdown_driven(vec![shard]);
         let (cancelled, handle) = canceller.join().unwrap();

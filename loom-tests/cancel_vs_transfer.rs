@@ -6,16 +6,16 @@ use loom::thread;
 use super::{driven_engine, MS};
 use crate::entry::EntryRef;
 
-/// Whichever comes first — the shard placing the entry or the cancel — the entry ends up
-/// unlinked and freed exactly once: a cancel that lands before placement costs only the CAS
+/// Whichever comes first — the shard linking the entry or the cancel — the entry ends up
+/// unlinked and freed exactly once: a cancel that lands before linking costs only the CAS
 /// (the shard drops the entry when it finds it cancelled), one that lands after pushes an
 /// unlink request for the shard. Nothing stays in the wheel and only the
 /// handle's reference is left.
 ///
 /// Catches: the canceller deciding whether to send the unlink request from a read of the
-/// placement made before its CAS (instead of from the word the CAS replaced) — then a
-/// placement between the two is missed and the entry stays linked, cancelled, for ever; and
-/// the shard linking an entry without checking that its placement CAS succeeded.
+/// link read before its CAS (instead of from the word the CAS replaced) — then a
+/// link made between the two is missed and the entry stays linked, cancelled, for ever; and
+/// the shard linking an entry without checking that its link CAS succeeded.
 #[test]
 fn cancel_vs_transfer() {
     loom::model(|| {
@@ -31,7 +31,7 @@ fn cancel_vs_transfer() {
         let handle = canceller.join().unwrap();
         shard.turn(engine.now_tick()); // take the unlink request, if one was sent
         assert_eq!(
-            shard.core().counts().in_wheel(),
+            shard.shared().counts().in_wheel(),
             0,
             "the cancelled entry is unlinked"
         );

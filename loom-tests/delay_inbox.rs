@@ -9,7 +9,7 @@ use super::{driven_engine, Counting, MS};
 use crate::DelayQueue;
 
 /// Poll vs fire, through the queue's one sleep: the task's first poll finds nothing due and
-/// leaves the sleep holding its waker; the shard places the sleep's timer and then fires it
+/// leaves the sleep holding its waker; the shard links the sleep's timer and then fires it
 /// while the task polls again with another waker. That poll yields the value, or it returned
 /// pending and the task is woken through the waker it polled with last. A task is never left
 /// pending with no wake-up coming.
@@ -30,7 +30,7 @@ fn delay_queue_poll_vs_fire() {
         let waker = Waker::from(counter.clone());
         let first = queue.poll_expired(&mut Context::from_waker(&waker));
         assert!(first.is_pending(), "nothing is due yet");
-        shard.turn(engine.now_tick()); // place the queue's timer
+        shard.turn(engine.now_tick()); // link the queue's timer
         let firer = thread::spawn(move || {
             clock.advance(MS);
             shard.turn(engine.now_tick());

@@ -7,7 +7,7 @@ use loom::thread;
 
 use super::{driven_engine, MS};
 
-/// A timer placed at 5 ms; the asker takes a ticket and waits for its answer while the shard
+/// A timer linked at 5 ms; the asker takes a ticket and waits for its answer while the shard
 /// answers after each of its turns. The answer the asker gets is the deadline the shard holds.
 ///
 /// Catches: publishing the answer with a Relaxed store of `answered` (or reading it with a
@@ -19,7 +19,7 @@ fn lookahead_answer_vs_question() {
         let (engine, mut shard, _clock) = driven_engine();
         let timer = engine.schedule(MS * 5, || {}).unwrap();
         shard.turn(engine.now_tick());
-        let core = shard.core_arc();
+        let core = shard.shared_arc();
         let done = Arc::new(AtomicBool::new(false));
         let asker = {
             let done = done.clone();
@@ -40,10 +40,10 @@ fn lookahead_answer_vs_question() {
             thread::yield_now();
         }
         let answer = asker.join().unwrap();
-        let again = shard.core().ask_earliest();
+        let again = shard.shared().ask_earliest();
         shard.answer_lookahead();
         let truth = shard
-            .core()
+            .shared()
             .earliest_answer(again)
             .expect("answered after the turn");
         assert!(truth.is_some_and(|tick| tick > 0), "the timer is pending");

@@ -117,14 +117,14 @@ fn the_lane_passes_to_the_next_owner_whole() {
                 counts.add_scheduled(mine);
                 counts.add_scheduled(mine);
                 if mine {
-                    counts.release(1);
+                    counts.give_up(1);
                 }
             })
         };
         let mine = counts.claim(2);
         counts.add_scheduled(mine);
         if mine {
-            counts.release(2);
+            counts.give_up(2);
         }
         first.join().unwrap();
         assert_eq!(counts.scheduled(), 3);
@@ -149,7 +149,7 @@ fn the_drop_frees_the_spares_of_a_lane_no_thread_owns() {
                 if counts.claim(1) {
                     // SAFETY: this thread owns the lane, so the stash is not being freed.
                     drop(unsafe { spares.take() });
-                    counts.release(1);
+                    counts.give_up(1);
                 }
             })
         };

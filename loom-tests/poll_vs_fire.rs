@@ -9,7 +9,7 @@ use loom::thread;
 
 use super::{driven_engine, Counting, MS};
 
-/// Poll vs fire: a task's first poll takes the sleep's timer with its waker, the shard places
+/// Poll vs fire: a task's first poll takes the sleep's timer with its waker, the shard links
 /// it, and then the shard fires it while the task polls again with another waker (the task
 /// moved). That poll returns ready, or it returned pending and its waker is woken (by the
 /// timer that fired, or by the one the poll swapped in, which the shard's next turn fires):
@@ -25,7 +25,7 @@ fn poll_vs_fire() {
         let first = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
         let polled = Pin::new(&mut sleep).poll(&mut Context::from_waker(&Waker::from(first)));
         assert_eq!(polled, Poll::Pending, "the first poll takes the timer");
-        shard.turn(engine.now_tick()); // place it
+        shard.turn(engine.now_tick()); // link it
         clock.advance(MS);
         let firer = thread::spawn(move || {
             shard.turn(engine.now_tick());

@@ -19,12 +19,12 @@ fn fired(ran: &StdArc<AtomicUsize>) -> Fired {
 }
 
 /// The threads a relay's runners were started on, to join.
-type Runners = StdArc<Mutex<Vec<loom::thread::JoinHandle<()>>>>;
+type Threads = StdArc<Mutex<Vec<loom::thread::JoinHandle<()>>>>;
 
 /// A relay for one shard, starting up to `max_runners` runners on loom threads.
-fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCallbacks>, Arc<Inflight>, Runners) {
+fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCallbacks>, Arc<Inflight>, Threads) {
     let shard = Arc::new(ShardCallbacks::new(1, None, max_runners));
-    let runners: Runners = StdArc::new(Mutex::new(Vec::new()));
+    let runners: Threads = StdArc::new(Mutex::new(Vec::new()));
     let started = runners.clone();
     let spawn: Spawn = StdArc::new(move |job: Job| {
         started.lock().push(loom::thread::spawn(job));

@@ -7,12 +7,12 @@ use loom::thread;
 
 use super::{driven_engine, MS};
 
-/// Reset vs fire: a timer placed and due, a thread resetting it to later while the shard
+/// Reset vs fire: a timer linked and due, a thread resetting it to later while the shard
 /// fires it. If the reset returns true the callback does not run at the old deadline, and runs
 /// once at the new one; if it returns false the timer had fired. Nothing stays in the wheel.
 ///
 /// Catches: a shard that decides "due" from a read of the deadline made before its
-/// INIT→EXPIRED CAS, or a CAS that compares only the lifecycle bits (instead of the whole
+/// PENDING→FIRED CAS, or a CAS that compares only the lifecycle bits (instead of the whole
 /// word): a reset landing in between is then ignored and the timer fires at the old deadline.
 #[test]
 fn reset_vs_fire() {
@@ -25,7 +25,7 @@ fn reset_vs_fire() {
                 r.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
-        shard.turn(engine.now_tick()); // place it
+        shard.turn(engine.now_tick()); // link it
         clock.advance(MS);
         let resetter = thread::spawn(move || (handle.reset(MS * 10), handle));
         shard.turn(engine.now_tick()); // fire it, unless moved first
@@ -37,8 +37,8 @@ fn reset_vs_fire() {
             shard.turn(engine.now_tick());
         }
         assert_eq!(ran.load(Ordering::SeqCst), 1);
-        assert!(handle.is_expired());
-        assert_eq!(shard.core().counts().in_wheel(), 0);
+        assert!(handle.is_fired());
+        assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }
@@ -48,8 +48,8 @@ fn reset_vs_fire() {
 /// pending or running), at most the one due run happens, none after, and nothing is left
 /// in the wheel or the queues.
 ///
-/// Catches: a cancel that only handles INIT (a running timer's cancel would return false and
-/// the timer go on repeating), or a re-arm that publishes INIT without a CAS from EXPIRED
+/// Catches: a cancel that only handles PENDING (a running timer's cancel would return false and
+/// the timer go on repeating), or a re-arm that publishes PENDING without a CAS from FIRED
 /// (it would overwrite the cancel, and the timer would run again after a successful cancel).
 #[test]
 fn cancel_vs_rearm() {
@@ -62,7 +62,7 @@ fn cancel_vs_rearm() {
                 r.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
-        shard.turn(engine.now_tick()); // place it
+        shard.turn(engine.now_tick()); // link it
         clock.advance(MS);
         let canceller = thread::spawn(move || (handle.cancel(), handle));
         shard.turn(engine.now_tick()); // run it (inline) and re-arm it
@@ -79,7 +79,7 @@ fn cancel_vs_rearm() {
             runs,
             "ran after a successful cancel"
         );
-        assert_eq!(shard.core().counts().in_wheel(), 0);
+        assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

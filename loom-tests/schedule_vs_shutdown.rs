@@ -53,7 +53,7 @@ fn schedule_vs_shutdown() {
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         let stats = engine.stats();
         assert_eq!(stats.pending, 0);
-        assert_eq!(stats.fired + stats.returned, stats.scheduled);
+        assert_eq!(stats.fired + stats.handed_back, stats.scheduled);
     });
 }
 

@@ -20,33 +20,33 @@ fn sleep_vs_insert() {
 }
 
 /// The shard, holding a timer due far away (if `far`) or none, takes its queues and goes to
-/// sleep while a producer schedules a timer due soon; it must place that timer.
+/// sleep while a producer schedules a timer due soon; it must link that timer.
 fn sleep_while_a_producer_schedules(far: bool) {
     loom::model(move || {
         let (engine, mut shard, _clock) = driven_engine();
         let engine = loom::sync::Arc::new(engine);
         let far = far.then(|| engine.schedule(MS * 1000, || {}).unwrap());
-        let placed = 1 + u64::from(far.is_some());
-        shard.core().signal().set_thread(thread::current());
+        let linked = 1 + u64::from(far.is_some());
+        shard.shared().signal().set_thread(thread::current());
         shard.turn(engine.now_tick());
         let producer = {
             let engine = engine.clone();
             thread::spawn(move || engine.schedule(MS * 5, || {}).unwrap())
         };
         shard.turn(engine.now_tick());
-        let took_it = shard.core().counts().in_wheel() == placed;
+        let took_it = shard.shared().counts().in_wheel() == linked;
         if shard.prepare_sleep().is_ok() && !took_it {
             thread::park();
-            shard.core().signal().awake();
+            shard.shared().signal().awake();
         }
         // Woken (or never asleep): the producer's push is done or about to be; once it is,
         // the next turn takes the timer.
         let near = producer.join().unwrap();
         shard.turn(engine.now_tick());
         assert_eq!(
-            shard.core().counts().in_wheel(),
-            placed,
-            "the shard placed the new timer"
+            shard.shared().counts().in_wheel(),
+            linked,
+            "the shard linked the new timer"
         );
         assert!(near.cancel() && far.is_none_or(|far| far.cancel()));
         shard.turn(engine.now_tick());
@@ -54,7 +54,7 @@ fn sleep_while_a_producer_schedules(far: bool) {
     });
 }
 
-/// As `sleep_vs_insert`, for a cancel after placement: the shard sleeps towards a deadline far
+/// As `sleep_vs_insert`, for a cancel after linking: the shard sleeps towards a deadline far
 /// away while a canceller sends it an unlink request. It must wake and unlink the entry
 /// (memory freed within about a tick), not keep it until the deadline.
 ///
@@ -69,15 +69,15 @@ fn sleep_vs_cancel() {
             assert!(handle.cancel());
             handle
         });
-        shard.core().signal().set_thread(thread::current());
+        shard.shared().signal().set_thread(thread::current());
         if shard.prepare_sleep().is_ok() {
             thread::park();
-            shard.core().signal().awake();
+            shard.shared().signal().awake();
         }
         shard.turn(engine.now_tick());
         let _handle = canceller.join().unwrap();
         assert_eq!(
-            shard.core().counts().in_wheel(),
+            shard.shared().counts().in_wheel(),
             0,
             "the cancelled entry was unlinked"
         );

@@ -11,7 +11,7 @@
 //! schedule routes it to a shard (the calling thread's home shard, or its key's), and within
 //! the shard to the calling thread's lane, and pushes it onto one of the lane's lock-free queues; the tick thread moves queued entries into its wheel on
 //! its next turn. Each entry has one atomic state word, and a timer's fate is decided by one
-//! compare-and-swap on it: INIT→CANCELLED by a cancel, INIT→EXPIRED by the shard. The
+//! compare-and-swap on it: PENDING→CANCELLED by a cancel, PENDING→FIRED by the shard. The
 //! callbacks a turn fires run on a rayon pool (or inline, or on a spawner of the user's).
 //!
 //! # Layers
@@ -42,24 +42,24 @@
 //!    (src/engine/routing.rs); the lane index picks the lane there, made by the thread's first
 //!    schedule into the shard (src/shard/lanes.rs; a thread-local keeps the home lane,
 //!    src/engine/core.rs). The lane admits the timer
-//!    (not shut down, not beyond `max_delay()`, a place taken under the cap) and pushes its
+//!    (not shut down, not beyond `max_delay()`, a permit taken) and pushes its
 //!    entry onto the owner's ring if the calling thread owns the lane, else (or when the ring
 //!    is full) onto the lane's inbound queue. It then wakes the shard if the shard announced a
 //!    sleep, and reads the stop flag again: if shutdown began and the producer wins
-//!    INIT→RETURNED, the callback comes back in `ScheduleError::Shutdown` (src/shard/lane.rs).
+//!    PENDING→HANDED_BACK, the callback comes back in `ScheduleError::Shutdown` (src/shard/lane.rs).
 //! 2. **Into the wheel.** On its next turn the shard takes the entry off the queue. It drops an
-//!    entry cancelled while queued (releasing its place), fires one due already, and links any
-//!    other into a wheel slot, setting PLACED in its state word (src/shard/worker.rs,
+//!    entry cancelled while queued (giving back its permit), fires one due already, and links any
+//!    other into a wheel slot, setting LINKED in its state word (src/shard/worker.rs,
 //!    src/wheel/hierarchy.rs).
-//! 3. **Cancel** (src/timer/handle.rs). One CAS, INIT→CANCELLED. If the word it replaced had
-//!    PLACED set, the canceller pushes the entry onto its lane's unlink stack and wakes the
+//! 3. **Cancel** (src/timer/handle.rs). One CAS, PENDING→CANCELLED. If the word it replaced had
+//!    LINKED set, the canceller pushes the entry onto its lane's unlink stack and wakes the
 //!    shard, which unlinks it on its next turn. Only then is the callback destroyed, on the
 //!    cancelling thread.
-//! 4. **Fire.** The shard advances its wheel to the current tick and wins INIT→EXPIRED for
+//! 4. **Fire.** The shard advances its wheel to the current tick and wins PENDING→FIRED for
 //!    each due entry. The turn's callbacks are handed over to the executor as one batch and
-//!    each runs under `catch_unwind`; a one-shot timer's place under the cap is released when
+//!    each runs under `catch_unwind`; a one-shot timer's permit is released when
 //!    its callback begins (src/callbacks/run.rs). After a repeating timer's callback returns,
-//!    the thread that ran it re-arms the entry, EXPIRED→INIT, and queues it again
+//!    the thread that ran it re-arms the entry, FIRED→PENDING, and queues it again
 //!    (src/timer/repeating.rs).
 //! 5. **Memory back.** The one-shot entries a turn fired that no handle holds have their slots
 //!    freed together at the end of the advance. Dead entries the shard drops (cancelled while
@@ -70,26 +70,26 @@
 //!    owns the lane, closing it to owners; an owned lane keeps both until it is dropped.
 //! 6. **Shutdown** (src/engine/shutdown.rs). The engine sets each shard's stop flag, joins the
 //!    tick threads, waits for the callbacks in flight and joins the pool, then empties wheels
-//!    and queues, winning INIT→RETURNED for every timer still pending and handing it back as
+//!    and queues, winning PENDING→HANDED_BACK for every timer still pending and handing it back as
 //!    `Unfired`.
 //!
 //! # Invariants
 //!
 //! - **Never early.** A deadline rounds up to a tick and the present rounds down; the shard
 //!   re-reads the deadline from the state word each time it handles an entry, and its
-//!   INIT→EXPIRED CAS compares the whole word, so an entry met before its deadline (reset, or
+//!   PENDING→FIRED CAS compares the whole word, so an entry met before its deadline (reset, or
 //!   clamped from beyond the wheel's span) is linked again, not fired. The time-stamp-counter
 //!   bound is used only to round new deadlines up.
 //! - **At most once.** Leaving `Pending` is one CAS that exactly one party wins (canceller,
 //!   shard, or shutdown), and only the winner touches the callback. A repeating timer returns
-//!   to `Pending` only through the EXPIRED→INIT CAS made after its run.
+//!   to `Pending` only through the FIRED→PENDING CAS made after its run.
 //! - **Never after a successful cancel.** `cancel()` returning `true` means the callback will
 //!   not run (for a repeating timer: no run after the one under way, if any).
 //! - **Nothing lost.** Every timer scheduled is fired, cancelled, handed back by `shutdown`,
 //!   or refused, its callback returned in the error.
 //! - **One thread per wheel.** Only the shard's tick thread touches its wheel and the links of
 //!   the entries in it; shutdown empties the wheel only after joining that thread.
-//! - **The cap bounds what the engine holds.** A timer holds its place from admission until
+//! - **The cap bounds what the engine holds.** A timer holds its permit from admission until
 //!   its callback begins, it is handed back, or (cancelled) its shard drops its entry; a
 //!   repeating timer holds one place until it stops.
 //! - **Cancelled memory comes back within about a tick.** The unlink request of a timer
@@ -137,7 +137,7 @@
 //! - The wheel: src/wheel/mod.rs and src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs (the catch-up a manual clock
 //!   asks of an engine, and its look-ahead for the earliest deadline pending:
-//!   src/engine/core.rs; the shard's side of the look-ahead: `ShardCore::ask_earliest` in
+//!   src/engine/core.rs; the shard's side of the look-ahead: `ShardShared::ask_earliest` in
 //!   src/shard/core.rs).
 //! - The tick loop: src/shard/worker.rs.
 //! - Sleeping and waking: src/shard/signal.rs; the kernel's timer
@@ -208,7 +208,7 @@
 //! - **entry**: one timer's reference-counted memory: state word, links, callback cell.
 //! - **chunk**: a block of entry slots that a lane's owner carves new entries from.
 //! - **spare**: a dead, unshared entry the shard gives back to its lane for the owner to reuse.
-//! - **unlink request**: a cancelled entry still linked in the wheel (PLACED), pushed onto its
+//! - **unlink request**: a cancelled entry still linked in the wheel (LINKED), pushed onto its
 //!   lane's unlink stack so that the shard takes it out.
 //! - **place** and **release**: a place is one unit of the cap, taken at admission; it is
 //!   released when the engine is done with the timer.
@@ -227,8 +227,8 @@
 //!   deadline is beyond `max_delay()`, renewed as it comes due, so that shutdown hands it back.
 //! - **look-ahead**: a manual clock asking each shard thread, by ticket, for the earliest
 //!   deadline pending in its wheel, answered after a complete turn.
-//! - **handed back**: a pending timer whose entry shutdown took (INIT→RETURNED), returned to
+//! - **handed back**: a pending timer whose entry shutdown took (PENDING→HANDED_BACK), returned to
 //!   the caller as `Unfired`.
 //! - **drop**: the engine is done with an entry (`Settled::Dropped`): the shard gives up its
 //!   reference, keeping the entry as a spare or leaving it to be freed by its last holder; a
-//!   cancelled timer's place is released then.
+//!   cancelled timer's permit is given back then.

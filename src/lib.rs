@@ -3,7 +3,7 @@
 //! A sharded, lock-free timer engine for servers that hold very many cancellable timeouts: one
 //! hierarchical timing wheel per cpu, each driven by its own tick thread; inserts that travel
 //! to their shard through lock-free queues; cancellation by one compare-and-swap on the timer's
-//! state word; expired callbacks run on a rayon pool, so a slow callback never stalls ticking.
+//! state word; fired callbacks run on a rayon pool, so a slow callback never stalls ticking.
 //!
 //! ## Quick start
 //!
@@ -108,7 +108,7 @@ mod queue;
 mod wheel;
 // Where fired callbacks run; where a tick thread runs:
 mod callbacks;
-mod placement;
+mod pinning;
 // A shard, its lanes and its tick thread:
 mod shard;
 // Handles, repeating timers, sleeps, intervals:

@@ -3,7 +3,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::run::Runner;
+use super::run::RunsOn;
 use crate::sync::{thread_slot, Arc, Cap, Counter};
 
 /// One shard's callbacks, as every thread that runs them sees them.
@@ -34,11 +34,9 @@ impl ShardCallbacks {
         self.engine
     }
 
-    /// Releases one place under the engine's cap, if it has one.
-    pub(super) fn release_place(&self) {
-        if let Some(cap) = &self.cap {
-            cap.release(1);
-        }
+    /// The engine's cap on pending timers, if it has one.
+    pub(crate) fn cap(&self) -> Option<&Cap> {
+        self.cap.as_deref()
     }
 
     pub(super) fn runs(&self) -> &Runs {
@@ -124,16 +122,16 @@ impl Runs {
     }
 
     /// The stripe `runner` counts in, and whether it writes there alone.
-    fn stripe(&self, runner: Runner) -> (&Stripe, bool) {
+    fn stripe(&self, runner: RunsOn) -> (&Stripe, bool) {
         match runner {
-            Runner::TickThread => (&self.tick_thread, true),
-            Runner::Pool(slot) if slot < self.pool.len() => (&self.pool[slot], true),
-            Runner::Pool(_) | Runner::Other => (&self.stripes[thread_slot() % RUN_STRIPES], false),
+            RunsOn::TickThread => (&self.tick_thread, true),
+            RunsOn::Pool(slot) if slot < self.pool.len() => (&self.pool[slot], true),
+            RunsOn::Pool(_) | RunsOn::Other => (&self.stripes[thread_slot() % RUN_STRIPES], false),
         }
     }
 
     /// A callback begins, run by `runner`.
-    pub(super) fn begin(&self, runner: Runner) {
+    pub(super) fn begin(&self, runner: RunsOn) {
         match self.stripe(runner) {
             (stripe, true) => stripe.begun.add_single_writer(1),
             (stripe, false) => stripe.begun.add(1),
@@ -141,7 +139,7 @@ impl Runs {
     }
 
     /// A callback ended; as `begin`.
-    pub(super) fn end(&self, runner: Runner) {
+    pub(super) fn end(&self, runner: RunsOn) {
         match self.stripe(runner) {
             (stripe, true) => stripe.ended.add_single_writer(1),
             (stripe, false) => stripe.ended.add(1),

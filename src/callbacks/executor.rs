@@ -1,4 +1,4 @@
-//! Where expired callbacks run: a rayon pool (the default), inline on the shard thread, or a
+//! Where fired callbacks run: a rayon pool (the default), inline on the shard thread, or a
 //! spawner of the user's own, handed one [`Task`] per callback.
 //!
 //! A shard hands over the callbacks it fired in one tick as one batch. To the pool it goes
@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::counts::ShardCallbacks;
 use super::relay::Relay;
-use super::run::{drop_payload, run_one, Runner};
+use super::run::{drop_payload, run_one, RunsOn};
 use crate::entry::Fired;
 use crate::sync::{Arc, StdArc};
 
@@ -29,7 +29,7 @@ pub(crate) enum Executor {
     Spawner(Spawner),
 }
 
-/// One expired callback, handed to a spawner given to
+/// One fired callback, handed to a spawner given to
 /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks): call [`run`](Task::run) on
 /// whatever thread or executor should run it.
 ///
@@ -67,7 +67,7 @@ impl Drop for Task {
     fn drop(&mut self) {
         // Run, or dropped unrun: either way the callback runs here, once (see `Task`).
         if let Some(fired) = self.fired.take() {
-            run_one(fired, &self.shard, Runner::Other);
+            run_one(fired, &self.shard, RunsOn::Other);
         }
     }
 }
@@ -104,15 +104,15 @@ impl Executor {
         }
     }
 
-    /// Runs `batch`, counting panics against `shard`. A one-shot timer keeps its place under
+    /// Runs `batch`, counting panics against `shard`. A one-shot timer keeps its permit under
     /// the engine's cap until its callback begins, so the cap also bounds what waits for
-    /// a pool thread (a repeating timer keeps its place until it stops, see
+    /// a pool thread (a repeating timer keeps its permit until it stops, see
     /// `timer::repeating`).
     pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>) {
         match self {
             Executor::Inline => {
                 for callback in batch {
-                    run_one(callback, shard, Runner::TickThread);
+                    run_one(callback, shard, RunsOn::TickThread);
                 }
             }
             Executor::Pool(relay, index) => relay.hand_over(*index, batch),

@@ -1,5 +1,5 @@
 //! Where fired callbacks run. A shard hands each turn's fired callbacks over as one batch;
-//! this layer runs them, counts them, and releases their places under the cap. It imports
+//! this layer runs them, counts them, and releases their permits. It imports
 //! `sync` and `entry` only, and knows nothing of shards beyond their index and their
 //! [`ShardCallbacks`].
 //!

@@ -36,20 +36,20 @@
 //! 250 µs, if the tick is longer) while callbacks it handed over have not all begun
 //! (see `worker`), so it is there to see that even when it has nothing else to do.
 //!
-//! Runners are started through a closure (the pool's `spawn`), which `close` drops, so the
+//! Threads are started through a closure (the pool's `spawn`), which `close` drops, so the
 //! pool can be joined; a shard that hands over callbacks after that runs them itself.
 
 use std::time::Duration;
 
 use super::counts::ShardCallbacks;
-use super::run::{run_one, Runner};
+use super::run::{run_one, RunsOn};
 use crate::entry::Fired;
-use crate::sync::{in_batches, Arc, Condvar, Holder, Mutex, Queue, Slot, StdArc};
+use crate::sync::{in_batches, Arc, Condvar, Holder, Mutex, SegQueue, Slot, StdArc};
 
 /// How long an idle runner waits for callbacks before it ends, giving its pool thread back.
 const LINGER: Duration = Duration::from_millis(50);
 
-/// Runners that may wait for callbacks at once: two, so that a batch of several callbacks
+/// Threads that may wait for callbacks at once: two, so that a batch of several callbacks
 /// finds two runners ready to share it.
 const IDLE_RUNNERS: usize = 2;
 
@@ -62,7 +62,7 @@ pub(crate) type Spawn = StdArc<dyn Fn(Job) + Send + Sync>;
 /// The hand-over from the shards to the pool's runners (see the module documentation).
 pub(crate) struct Relay {
     /// One queue of batches per shard, indexed as `shards`.
-    queues: Box<[Queue<Vec<Fired>>]>,
+    queues: Box<[SegQueue<Vec<Fired>>]>,
     shards: Box<[Arc<ShardCallbacks>]>,
     /// One per runner that may be alive at once (the pool's size): the range it holds.
     slots: Box<[Slot<Fired>]>,
@@ -74,7 +74,7 @@ pub(crate) struct Relay {
 struct State {
     /// Starts a runner; `None` once closed.
     spawn: Option<Spawn>,
-    /// Runners waiting for callbacks.
+    /// Threads waiting for callbacks.
     idle: usize,
     /// The slots no runner holds: a runner is alive for each slot missing.
     free: Vec<usize>,
@@ -91,7 +91,7 @@ impl Relay {
     ) -> StdArc<Self> {
         let max_runners = max_runners.max(1);
         StdArc::new(Relay {
-            queues: shards.iter().map(|_| Queue::new()).collect(),
+            queues: shards.iter().map(|_| SegQueue::new()).collect(),
             shards: shards.into_boxed_slice(),
             slots: (0..max_runners).map(|_| Slot::new()).collect(),
             state: Mutex::new(State {
@@ -178,7 +178,7 @@ impl Relay {
         let mut ran = 0;
         while let Some(batch) = self.queues[shard].pop() {
             for fired in batch {
-                run_one(fired, &self.shards[shard], Runner::Other);
+                run_one(fired, &self.shards[shard], RunsOn::Other);
                 ran += 1;
             }
         }
@@ -192,7 +192,7 @@ impl Relay {
         let mut ran = 0;
         loop {
             while let Some((fired, shard)) = holder.take() {
-                run_one(fired, &self.shards[shard], Runner::Pool(slot));
+                run_one(fired, &self.shards[shard], RunsOn::Pool(slot));
                 ran += 1;
             }
             if let Some((batch, shard)) = self.pop_any(next) {

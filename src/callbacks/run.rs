@@ -1,5 +1,5 @@
-//! Running one expired callback, wherever it runs: under `catch_unwind` (a panic is counted
-//! and its payload dropped safely), counted as begun and ended, and with its place under the
+//! Running one fired callback, wherever it runs: under `catch_unwind` (a panic is counted
+//! and its payload dropped safely), counted as begun and ended, and with its permit under the
 //! engine's cap released once it returns.
 
 use std::any::Any;
@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::counts::ShardCallbacks;
 use crate::entry::Fired;
+use crate::sync::Permits;
 
 thread_local! {
     /// The engine whose callback this thread is running (0: none).
@@ -21,7 +22,7 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 
 /// Which thread runs a callback, for the counts of callbacks begun and ended.
 #[derive(Clone, Copy)]
-pub(super) enum Runner {
+pub(super) enum RunsOn {
     /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
     TickThread,
     /// The pool's runner holding this slot of the relay (the only one that may, see `relay`):
@@ -32,11 +33,11 @@ pub(super) enum Runner {
 }
 
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
-/// and releasing a one-shot timer's place under the cap as it begins (see `Executor::run`).
-pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: Runner) {
+/// and releasing a one-shot timer's permit as it begins (see `Executor::run`).
+pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
     if !fired.repeats() {
         // Before the callback runs, so that it can schedule its successor at the cap.
-        shard.release_place();
+        drop(Permits::reclaim(shard.cap(), 1));
     }
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     shard.runs().begin(runner);

@@ -11,7 +11,7 @@ use futures_core::Stream;
 use super::insert::push_due;
 use super::key::{Expired, Key};
 use super::queue::{DelayQueue, FAR};
-use super::wheel::Place;
+use super::wheel::InList;
 use crate::timer::Sleep;
 
 impl<T> DelayQueue<T> {
@@ -48,7 +48,7 @@ impl<T> DelayQueue<T> {
             if let Some(expired) = self.pop_due() {
                 return Poll::Ready(Some(expired));
             }
-            if self.slab.len() == 0 {
+            if self.values.len() == 0 {
                 return Poll::Ready(None);
             }
             let now = self.engine.now();
@@ -94,8 +94,8 @@ impl<T> DelayQueue<T> {
     fn take_until(&mut self, tick: u64, now: Instant) {
         let (due, arms) = (&mut self.due, &mut self.arms);
         self.wheel
-            .advance(&mut self.slab, tick, |index, generation, entry| {
-                push_due(due, arms, now, index, generation, entry)
+            .advance(&mut self.values, tick, |index, generation, item| {
+                push_due(due, arms, now, index, generation, item)
             });
     }
 
@@ -103,8 +103,8 @@ impl<T> DelayQueue<T> {
     fn take_all(&mut self, now: Instant) {
         let (due, arms) = (&mut self.due, &mut self.arms);
         self.wheel
-            .drain(&mut self.slab, |index, generation, entry| {
-                push_due(due, arms, now, index, generation, entry)
+            .drain(&mut self.values, |index, generation, item| {
+                push_due(due, arms, now, index, generation, item)
             });
     }
 
@@ -120,21 +120,21 @@ impl<T> DelayQueue<T> {
     fn pop_due(&mut self) -> Option<Expired<T>> {
         while let Some(std::cmp::Reverse(due)) = self.due.pop() {
             let current = self
-                .slab
+                .values
                 .get(due.index, due.generation)
-                .is_some_and(|entry| entry.link.place == Place::Due(due.arm));
+                .is_some_and(|item| item.link.place == InList::Due(due.arm));
             if !current {
                 continue;
             }
-            let Some(entry) = self.slab.remove(due.index, due.generation) else {
+            let Some(item) = self.values.remove(due.index, due.generation) else {
                 continue;
             };
-            if self.slab.len() == 0 {
+            if self.values.len() == 0 {
                 // The task polling is the one that would be woken: no need.
                 self.emptied(false);
             }
             let key = Key::new(due.index, due.generation);
-            return Some(Expired::new(entry.value, key, due.deadline));
+            return Some(Expired::new(item.value, key, due.deadline));
         }
         None
     }

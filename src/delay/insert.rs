@@ -5,8 +5,8 @@ use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use super::key::{InsertError, Key, KeyError};
-use super::queue::{DelayQueue, Due, Entry, FAR};
-use super::wheel::{Link, Place};
+use super::queue::{DelayQueue, Due, Item, FAR};
+use super::wheel::{InList, Link};
 use crate::engine::{EngineLink, ScheduleErrorKind};
 
 impl<T> DelayQueue<T> {
@@ -95,12 +95,12 @@ impl<T> DelayQueue<T> {
     /// Inserts `value`, due at once if the engine refuses the queue's timer.
     fn insert_with(&mut self, value: T, deadline: Option<Instant>, tick: Option<u64>) -> Key {
         let generation = self.ids.next();
-        let entry = Entry {
+        let item = Item {
             value,
             deadline,
             link: Link::LOOSE,
         };
-        let index = self.slab.insert(generation, entry);
+        let index = self.values.insert(generation, item);
         self.settle(index, generation, tick);
         Key::new(index, generation)
     }
@@ -125,13 +125,13 @@ impl<T> DelayQueue<T> {
             }
         }
         let generation = self.ids.next();
-        let entry = Entry {
+        let item = Item {
             value,
             deadline,
             link: Link::LOOSE,
         };
-        let index = self.slab.insert(generation, entry);
-        if due_now || !self.wheel.insert(&mut self.slab, index, tick) {
+        let index = self.values.insert(generation, item);
+        if due_now || !self.wheel.insert(&mut self.values, index, tick) {
             self.make_due(index, generation);
         }
         Ok(Key::new(index, generation))
@@ -156,12 +156,12 @@ impl<T> DelayQueue<T> {
             let placed = match tick {
                 Some(tick) if self.is_due(tick) => false,
                 Some(tick) => {
-                    self.cover(tick).is_ok() && self.wheel.insert(&mut self.slab, index, tick)
+                    self.cover(tick).is_ok() && self.wheel.insert(&mut self.values, index, tick)
                 }
                 None => {
                     let armed = self.cover(FAR).is_ok();
                     if armed {
-                        self.wheel.insert_far(&mut self.slab, index);
+                        self.wheel.insert_far(&mut self.values, index);
                     }
                     armed
                 }
@@ -204,8 +204,8 @@ impl<T> DelayQueue<T> {
     /// Puts the value at `index` among the values due, and wakes the waiting task.
     pub(super) fn make_due(&mut self, index: usize, generation: u64) {
         let now = self.engine.now();
-        if let Some((_, entry)) = self.slab.get_at_mut(index) {
-            push_due(&mut self.due, &mut self.arms, now, index, generation, entry);
+        if let Some((_, item)) = self.values.get_at_mut(index) {
+            push_due(&mut self.due, &mut self.arms, now, index, generation, item);
         }
         if let Some(waker) = self.waker.take() {
             waker.wake();
@@ -228,15 +228,15 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(engine.pending(), 0);
     /// ```
     pub fn remove(&mut self, key: &Key) -> Result<T, KeyError> {
-        let entry = self
-            .slab
+        let item = self
+            .values
             .remove(key.index(), key.generation())
             .ok_or_else(KeyError::new)?;
-        self.wheel.unlink(&mut self.slab, &entry.link);
-        if self.slab.len() == 0 {
+        self.wheel.unlink(&mut self.values, &item.link);
+        if self.values.len() == 0 {
             self.emptied(true);
         }
-        Ok(entry.value)
+        Ok(item.value)
     }
 
     /// As [`remove`](Self::remove), with `None` for a key that names no value.
@@ -303,20 +303,20 @@ impl<T> DelayQueue<T> {
         tick: Option<u64>,
     ) -> Result<(), KeyError> {
         let (index, generation) = (key.index(), key.generation());
-        let entry = self
-            .slab
+        let item = self
+            .values
             .get_mut(index, generation)
             .ok_or_else(KeyError::new)?;
-        entry.deadline = deadline;
+        item.deadline = deadline;
         // A record among the values due is stale once the value is loose.
-        let link = std::mem::replace(&mut entry.link, Link::LOOSE);
-        self.wheel.unlink(&mut self.slab, &link);
+        let link = std::mem::replace(&mut item.link, Link::LOOSE);
+        self.wheel.unlink(&mut self.values, &link);
         self.settle(index, generation, tick);
         Ok(())
     }
 }
 
-/// Puts `entry` (at `index`, of `generation`) among the values `due` under a new arm; a
+/// Puts `item` (at `index`, of `generation`) among the values `due` under a new arm; a
 /// deadline beyond `Instant` counts as `now`.
 pub(super) fn push_due<T>(
     due: &mut std::collections::BinaryHeap<Reverse<Due>>,
@@ -324,12 +324,12 @@ pub(super) fn push_due<T>(
     now: Instant,
     index: usize,
     generation: u64,
-    entry: &mut Entry<T>,
+    item: &mut Item<T>,
 ) {
     *arms += 1;
-    entry.link.place = Place::Due(*arms);
+    item.link.place = InList::Due(*arms);
     due.push(Reverse(Due {
-        deadline: entry.deadline.unwrap_or(now),
+        deadline: item.deadline.unwrap_or(now),
         generation,
         index,
         arm: *arms,

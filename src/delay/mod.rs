@@ -5,7 +5,7 @@
 //! - `insert`: inserting, removing and resetting values, and arming the queue's one timer.
 //! - `expiry`: taking the values due out of the wheel and yielding them, soonest first.
 //! - `wheel`: the queue's own timing wheel, where values wait for their ticks.
-//! - `slab`: where the values live: a vector of slots with a free list, which shrinks as the
+//! - `values`: where the values live: a vector with a free list, which shrinks as the
 //!   queue empties, keeping what a fill used if it filled a quarter of it.
 //! - `key`: [`Key`], [`Expired`], and the errors [`KeyError`] and [`InsertError`].
 
@@ -13,7 +13,7 @@ mod expiry;
 mod insert;
 mod key;
 mod queue;
-mod slab;
+mod values;
 mod wheel;
 
 pub use key::{Expired, InsertError, Key, KeyError};

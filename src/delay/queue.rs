@@ -11,8 +11,8 @@ use std::task::Waker;
 use std::time::Instant;
 
 use super::key::Key;
-use super::slab::Slab;
-use super::wheel::{Link, Linked, Place, Wheel};
+use super::values::Values;
+use super::wheel::{DelayWheel, InList, Link, Linked};
 use crate::engine::{EngineLink, TimerEngine};
 use crate::sync::next_ids;
 use crate::timer::Sleep;
@@ -98,7 +98,7 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// # Storage
 ///
-/// Values are stored once, in a slab of slots, which shrinks as the queue empties. When its
+/// Values are stored once, in a values of slots, which shrinks as the queue empties. When its
 /// length falls to a quarter of its capacity, the free slots at its end are dropped, and the
 /// storage shrinks to the slots left (not below the capacity the queue was made with,
 /// [`with_capacity`](Self::with_capacity), none for [`new`](Self::new)) if that frees at least
@@ -113,8 +113,8 @@ const ID_BLOCK: u64 = 1 << 12;
 /// `DelayQueue<T>` is `Send` when `T` is, and `Sync` when `T` is.
 pub struct DelayQueue<T> {
     pub(super) engine: EngineLink,
-    pub(super) slab: Slab<Entry<T>>,
-    pub(super) wheel: Wheel,
+    pub(super) values: Values<Item<T>>,
+    pub(super) wheel: DelayWheel,
     /// The values taken out of the wheel, soonest first. A record is checked against its
     /// value's place when it comes out: a value reset or removed since leaves it stale.
     pub(super) due: BinaryHeap<Reverse<Due>>,
@@ -133,15 +133,15 @@ pub struct DelayQueue<T> {
 /// The tick of a queue's sleep that ends only at shutdown.
 pub(super) const FAR: u64 = u64::MAX;
 
-/// A value as the slab holds it.
-pub(super) struct Entry<T> {
+/// A value as the values holds it.
+pub(super) struct Item<T> {
     pub(super) value: T,
     /// `None`: further away than `Instant` can represent.
     pub(super) deadline: Option<Instant>,
     pub(super) link: Link,
 }
 
-impl<T> Linked for Entry<T> {
+impl<T> Linked for Item<T> {
     fn link(&mut self) -> &mut Link {
         &mut self.link
     }
@@ -211,8 +211,8 @@ impl<T> DelayQueue<T> {
         let elapsed = engine.clock().now_tick();
         DelayQueue {
             engine,
-            slab: Slab::with_capacity(capacity),
-            wheel: Wheel::new(elapsed),
+            values: Values::with_capacity(capacity),
+            wheel: DelayWheel::new(elapsed),
             due: BinaryHeap::new(),
             sleep: None,
             waker: None,
@@ -238,9 +238,9 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.contains(&forever));
     /// ```
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
-        self.slab
+        self.values
             .get(key.index(), key.generation())
-            .and_then(|entry| entry.deadline)
+            .and_then(|item| item.deadline)
     }
 
     /// The key of the value the queue yields next: the earliest deadline, the first inserted
@@ -264,20 +264,20 @@ impl<T> DelayQueue<T> {
             .iter()
             .map(|Reverse(due)| due)
             .filter(|due| {
-                self.slab
+                self.values
                     .get(due.index, due.generation)
-                    .is_some_and(|entry| entry.link.place == Place::Due(due.arm))
+                    .is_some_and(|item| item.link.place == InList::Due(due.arm))
             })
             .min();
         if let Some(due) = due {
             return Some(Key::new(due.index, due.generation));
         }
         self.wheel
-            .first_values(&self.slab)
+            .first_values(&self.values)
             .filter_map(|index| {
-                let (generation, entry) = self.slab.get_at(index)?;
+                let (generation, item) = self.values.get_at(index)?;
                 // No deadline (beyond what an `Instant` holds) comes last.
-                Some((entry.deadline.is_none(), entry.deadline, generation, index))
+                Some((item.deadline.is_none(), item.deadline, generation, index))
             })
             .min()
             .map(|(_, _, generation, index)| Key::new(index, generation))
@@ -295,7 +295,7 @@ impl<T> DelayQueue<T> {
     /// assert!(!queue.contains(&key));
     /// ```
     pub fn contains(&self, key: &Key) -> bool {
-        self.slab.get(key.index(), key.generation()).is_some()
+        self.values.get(key.index(), key.generation()).is_some()
     }
 
     /// The number of values in the queue, expired but not yet yielded ones included.
@@ -309,7 +309,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn len(&self) -> usize {
-        self.slab.len()
+        self.values.len()
     }
 
     /// Whether the queue holds no value.
@@ -320,7 +320,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.slab.len() == 0
+        self.values.len() == 0
     }
 
     /// Makes room for at least `additional` values more than the queue holds, so that
@@ -340,10 +340,10 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.capacity(), room);
     /// ```
     pub fn reserve(&mut self, additional: usize) {
-        self.slab.reserve(additional);
+        self.values.reserve(additional);
     }
 
-    /// How many values the queue's slab has room for without growing (free slots between
+    /// How many values the queue's values has room for without growing (free slots between
     /// held values included).
     ///
     /// ```
@@ -361,7 +361,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.capacity(), 0); // a small fill gave it back
     /// ```
     pub fn capacity(&self) -> usize {
-        self.slab.capacity()
+        self.values.capacity()
     }
 
     /// Releases what storage the queue can: all of it if the queue is empty, else the free
@@ -376,7 +376,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.capacity() < 1000);
     /// ```
     pub fn shrink_to_fit(&mut self) {
-        self.slab.shrink_to_fit();
+        self.values.shrink_to_fit();
         self.due.shrink_to_fit();
     }
 
@@ -395,20 +395,20 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(engine.pending(), 0);
     /// ```
     pub fn clear(&mut self) {
-        let held = self.slab.len() > 0;
+        let held = self.values.len() > 0;
         let elapsed = self.wheel.elapsed();
-        self.wheel = Wheel::new(elapsed);
-        self.slab.clear();
+        self.wheel = DelayWheel::new(elapsed);
+        self.values.clear();
         self.emptied(held);
     }
 
     /// The queue holds no value any more: drops its engine timer and what is left of the
-    /// values due (all stale), keeping no more room for them than the slab kept, and wakes
+    /// values due (all stale), keeping no more room for them than the values kept, and wakes
     /// the waiting task if `wake`.
     pub(super) fn emptied(&mut self, wake: bool) {
         self.sleep = None;
         self.due.clear();
-        self.due.shrink_to(self.slab.capacity());
+        self.due.shrink_to(self.values.capacity());
         if let Some(waker) = self.waker.take() {
             if wake {
                 waker.wake();
@@ -417,7 +417,7 @@ impl<T> DelayQueue<T> {
     }
 }
 
-// The queue never pins its values (they move in and out of the slab freely), so pinning the
+// The queue never pins its values (they move in and out of the values freely), so pinning the
 // queue promises nothing about them.
 impl<T> Default for DelayQueue<T> {
     /// An empty queue on the [`default_engine`](crate::default_engine).
@@ -465,7 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn the_values_due_keep_no_more_room_than_the_slab() {
+    fn the_values_due_keep_no_more_room_than_the_store() {
         let clock = ManualClock::new();
         let engine = TimerEngine::builder()
             .manual_clock(&clock)
@@ -474,10 +474,10 @@ mod tests {
             .unwrap();
         let mut queue = DelayQueue::new(&engine);
         expire(&mut queue, &clock, 100);
-        let (due, slab) = (queue.due.capacity(), queue.slab.capacity());
-        assert!(due >= 100 && due <= slab, "due {due}, slab {slab}");
+        let (due, values) = (queue.due.capacity(), queue.values.capacity());
+        assert!(due >= 100 && due <= values, "due {due}, values {values}");
         expire(&mut queue, &clock, 1);
-        assert_eq!(queue.slab.capacity(), 0);
+        assert_eq!(queue.values.capacity(), 0);
         assert_eq!(queue.due.capacity(), 0);
     }
 }

@@ -4,7 +4,7 @@
 //! Levels of 64 slots, level n's slots 64^n ticks wide, added as deadlines reach them. A value
 //! due at tick `t` sits in the level of the highest 6-bit group in which `t` differs from
 //! `elapsed` (the tick the wheel has been taken up to), in the slot that group names. Each slot
-//! is a doubly-linked list threaded through the slab by index, and each level keeps a bitmap of
+//! is a doubly-linked list threaded through the values by index, and each level keeps a bitmap of
 //! its occupied slots: inserting and removing are O(1), finding the next slot due is a scan of
 //! the levels' bitmaps. Taking a slot of level n > 0 moves its values to lower levels (their
 //! ticks now share more with `elapsed`), and hands over those whose tick has come.
@@ -12,7 +12,7 @@
 //! Values whose deadline is beyond the engine's range wait in one more list, `far`, which only
 //! `drain` empties.
 
-use super::slab::Slab;
+use super::values::Values;
 
 /// Bits of a tick per level.
 const SLOT_BITS: u32 = 6;
@@ -23,11 +23,11 @@ const NONE: usize = usize::MAX;
 
 /// Where a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Place {
+pub(super) enum InList {
     /// In no list (being placed or moved).
     Loose,
     /// In slot `slot` of level `level`.
-    Wheel { level: u8, slot: u8 },
+    DelayWheel { level: u8, slot: u8 },
     /// In the list of values beyond the engine's range.
     Far,
     /// Among the values due, under this arm (an older record of the value is stale).
@@ -38,7 +38,7 @@ pub(super) enum Place {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Link {
     pub(super) tick: u64,
-    pub(super) place: Place,
+    pub(super) place: InList,
     prev: usize,
     next: usize,
 }
@@ -46,13 +46,13 @@ pub(super) struct Link {
 impl Link {
     pub(super) const LOOSE: Link = Link {
         tick: 0,
-        place: Place::Loose,
+        place: InList::Loose,
         prev: NONE,
         next: NONE,
     };
 }
 
-/// A slab value with a link.
+/// A values value with a link.
 pub(super) trait Linked {
     fn link(&mut self) -> &mut Link;
     fn link_ref(&self) -> &Link;
@@ -65,7 +65,7 @@ struct Level {
 }
 
 /// The wheel: its levels, its far list, and how far it has been taken.
-pub(super) struct Wheel {
+pub(super) struct DelayWheel {
     levels: Vec<Level>,
     far: usize,
     /// Every value in the levels is due after this tick.
@@ -75,16 +75,16 @@ pub(super) struct Wheel {
 }
 
 /// The link of the value at `index`.
-fn link_of<E: Linked>(slab: &mut Slab<E>, index: usize) -> Option<&mut Link> {
-    slab.get_at_mut(index).map(|(_, entry)| entry.link())
+fn link_of<E: Linked>(values: &mut Values<E>, index: usize) -> Option<&mut Link> {
+    values.get_at_mut(index).map(|(_, item)| item.link())
 }
 
 /// Pushes the value at `index` on the list at `head`, as `place`.
-fn push<E: Linked>(slab: &mut Slab<E>, head: &mut usize, index: usize, place: Place) {
-    if let Some(first) = link_of(slab, *head) {
+fn push<E: Linked>(values: &mut Values<E>, head: &mut usize, index: usize, place: InList) {
+    if let Some(first) = link_of(values, *head) {
         first.prev = index;
     }
-    if let Some(link) = link_of(slab, index) {
+    if let Some(link) = link_of(values, index) {
         link.place = place;
         link.prev = NONE;
         link.next = *head;
@@ -92,10 +92,10 @@ fn push<E: Linked>(slab: &mut Slab<E>, head: &mut usize, index: usize, place: Pl
     *head = index;
 }
 
-impl Wheel {
+impl DelayWheel {
     /// An empty wheel taken up to `elapsed`.
     pub(super) fn new(elapsed: u64) -> Self {
-        Wheel {
+        DelayWheel {
             levels: Vec::new(),
             far: NONE,
             elapsed,
@@ -123,7 +123,7 @@ impl Wheel {
     /// Links the value at `index` in by `tick`; `false` (and not linked) if `tick` is due.
     pub(super) fn insert<E: Linked>(
         &mut self,
-        slab: &mut Slab<E>,
+        values: &mut Values<E>,
         index: usize,
         tick: u64,
     ) -> bool {
@@ -139,30 +139,30 @@ impl Wheel {
                 heads: [NONE; SLOTS],
             });
         }
-        if let Some(link) = link_of(slab, index) {
+        if let Some(link) = link_of(values, index) {
             link.tick = tick;
         }
         let row = &mut self.levels[level];
         row.occupied |= 1 << slot;
-        let place = Place::Wheel {
+        let place = InList::DelayWheel {
             level: level as u8,
             slot: slot as u8,
         };
-        push(slab, &mut row.heads[slot], index, place);
+        push(values, &mut row.heads[slot], index, place);
         self.len += 1;
         true
     }
 
     /// Links the value at `index` in the far list.
-    pub(super) fn insert_far<E: Linked>(&mut self, slab: &mut Slab<E>, index: usize) {
-        push(slab, &mut self.far, index, Place::Far);
+    pub(super) fn insert_far<E: Linked>(&mut self, values: &mut Values<E>, index: usize) {
+        push(values, &mut self.far, index, InList::Far);
     }
 
     /// Unlinks a value whose link was `link` from its list (if it is in one). The value may
-    /// already be out of the slab: only its neighbours are touched.
-    pub(super) fn unlink<E: Linked>(&mut self, slab: &mut Slab<E>, link: &Link) {
+    /// already be out of the values: only its neighbours are touched.
+    pub(super) fn unlink<E: Linked>(&mut self, values: &mut Values<E>, link: &Link) {
         let head = match link.place {
-            Place::Wheel { level, slot } => {
+            InList::DelayWheel { level, slot } => {
                 self.len -= 1;
                 let row = &mut self.levels[usize::from(level)];
                 if link.prev == NONE && link.next == NONE {
@@ -170,14 +170,14 @@ impl Wheel {
                 }
                 &mut row.heads[usize::from(slot)]
             }
-            Place::Far => &mut self.far,
-            Place::Loose | Place::Due(_) => return,
+            InList::Far => &mut self.far,
+            InList::Loose | InList::Due(_) => return,
         };
-        match link_of(slab, link.prev) {
+        match link_of(values, link.prev) {
             Some(prev) => prev.next = link.next,
             None => *head = link.next,
         }
-        if let Some(next) = link_of(slab, link.next) {
+        if let Some(next) = link_of(values, link.next) {
             next.prev = link.prev;
         }
     }
@@ -186,14 +186,14 @@ impl Wheel {
     /// the value due first in the wheel is among them.
     pub(super) fn first_values<'a, E: Linked>(
         &'a self,
-        slab: &'a Slab<E>,
+        values: &'a Values<E>,
     ) -> impl Iterator<Item = usize> + 'a {
         let head = match self.next_slot() {
             Some((level, slot, _)) => self.levels[level].heads[slot],
             None => self.far,
         };
         std::iter::successors((head != NONE).then_some(head), move |&index| {
-            let next = slab.get_at(index)?.1.link_ref().next;
+            let next = values.get_at(index)?.1.link_ref().next;
             (next != NONE).then_some(next)
         })
     }
@@ -228,7 +228,7 @@ impl Wheel {
     /// (with its index and generation), the others of the slots taken move down.
     pub(super) fn advance<E: Linked>(
         &mut self,
-        slab: &mut Slab<E>,
+        values: &mut Values<E>,
         now: u64,
         mut due: impl FnMut(usize, u64, &mut E),
     ) {
@@ -240,13 +240,13 @@ impl Wheel {
             let row = &mut self.levels[level];
             row.occupied &= !(1 << slot);
             let mut index = std::mem::replace(&mut row.heads[slot], NONE);
-            while let Some((generation, entry)) = slab.get_at_mut(index) {
-                let link = *entry.link();
+            while let Some((generation, item)) = values.get_at_mut(index) {
+                let link = *item.link();
                 self.len -= 1;
                 if link.tick <= self.elapsed {
-                    due(index, generation, entry);
+                    due(index, generation, item);
                 } else {
-                    self.insert(slab, index, link.tick);
+                    self.insert(values, index, link.tick);
                 }
                 index = link.next;
             }
@@ -257,7 +257,7 @@ impl Wheel {
     /// Takes every value out, far ones included, to `due`.
     pub(super) fn drain<E: Linked>(
         &mut self,
-        slab: &mut Slab<E>,
+        values: &mut Values<E>,
         mut due: impl FnMut(usize, u64, &mut E),
     ) {
         let heads = self
@@ -270,9 +270,9 @@ impl Wheel {
             .chain(std::iter::once(&mut self.far));
         for head in heads {
             let mut index = std::mem::replace(head, NONE);
-            while let Some((generation, entry)) = slab.get_at_mut(index) {
-                let taken = std::mem::replace(&mut index, entry.link().next);
-                due(taken, generation, entry);
+            while let Some((generation, item)) = values.get_at_mut(index) {
+                let taken = std::mem::replace(&mut index, item.link().next);
+                due(taken, generation, item);
             }
         }
         self.len = 0;

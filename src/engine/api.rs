@@ -2,7 +2,7 @@
 //!
 //! Scheduling never touches a wheel. A timer becomes one entry that is pushed onto a queue of
 //! the shard its task hash picks (or its key's hash, for the keyed forms; see `routing`), in
-//! the lane of the calling thread. The shard places it on its next turn.
+//! the lane of the calling thread. The shard links it on its next turn.
 
 use std::future::IntoFuture;
 use std::thread::JoinHandle;
@@ -10,18 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::builder::Builder;
 use super::closing::Phase;
-use super::core::{ClockWatch, EngineCore};
 use super::error::ScheduleError;
 use super::repeat::RepeatBuilder;
-use super::shutdown::{Runners, Shutdown};
+use super::shared::{ClockWatch, EngineShared};
+use super::shutdown::{Shutdown, Threads};
 use super::stats::Stats;
-use crate::shard::Stopped;
+use crate::shard::{Lane, Memory, OneShot, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::CatchUp;
-use crate::timer::{
-    fresh, schedule, FirstRun, Interval, OneShot, Pace, Repeat, RepeatFn, Sleep, Timeout,
-    TimerHandle,
-};
+
+use crate::timer::{FirstRun, Interval, Pace, Repeat, RepeatFn, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -39,7 +37,7 @@ pub struct TimerEngine {
 
 /// What the clones of a [`TimerEngine`] share; its drop shuts the engine down.
 pub(super) struct Engine {
-    pub(super) core: Arc<EngineCore>,
+    pub(super) core: Arc<EngineShared>,
     pub(super) shutdown: Shutdown,
     /// The engine's registration with its manual clock, if it has one and drives its shards
     /// itself: what the clock holds weakly, and the id to unwatch it by.
@@ -58,7 +56,7 @@ impl TimerEngine {
         Builder::default()
     }
 
-    pub(super) fn new(core: Arc<EngineCore>, runners: Runners) -> Self {
+    pub(super) fn new(core: Arc<EngineShared>, runners: Threads) -> Self {
         let watch = core
             .clock
             .manual()
@@ -78,7 +76,7 @@ impl TimerEngine {
         }
     }
 
-    pub(super) fn core(&self) -> &Arc<EngineCore> {
+    pub(super) fn shared(&self) -> &Arc<EngineShared> {
         &self.engine.core
     }
 
@@ -112,7 +110,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.core().clock.tick_after(delay), callback)
+        self.schedule_routed(None, self.shared().clock.tick_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -135,7 +133,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.core().clock.tick_at(deadline), callback)
+        self.schedule_routed(None, self.shared().clock.tick_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -158,7 +156,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.core().clock.tick_after(delay), callback)
+        self.schedule_routed(Some(key), self.shared().clock.tick_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -178,7 +176,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.core().clock.tick_at(deadline), callback)
+        self.schedule_routed(Some(key), self.shared().clock.tick_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -331,8 +329,8 @@ impl TimerEngine {
         pace: Pace,
         callback: R,
     ) -> Result<TimerHandle, ScheduleError<R::Value>> {
-        let lane = self.core().lane(route);
-        let clock = &self.core().clock;
+        let lane = self.shared().lane(route);
+        let clock = &self.shared().clock;
         let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
             Some(first) => (first, clock.tick_at(first)),
             // Beyond what an instant holds: refused as too far away (a refused job's first
@@ -345,7 +343,9 @@ impl TimerEngine {
             period,
             pace,
         };
-        schedule(lane, tick, job, fresh).map_err(ScheduleError::not_queued)
+        Lane::schedule(lane, tick, job, Memory::Own)
+            .map(|entry| TimerHandle::of(entry, lane.clone()))
+            .map_err(ScheduleError::not_queued)
     }
 
     /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
@@ -363,8 +363,8 @@ impl TimerEngine {
     /// assert!(start.elapsed() >= Duration::from_millis(20));
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let lane = self.core().lane_for_task();
-        Sleep::on(lane, self.core().clock.tick_after(delay))
+        let lane = self.shared().lane_for_task();
+        Sleep::on(lane, self.shared().clock.tick_after(delay))
     }
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
@@ -378,8 +378,8 @@ impl TimerEngine {
     /// assert!(Instant::now() >= deadline);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let lane = self.core().lane_for_task();
-        Sleep::on(lane, self.core().clock.tick_at(deadline))
+        let lane = self.shared().lane_for_task();
+        Sleep::on(lane, self.shared().clock.tick_at(deadline))
     }
 
     /// As [`sleep`](Self::sleep), but a sleep the engine refuses is an error rather than a
@@ -404,8 +404,8 @@ impl TimerEngine {
     /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Shutdown(()))));
     /// ```
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
-        let lane = self.core().lane_for_task();
-        Sleep::try_on(lane, self.core().clock.tick_after(delay))
+        let lane = self.shared().lane_for_task();
+        Sleep::try_on(lane, self.shared().clock.tick_after(delay))
             .map_err(|refusal| ScheduleError::refused(refusal, ()))
     }
 
@@ -422,8 +422,8 @@ impl TimerEngine {
     /// assert!(engine.now() >= deadline);
     /// ```
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
-        let lane = self.core().lane_for_task();
-        Sleep::try_on(lane, self.core().clock.tick_at(deadline))
+        let lane = self.shared().lane_for_task();
+        Sleep::try_on(lane, self.shared().clock.tick_at(deadline))
             .map_err(|refusal| ScheduleError::refused(refusal, ()))
     }
 
@@ -545,13 +545,13 @@ impl TimerEngine {
     /// assert_eq!(interval.tick().now_or_never(), Some(start));
     /// ```
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
-        Interval::new(self.core().lane_for_task(), start, period)
+        Interval::new(self.shared().lane_for_task(), start, period)
     }
 
     /// Whether `sleep` was made on this engine (its timers go to one of the engine's shards).
     #[cfg(feature = "hyper")]
     pub(crate) fn made(&self, sleep: &Sleep) -> bool {
-        sleep.shard().callbacks().engine() == self.core().id
+        sleep.shard().callbacks().engine() == self.shared().id
     }
 
     /// Routes and queues a timer due at `tick` (`None`: refused as too far away), by `route`
@@ -565,11 +565,10 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.core().lane(route);
-        schedule(lane, tick, OneShot(callback), |ownership, entry| {
-            lane.new_entry(ownership, entry)
-        })
-        .map_err(ScheduleError::not_queued)
+        let lane = self.shared().lane(route);
+        Lane::schedule(lane, tick, OneShot(callback), Memory::Lane)
+            .map(|entry| TimerHandle::of(entry, lane.clone()))
+            .map_err(ScheduleError::not_queued)
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
@@ -582,7 +581,7 @@ impl TimerEngine {
     /// assert!(engine.schedule(max * 2, || {}).is_err());
     /// ```
     pub fn max_delay(&self) -> Duration {
-        self.core().clock.max_delay()
+        self.shared().clock.max_delay()
     }
 
     /// The engine's tick.
@@ -592,7 +591,7 @@ impl TimerEngine {
     /// assert_eq!(engine.tick(), std::time::Duration::from_millis(1));
     /// ```
     pub fn tick(&self) -> Duration {
-        self.core().clock.tick()
+        self.shared().clock.tick()
     }
 
     /// The engine's current time: the system's monotonic clock, or its manual clock.
@@ -602,7 +601,7 @@ impl TimerEngine {
     /// assert!(engine.now() <= std::time::Instant::now());
     /// ```
     pub fn now(&self) -> Instant {
-        self.core().clock.now()
+        self.shared().clock.now()
     }
 
     /// The number of timers the engine holds. Without a cap: those neither fired, cancelled
@@ -623,7 +622,7 @@ impl TimerEngine {
     /// assert_eq!(engine.pending(), 1);
     /// ```
     pub fn pending(&self) -> u64 {
-        match self.core().shards[0].cap_used() {
+        match self.shared().shards[0].cap_used() {
             Some(used) => u64::try_from(used).unwrap_or(u64::MAX),
             None => self.stats().pending,
         }
@@ -641,7 +640,7 @@ impl TimerEngine {
     /// assert_eq!(stats.shards.iter().map(|s| s.pending).sum::<u64>(), 1);
     /// ```
     pub fn stats(&self) -> Stats {
-        self.core().stats()
+        self.shared().stats()
     }
 }
 

@@ -4,12 +4,12 @@ use std::fmt;
 use std::time::Duration;
 
 use super::api::TimerEngine;
-use super::core::EngineCore;
 use super::error::BuildError;
-use super::shutdown::Runners;
+use super::shared::EngineShared;
+use super::shutdown::Threads;
 use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::entry::StateWord;
-use crate::shard::{Lanes, Shard, ShardCore};
+use crate::shard::{Lanes, Shard, ShardShared};
 use crate::sync::{next_engine_id, Arc, Cap, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
@@ -70,7 +70,7 @@ const MAX_CALLBACK_THREADS: usize = 4096;
 const MAX_TICK: Duration = Duration::from_secs(3600);
 
 /// An engine's parts before its threads start: what they share, the shards, the owned pool.
-pub(super) type Assembled = (Arc<EngineCore>, Vec<Shard>, Option<CallbackPool>);
+pub(super) type Assembled = (Arc<EngineShared>, Vec<Shard>, Option<CallbackPool>);
 
 fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -144,7 +144,7 @@ impl Builder {
         self
     }
 
-    /// Hands each expired callback to `spawn` as a [`Task`], to run wherever `spawn` puts it:
+    /// Hands each fired callback to `spawn` as a [`Task`], to run wherever `spawn` puts it:
     /// an executor of your own, a thread pool you share with other work. `spawn` is called on
     /// the shard's tick thread, so it must be quick and must not block; a panic in it is caught
     /// and counted in [`Stats::panicked`](crate::Stats::panicked) (the task it was given runs
@@ -175,7 +175,7 @@ impl Builder {
         self
     }
 
-    /// Runs each expired callback as a task on the tokio runtime behind `handle`
+    /// Runs each fired callback as a task on the tokio runtime behind `handle`
     /// ([`Handle::spawn`](tokio::runtime::Handle::spawn)); see
     /// [`spawn_callbacks`](Self::spawn_callbacks), which this is built on. The callbacks run on
     /// the runtime's worker threads, so they must not block; for callbacks that do, pass
@@ -210,10 +210,10 @@ impl Builder {
     /// engine holds this many. Default: no cap.
     ///
     /// The cap bounds the engine's timer memory, whatever its shards and callbacks are doing: a
-    /// timer holds its place from `schedule` until the engine is done with it. That is when its
+    /// timer holds its permit from `schedule` until the engine is done with it. That is when its
     /// callback begins (so a callback can always schedule its successor), when it is handed
     /// back, or, once cancelled, when its shard drops it (on the shard's next turn, within
-    /// about a tick); a repeating timer holds its place until it stops.
+    /// about a tick); a repeating timer holds its permit until it stops.
     /// [`TimerEngine::pending`](crate::TimerEngine::pending) reads what the cap counts. A producer that outruns a stalled shard or a busy callback pool gets
     /// `Full` rather than piling up memory.
     ///
@@ -270,11 +270,11 @@ impl Builder {
         let pin = self.pin;
         let (core, shards, pool) = self.assemble()?;
         let cpus = if pin {
-            Some(crate::placement::cpus()).filter(|cpus| !cpus.is_empty())
+            Some(crate::pinning::cpus()).filter(|cpus| !cpus.is_empty())
         } else {
             None
         };
-        let engine = TimerEngine::new(core, Runners::threads(pool));
+        let engine = TimerEngine::new(core, Threads::with_pool(pool));
         // Each tick thread says when it has pinned itself (or been refused), so the stats
         // say where it runs from the moment `build` returns.
         let (ready, pinned) = std::sync::mpsc::channel::<()>();
@@ -339,9 +339,9 @@ impl Builder {
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
         let pool_slots = pool.as_ref().map_or(0, CallbackPool::threads);
-        let shard_cores: Vec<Arc<ShardCore>> = (0..shard_count)
+        let shard_cores: Vec<Arc<ShardShared>> = (0..shard_count)
             .map(|_| {
-                Arc::new(ShardCore::new(
+                Arc::new(ShardShared::new(
                     engine,
                     clock.clone(),
                     cap.clone(),
@@ -368,7 +368,7 @@ impl Builder {
             .enumerate()
             .map(|(index, lanes)| Shard::new(lanes.clone(), executor.for_shard(index)))
             .collect();
-        let core = Arc::new(EngineCore {
+        let core = Arc::new(EngineShared {
             id: engine,
             shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),

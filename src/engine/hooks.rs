@@ -4,7 +4,7 @@
 use super::api::TimerEngine;
 use super::builder::{Assembled, Builder};
 use super::closing::Phase;
-use super::shutdown::{Runners, Unfired};
+use super::shutdown::{Threads, Unfired};
 #[cfg(not(loom))]
 use crate::shard::Lane;
 use crate::shard::Shard;
@@ -23,7 +23,7 @@ impl Builder {
     /// Builds an engine whose shards the caller drives by hand, one `turn` at a time.
     pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), crate::BuildError> {
         let (core, shards, pool): Assembled = self.assemble()?;
-        let runners = Runners {
+        let runners = Threads {
             shard_threads: Vec::new(),
             pool,
             driven: true,
@@ -36,18 +36,18 @@ impl TimerEngine {
     /// The lane the calling thread schedules through for route 0.
     #[cfg(not(loom))]
     pub(crate) fn lane_of_this_thread(&self) -> &Arc<Lane> {
-        self.core().lane_for(0)
+        self.shared().lane_for(0)
     }
 
     /// How many lanes shard `shard` has made.
     #[cfg(not(loom))]
     pub(crate) fn lanes_made(&self, shard: usize) -> usize {
-        self.core().lanes[shard].all().len()
+        self.shared().lanes[shard].all().len()
     }
 
     /// The engine's current tick.
     pub(crate) fn now_tick(&self) -> u64 {
-        self.core().clock.now_tick()
+        self.shared().clock.now_tick()
     }
 
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
@@ -58,6 +58,6 @@ impl TimerEngine {
         };
         self.engine().stop_shards();
         let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();
-        self.core().finish_with(runners.pool, stopped)
+        self.shared().finish_with(runners.pool, stopped)
     }
 }

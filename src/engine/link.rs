@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use super::api::TimerEngine;
-use super::core::EngineCore;
 use super::error::{ScheduleError, ScheduleErrorKind};
+use super::shared::EngineShared;
 use crate::sync::Arc;
 use crate::time::TickClock;
 use crate::timer::Sleep;
@@ -18,14 +18,14 @@ use crate::timer::Sleep;
 /// A handle on an engine's sleeps and clock that does not borrow the engine.
 #[derive(Clone)]
 pub(crate) struct EngineLink {
-    core: Arc<EngineCore>,
+    core: Arc<EngineShared>,
 }
 
 impl TimerEngine {
     /// A link to this engine (see [`EngineLink`]).
     pub(crate) fn link(&self) -> EngineLink {
         EngineLink {
-            core: self.core().clone(),
+            core: self.shared().clone(),
         }
     }
 }

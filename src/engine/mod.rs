@@ -16,7 +16,6 @@
 mod api;
 mod builder;
 mod closing;
-mod core;
 mod error;
 mod global;
 #[cfg(test)]
@@ -24,6 +23,7 @@ mod hooks;
 mod link;
 mod repeat;
 mod routing;
+mod shared;
 mod shutdown;
 mod stats;
 #[cfg(all(test, not(loom)))]

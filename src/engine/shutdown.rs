@@ -3,7 +3,7 @@
 //!
 //! Shutdown sets each shard's `stop` flag, wakes it and passes a SeqCst fence; joins the
 //! shard threads; waits for callbacks in flight and joins the callback pool; and then empties
-//! the wheels and the queues, winning INIT→RETURNED for each timer still pending. A `schedule`
+//! the wheels and the queues, winning PENDING→HANDED_BACK for each timer still pending. A `schedule`
 //! racing it takes its own timer back (the producer's half, in `shard::lane`), so every timer
 //! lands in exactly one place: fired, cancelled, handed back here, or refused. A producer
 //! half-way through its push onto an inbound queue is waited for: the entries pushed after it
@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use super::api::{Engine, TimerEngine};
 use super::closing::{Closing, CompleteOnDrop, Duty};
-use super::core::EngineCore;
+use super::shared::EngineShared;
 use crate::callbacks::{in_callback_of, CallbackPool};
 use crate::entry::{CallbackBox, Lifecycle};
 use crate::shard::Stopped;
@@ -31,19 +31,19 @@ use crate::sync::{fence, thread, Ordering};
 use crate::timer::TimerHandle;
 
 /// The shutdown protocol as the engine uses it (see `closing`).
-pub(super) type Shutdown = Closing<Runners, Vec<Unfired>>;
+pub(super) type Shutdown = Closing<Threads, Vec<Unfired>>;
 
 /// The threads an engine started, joined at shutdown.
-pub(super) struct Runners {
+pub(super) struct Threads {
     pub(super) shard_threads: Vec<JoinHandle<Stopped>>,
     pub(super) pool: Option<CallbackPool>,
     /// The caller drives the shards by hand (tests); shutdown is theirs to do.
     pub(super) driven: bool,
 }
 
-impl Runners {
-    pub(super) fn threads(pool: Option<CallbackPool>) -> Self {
-        Runners {
+impl Threads {
+    pub(super) fn with_pool(pool: Option<CallbackPool>) -> Self {
+        Threads {
             shard_threads: Vec::new(),
             pool,
             driven: false,
@@ -147,7 +147,7 @@ impl TimerEngine {
     /// assert!(engine.is_shutdown());
     /// ```
     pub fn is_shutdown(&self) -> bool {
-        self.core().is_shutdown()
+        self.shared().is_shutdown()
     }
 }
 
@@ -203,10 +203,10 @@ impl Engine {
     }
 }
 
-impl EngineCore {
+impl EngineShared {
     /// Joins the stopped shard threads, waits for callbacks in flight, joins the pool and
     /// hands back what is still pending.
-    fn finish(&self, runners: Runners) -> Vec<Unfired> {
+    fn finish(&self, runners: Threads) -> Vec<Unfired> {
         let stopped = runners
             .shard_threads
             .into_iter()
@@ -239,12 +239,12 @@ impl EngineCore {
             if let Some(stopped) = stopped {
                 stopped.empty_into(&mut entries);
             }
-            let mut returned = 0;
+            let mut handed_back = 0;
             let mut cancelled = 0;
             for entry in entries.drain(..) {
                 match entry.give_back() {
                     Ok((word, callback)) => {
-                        returned += 1;
+                        handed_back += 1;
                         unfired.push(Unfired {
                             deadline: self.clock.instant_of(word.deadline()),
                             // Any lane of the shard serves the handle: it only reads the
@@ -253,13 +253,13 @@ impl EngineCore {
                             callback,
                         });
                     }
-                    // Cancelled while queued: its cap place is released here.
+                    // Cancelled while queued: its permit is released here.
                     Err(word) if word.lifecycle() == Lifecycle::Cancelled => cancelled += 1,
                     Err(_) => {}
                 }
             }
-            shard.counts().add_returned(returned as u64);
-            shard.release_cap(returned + cancelled);
+            shard.counts().add_handed_back(handed_back as u64);
+            shard.done_with(handed_back + cancelled);
         }
         unfired
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::core::EngineCore;
+use super::shared::EngineShared;
 use crate::shard::LATENESS_BUCKETS;
 
 /// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
@@ -19,13 +19,16 @@ pub struct Stats {
     /// Timers stopped by a successful `cancel`.
     pub cancelled: u64,
     /// Timers handed back by `shutdown`.
+    pub handed_back: u64,
+    /// Timers handed back by `shutdown`: the old name of `handed_back`.
+    #[deprecated(since = "0.2.0", note = "use `handed_back`")]
     pub returned: u64,
     /// Timers refused: `schedule` calls (and sleeps) refused with `Full`, `DelayTooLong` or
     /// `Shutdown`, and repeating timers whose re-arm met shutdown.
     pub rejected: u64,
     /// Callbacks that panicked (caught; the engine went on).
     pub panicked: u64,
-    /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - returned`.
+    /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - handed_back`.
     pub pending: u64,
     /// Callbacks fired and handed to the executor that have not begun to run (waiting for a
     /// pool thread, or in a spawner's queue).
@@ -49,7 +52,7 @@ pub struct ShardStats {
     /// Timers routed to this shard and still pending.
     pub pending: u64,
     /// Entries linked into this shard's wheel, as of its last turn: pending timers it has
-    /// placed, plus cancelled ones it has not unlinked yet.
+    /// linked, plus cancelled ones it has not unlinked yet.
     pub in_wheel: u64,
     /// The cpu the shard's tick thread is pinned to; `None` if pinning was off (the default)
     /// or refused, or once the thread was unpinned because its turns kept beginning late.
@@ -193,13 +196,15 @@ fn bucket_top(bucket: usize) -> u64 {
     }
 }
 
-impl EngineCore {
+impl EngineShared {
     /// Adds up the shards' and lanes' counters.
     pub(super) fn stats(&self) -> Stats {
+        #[allow(deprecated)] // `returned` is filled in for one release, as `handed_back`.
         let mut stats = Stats {
             scheduled: 0,
             fired: 0,
             cancelled: 0,
+            handed_back: 0,
             returned: 0,
             rejected: 0,
             panicked: 0,
@@ -215,14 +220,14 @@ impl EngineCore {
             // Read what takes timers away before what adds them, so a snapshot taken while
             // threads are busy does not count a timer as gone before it counts it as scheduled.
             let fired = shard.callbacks().handed_over();
-            let returned = counts.returned();
+            let handed_back = counts.handed_back();
             let cancelled: u64 = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
             let scheduled: u64 = lanes.iter().map(|lane| lane.counts().scheduled()).sum();
-            let pending = scheduled.saturating_sub(fired + cancelled + returned);
+            let pending = scheduled.saturating_sub(fired + cancelled + handed_back);
             stats.scheduled += scheduled;
             stats.fired += fired;
             stats.cancelled += cancelled;
-            stats.returned += returned;
+            stats.handed_back += handed_back;
             stats.rejected += lanes
                 .iter()
                 .map(|lane| lane.counts().rejected())
@@ -243,13 +248,17 @@ impl EngineCore {
             stats.shards.push(ShardStats {
                 pending,
                 in_wheel: counts.in_wheel(),
-                pinned_cpu: shard.placement().pinned_cpu(),
-                late_turns: shard.placement().late_turns(),
+                pinned_cpu: shard.pinning().pinned_cpu(),
+                late_turns: shard.pinning().late_turns(),
                 callbacks_queued: queued,
                 callbacks_running: running,
                 lateness,
                 entry_bytes,
             });
+        }
+        #[allow(deprecated)]
+        {
+            stats.returned = stats.handed_back;
         }
         stats
     }

@@ -14,7 +14,7 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
         let lane = lane.clone();
         std::thread::spawn(move || {
             assert!(
-                Lane::ownership(&lane).mine(),
+                Lane::owned_by_caller(&lane),
                 "the first thread claims the lane"
             );
             lane.counts().add_scheduled(true);
@@ -26,7 +26,7 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     assert!(!lane.counts().has_owner(), "released when the owner exited");
     let lane2 = lane.clone();
     std::thread::spawn(move || {
-        assert!(Lane::ownership(&lane2).mine(), "the next thread claims it");
+        assert!(Lane::owned_by_caller(&lane2), "the next thread claims it");
         assert_ne!(owner_slot().unwrap(), first);
         lane2.counts().add_scheduled(true);
     })
@@ -58,8 +58,8 @@ fn a_turn_keeps_the_unlink_buffer_its_busiest_lane_needed() {
     let now = engine.now_tick();
     let many = 20_000;
     for round in 0..2 {
-        // A thread places many timers, and this one (alive meanwhile, so with another lane
-        // index and lane) places one; the shard takes them in.
+        // A thread schedules many timers, and this one (alive meanwhile, so with another lane
+        // index and lane) schedules one; the shard takes them in.
         let schedule = |engine: std::sync::Arc<TimerEngine>, count: usize| {
             move || {
                 (0..count)
@@ -136,7 +136,7 @@ fn every_thread_alive_at_once_owns_a_lane_of_its_own() {
             std::thread::spawn(move || {
                 barrier.wait();
                 let lane = engine.lane_of_this_thread().clone();
-                let mine = Lane::ownership(&lane).mine();
+                let mine = Lane::owned_by_caller(&lane);
                 // No thread exits, and gives its lane up, before every thread has claimed one.
                 barrier.wait();
                 (Arc::as_ptr(&lane) as usize, mine)

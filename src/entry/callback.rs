@@ -289,7 +289,7 @@ pub(crate) struct Fired {
 }
 
 impl Fired {
-    /// `callback`, taken from its entry by the shard's INIT→EXPIRED; with the entry if it
+    /// `callback`, taken from its entry by the shard's PENDING→FIRED; with the entry if it
     /// repeats, for the runner to re-arm it.
     pub(crate) fn new(callback: CallbackBox, rearm: Option<EntryRef>) -> Self {
         Fired { callback, rearm }

@@ -2,7 +2,7 @@
 //!
 //! - `node`: [`Entry`], one allocation per timer, and its ground rules: who may touch which
 //!   field, and the single compare-and-swap loop through which every transition goes.
-//! - `state`: [`StateWord`], the packed word (lifecycle, placement, deadline).
+//! - `state`: [`StateWord`], the packed word (lifecycle, link, deadline).
 //! - `callback`: the type-erased callback in a one-word box, the cell that holds it in the entry,
 //!   and [`Fired`], a callback the shard fired.
 

@@ -10,9 +10,9 @@
 //! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
 //!    written by whoever schedules, cancels, resets, fires or hands back the timer; every
 //!    change to it goes through a single compare-and-swap loop (`Entry::transition`, in this
-//!    file) except the shard's clearing of PLACED (`mark_unplaced`, one `fetch_and`, or a
+//!    file) except the shard's clearing of LINKED (`mark_unlinked`, one `fetch_and`, or a
 //!    plain store once the lifecycle is final), and leaving `Pending` is one successful
-//!    transition (`cancel`, `expire`,
+//!    transition (`cancel`, `fire`,
 //!    `give_back`) that exactly one party wins. The `next` link is written by producers while
 //!    the entry waits in an inbound queue (the producer that appends after it links it), by
 //!    the shard while it is in a wheel or being given back for reuse; it is atomic, and each
@@ -23,17 +23,17 @@
 //!    entry uses it as the link of its lane's unlink stack (see `queue::unlink`), and the
 //!    shard that takes the entry off that stack owns it after that.
 //!    A repeating timer (the REPEATING bit) is the one exception to "once": its runner
-//!    re-arms it, EXPIRED→INIT, putting the callback back before the CAS that publishes it;
-//!    a cancel while it runs is EXPIRED→CANCELLED and leaves the callback to the runner.
+//!    re-arms it, FIRED→PENDING, putting the callback back before the CAS that publishes it;
+//!    a cancel while it runs is FIRED→CANCELLED and leaves the callback to the runner.
 //! 4. The `next` link carries the entry first through its shard's inbound queue (where
 //!    producers write it, see `queue::inbound`) and then through the wheel slot list it is
 //!    linked into; `prev` is used by the wheel only. While an entry is in a wheel, both belong
 //!    to the shard thread that owns that wheel and no other thread touches them. The shard
-//!    records where it linked the entry in the state word (the `PLACED` bit, level and slot),
+//!    records where it linked the entry in the state word (the `LINKED` bit, level and slot),
 //!    so a canceller can tell whether the shard must be told to unlink it.
 //!
 //! The design follows the single-word state machine of Netty's `HashedWheelTimeout`
-//! (INIT→CANCELLED / INIT→EXPIRED by CAS) and tokio's `TimerShared`, with the deadline and the
+//! (PENDING→CANCELLED / PENDING→FIRED by CAS) and tokio's `TimerShared`, with the deadline and the
 //! wheel position packed into the same word.
 
 use std::ptr::NonNull;
@@ -115,8 +115,8 @@ impl Entry {
     }
 
     /// The one compare-and-swap loop through which every transition of the state word goes
-    /// (all but the shard's unmarking: `mark_unplaced`, a `fetch_and`, and
-    /// `mark_unplaced_resolved`, a store once no one else writes the word). Reads the
+    /// (all but the shard's unmarking: `mark_unlinked`, a `fetch_and`, and
+    /// `mark_unlinked_resolved`, a store once no one else writes the word). Reads the
     /// word, asks `step` for its successor (`None`: refused, the word stays) and swaps it in;
     /// on a lost race, asks again with the competitor's word. Returns the word replaced, or
     /// the word `step` refused.
@@ -147,17 +147,16 @@ impl Entry {
     }
 
     /// Moves the lifecycle from `Pending` to `to` if `accept` holds for the current word,
-    /// clearing the placement when `unplace` is set. On success the caller owns the callback.
+    /// clearing the link when `unlink` is set. On success the caller owns the callback.
     fn resolve(
         &self,
         to: Lifecycle,
-        unplace: bool,
+        unlink: bool,
         accept: impl Fn(StateWord) -> bool,
     ) -> Result<Won, StateWord> {
         let before = self.transition(|word| {
             let next = word.with_lifecycle(to);
-            (word.is_pending() && accept(word))
-                .then(|| if unplace { next.unplaced() } else { next })
+            (word.is_pending() && accept(word)).then(|| if unlink { next.unlinked() } else { next })
         })?;
         Ok((before, self.take_callback()))
     }
@@ -166,7 +165,7 @@ impl Entry {
         // SAFETY: only a just-won lifecycle CAS leads here (or a failed re-arm, whose caller
         // owns the cell as `rearm` explains), so no other thread reads or writes the cell now
         // (ground rule 3). A repeating timer's cell is refilled only by `rearm`, which its
-        // owner calls before publishing INIT again.
+        // owner calls before publishing PENDING again.
         match self.callback.with_mut(|cell| unsafe { (*cell).take() }) {
             Some(callback) => callback,
             None => {
@@ -175,14 +174,13 @@ impl Entry {
         }
     }
 
-    /// INIT→CANCELLED. On success returns the replaced word (its placement tells whether the
+    /// PENDING→CANCELLED. On success returns the replaced word (its link tells whether the
     /// shard holds the entry in its wheel) and the callback, for the canceller to drop.
     ///
-    /// A repeating timer whose callback is running (EXPIRED) can be cancelled too: then there
+    /// A repeating timer whose callback is running (FIRED) can be cancelled too: then there
     /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
     pub(crate) fn cancel(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
-        let running =
-            |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Expired;
+        let running = |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Fired;
         // A runner's re-arm fails on the word this leaves.
         let before = self.transition(|word| {
             (word.is_pending() || running(word)).then(|| word.with_lifecycle(Lifecycle::Cancelled))
@@ -194,36 +192,36 @@ impl Entry {
     }
 
     /// Moves a pending timer's deadline to `deadline`. Returns the word it replaced. A shard
-    /// whose EXPIRED transition fails on the new word reads the new deadline.
+    /// whose FIRED transition fails on the new word reads the new deadline.
     pub(crate) fn reset(&self, deadline: u64) -> Result<StateWord, StateWord> {
         self.transition(|word| word.is_pending().then(|| word.with_deadline(deadline)))
     }
 
     /// Ends a repeating timer whose runner gives up (the engine stopped, the next run is out of
-    /// range, or the callback panicked): EXPIRED stays, without the REPEATING bit, so the timer
+    /// range, or the callback panicked): FIRED stays, without the REPEATING bit, so the timer
     /// reads as fired and done and a later `cancel` answers false. Fails if it was cancelled.
     pub(crate) fn retire(&self) {
         // Races `cancel`; whichever is first decides.
         let _ = self.transition(|word| {
-            (word.is_repeating() && word.lifecycle() == Lifecycle::Expired).then(|| word.retired())
+            (word.is_repeating() && word.lifecycle() == Lifecycle::Fired).then(|| word.retired())
         });
     }
 
-    /// Re-arms a repeating timer after its run: EXPIRED→INIT with the next `deadline`, handing
+    /// Re-arms a repeating timer after its run: FIRED→PENDING with the next `deadline`, handing
     /// the callback back to the entry. Fails, returning the callback, if the timer was
     /// cancelled (or handed back) while it ran.
     pub(crate) fn rearm(&self, deadline: u64, callback: CallbackBox) -> Result<(), CallbackBox> {
-        // SAFETY: while a repeating timer is EXPIRED its runner (the caller) owns the cell:
-        // a cancel in that state leaves it alone, and nothing else leaves EXPIRED.
+        // SAFETY: while a repeating timer is FIRED its runner (the caller) owns the cell:
+        // a cancel in that state leaves it alone, and nothing else leaves FIRED.
         self.callback
             .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
         // The Release half of the transition publishes the callback written above to whoever
         // wins the next one.
         let rearmed = self.transition(|word| {
-            (word.lifecycle() == Lifecycle::Expired).then(|| {
+            (word.lifecycle() == Lifecycle::Fired).then(|| {
                 word.with_lifecycle(Lifecycle::Pending)
                     .with_deadline(deadline)
-                    .unplaced()
+                    .unlinked()
             })
         });
         match rearmed {
@@ -232,32 +230,32 @@ impl Entry {
         }
     }
 
-    /// INIT→EXPIRED, by the shard, if the deadline is at or before `elapsed`.
-    pub(crate) fn expire(&self, elapsed: u64) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::Expired, true, |word| word.deadline() <= elapsed)
+    /// PENDING→FIRED, by the shard, if the deadline is at or before `elapsed`.
+    pub(crate) fn fire(&self, elapsed: u64) -> Result<Won, StateWord> {
+        self.resolve(Lifecycle::Fired, true, |word| word.deadline() <= elapsed)
     }
 
-    /// INIT→RETURNED: at shutdown, or by a `schedule` that raced it. The placement is left for
-    /// the shard (or shutdown) to clear when it takes the entry out of its wheel, so PLACED
+    /// PENDING→HANDED_BACK: at shutdown, or by a `schedule` that raced it. The link is left for
+    /// the shard (or shutdown) to clear when it takes the entry out of its wheel, so LINKED
     /// keeps meaning "linked".
     pub(crate) fn give_back(&self) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::Returned, false, |_| true)
+        self.resolve(Lifecycle::HandedBack, false, |_| true)
     }
 
     /// Records that the shard linked the entry at `at`, if the word is still `seen`.
-    pub(crate) fn place(&self, seen: StateWord, at: SlotId) -> Result<(), StateWord> {
+    pub(crate) fn mark_linked(&self, seen: StateWord, at: SlotId) -> Result<(), StateWord> {
         debug_assert!(seen.is_pending());
-        // A canceller that later reads PLACED must see the entry as linked (the transition's
+        // A canceller that later reads LINKED must see the entry as linked (the transition's
         // Release); a failure hands the shard the competitor's word.
-        self.transition(|word| (word == seen).then(|| seen.placed_at(at)))
+        self.transition(|word| (word == seen).then(|| seen.with_link(at)))
             .map(|_| ())
     }
 
-    /// Clears the placement after the shard has unlinked the entry; returns the word it
-    /// replaced. A cancel that comes later finds the entry unplaced; one that came earlier is
+    /// Clears the link after the shard has unlinked the entry; returns the word it
+    /// replaced. A cancel that comes later finds the entry unlinked; one that came earlier is
     /// in the word returned (and then its canceller pushed an unlink request, see
     /// `queue::unlink`).
-    pub(crate) fn mark_unplaced(&self) -> StateWord {
+    pub(crate) fn mark_unlinked(&self) -> StateWord {
         // AcqRel: Release keeps the unlink that came before it ordered ahead for a thread that
         // reads the word; Acquire, because a cancel seen in the old word hands this thread the
         // entry's count.
@@ -306,16 +304,16 @@ impl Entry {
         }
     }
 
-    /// As [`mark_unplaced`](Self::mark_unplaced), for an entry whose lifecycle ended as
+    /// As [`mark_unlinked`](Self::mark_unlinked), for an entry whose lifecycle ended as
     /// `word` (cancelled or handed back): no one else writes such a word any more, so a plain
     /// store does, with no read-modify-write.
-    pub(crate) fn mark_unplaced_resolved(&self, word: StateWord) {
+    pub(crate) fn mark_unlinked_resolved(&self, word: StateWord) {
         debug_assert!(matches!(
             word.lifecycle(),
-            Lifecycle::Cancelled | Lifecycle::Returned
+            Lifecycle::Cancelled | Lifecycle::HandedBack
         ));
         debug_assert_eq!(self.state().bits(), word.bits());
-        // Release: as in `mark_unplaced`.
+        // Release: as in `mark_unlinked`.
         self.state
             .store(word.bits() & !StateWord::PLACED_BIT, Ordering::Release);
     }
@@ -372,7 +370,7 @@ mod tests {
             entry.cancel().unwrap_err().lifecycle(),
             Lifecycle::Cancelled
         );
-        assert!(entry.expire(u64::MAX).is_err());
+        assert!(entry.fire(u64::MAX).is_err());
         assert!(entry.give_back().is_err());
         assert_eq!(hits.load(Ordering::SeqCst), 0);
     }
@@ -389,33 +387,33 @@ mod tests {
     }
 
     #[test]
-    fn expire_only_once_due() {
+    fn fires_only_once_due() {
         let hits = Arc::new(AtomicUsize::new(0));
         let entry = Entry::new(10, counting(&hits));
-        let not_due = entry.expire(9).unwrap_err();
+        let not_due = entry.fire(9).unwrap_err();
         assert!(not_due.is_pending());
-        let (_, callback) = entry.expire(10).expect("due at 10");
+        let (_, callback) = entry.fire(10).expect("due at 10");
         callback.call();
         assert_eq!(hits.load(Ordering::SeqCst), 1);
-        assert_eq!(entry.state().lifecycle(), Lifecycle::Expired);
+        assert_eq!(entry.state().lifecycle(), Lifecycle::Fired);
         assert!(entry.cancel().is_err());
     }
 
     #[test]
-    fn expiring_clears_the_placement_but_cancelling_keeps_it() {
+    fn firing_clears_the_link_but_cancelling_keeps_it() {
         let at = SlotId { level: 1, slot: 2 };
         let fired = Entry::new(5, CallbackBox::new(|| {}));
-        fired.place(fired.state(), at).unwrap();
-        fired.expire(5).unwrap();
-        assert_eq!(fired.state().placement(), None);
+        fired.mark_linked(fired.state(), at).unwrap();
+        fired.fire(5).unwrap();
+        assert_eq!(fired.state().linked_at(), None);
 
         let cancelled = Entry::new(5, CallbackBox::new(|| {}));
-        cancelled.place(cancelled.state(), at).unwrap();
+        cancelled.mark_linked(cancelled.state(), at).unwrap();
         let (before, _) = cancelled.cancel().unwrap();
-        assert_eq!(before.placement(), Some(at));
-        assert_eq!(cancelled.state().placement(), Some(at));
-        cancelled.mark_unplaced();
-        assert_eq!(cancelled.state().placement(), None);
+        assert_eq!(before.linked_at(), Some(at));
+        assert_eq!(cancelled.state().linked_at(), Some(at));
+        cancelled.mark_unlinked();
+        assert_eq!(cancelled.state().linked_at(), None);
     }
 
     #[test]
@@ -424,7 +422,7 @@ mod tests {
         let mut entry = Entry::new_repeating(5);
         entry.install(counting(&hits));
         // Fire, run, re-arm.
-        let (word, callback) = entry.expire(5).unwrap();
+        let (word, callback) = entry.fire(5).unwrap();
         assert!(word.is_repeating());
         entry.rearm(9, callback).map_err(|_| ()).unwrap();
         let now = entry.state();
@@ -432,7 +430,7 @@ mod tests {
         assert_eq!(now.deadline(), 9);
         // Fire again; cancelled while "running": the cancel hands over no callback, and the
         // re-arm fails, giving the callback back to the runner.
-        let (_, callback) = entry.expire(9).unwrap();
+        let (_, callback) = entry.fire(9).unwrap();
         let (_, taken) = entry.cancel().unwrap();
         assert!(taken.is_none());
         let back = entry.rearm(13, callback).unwrap_err();
@@ -446,26 +444,28 @@ mod tests {
     fn reset_moves_only_a_pending_deadline() {
         let entry = Entry::new(10, CallbackBox::new(|| {}));
         let at = SlotId { level: 0, slot: 10 };
-        entry.place(entry.state(), at).unwrap();
+        entry.mark_linked(entry.state(), at).unwrap();
         let before = entry.reset(40).unwrap();
         assert_eq!(before.deadline(), 10);
         assert_eq!(entry.state().deadline(), 40);
         assert_eq!(
-            entry.state().placement(),
+            entry.state().linked_at(),
             Some(at),
             "the shard moves it, not the reset"
         );
-        assert!(entry.expire(39).is_err());
-        entry.expire(40).unwrap();
+        assert!(entry.fire(39).is_err());
+        entry.fire(40).unwrap();
         assert!(entry.reset(50).is_err());
     }
 
     #[test]
-    fn place_fails_after_cancel() {
+    fn marking_linked_fails_after_cancel() {
         let entry = Entry::new(5, CallbackBox::new(|| {}));
         let seen = entry.state();
         entry.cancel().unwrap();
-        let now = entry.place(seen, SlotId { level: 0, slot: 5 }).unwrap_err();
+        let now = entry
+            .mark_linked(seen, SlotId { level: 0, slot: 5 })
+            .unwrap_err();
         assert_eq!(now.lifecycle(), Lifecycle::Cancelled);
     }
 

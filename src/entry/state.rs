@@ -6,15 +6,15 @@
 //! ```text
 //!  63                                 13 12      7 6   4  3   2   1 0
 //! +-------------------------------------+--------+-----+---+---+-----+
-//! |           deadline (ticks)          |  slot  |level|REP|PLC| life|
+//! |           deadline (ticks)          |  slot  |level|REP|LNK| life|
 //! +-------------------------------------+--------+-----+---+---+-----+
 //! ```
 //!
 //! - `life` (2 bits): [`Lifecycle`]. An entry starts `Pending`; exactly one party moves it out
 //!   of `Pending`, and that party alone owns the callback from then on.
-//! - `PLC` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
+//! - `LNK` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
 //! - `REP` (1 bit): the timer repeats (set at creation, never changed).
-//! - `level`, `slot`: where in the wheel it is linked, meaningful only while `PLC` is set.
+//! - `level`, `slot`: where in the wheel it is linked, meaningful only while `LNK` is set.
 //! - `deadline`: the tick at or after which the timer fires (51 bits: at a 1 ms tick, over
 //!   70,000 years; at the shortest tick, 1 µs, 71 years from the engine's start).
 
@@ -26,9 +26,9 @@ pub(crate) enum Lifecycle {
     /// Stopped by `TimerHandle::cancel`; the callback will never run.
     Cancelled = 1,
     /// Taken by its shard to run.
-    Expired = 2,
+    Fired = 2,
     /// Handed back to the caller: at shutdown, or to a `schedule` that raced shutdown.
-    Returned = 3,
+    HandedBack = 3,
 }
 
 /// A wheel position: `(level, slot)`.
@@ -44,7 +44,7 @@ pub(crate) struct StateWord(u64);
 
 impl StateWord {
     const LIFECYCLE_MASK: u64 = 0b11;
-    const PLACED: u64 = 1 << 2;
+    const LINKED: u64 = 1 << 2;
     const REPEATING: u64 = 1 << 3;
     const LEVEL_SHIFT: u32 = 4;
     const LEVEL_MASK: u64 = 0b111 << Self::LEVEL_SHIFT;
@@ -55,7 +55,7 @@ impl StateWord {
     /// The largest deadline, in ticks, the word can hold.
     pub(crate) const MAX_DEADLINE: u64 = (1 << (64 - Self::DEADLINE_SHIFT)) - 1;
 
-    /// A new pending, unplaced entry due at `deadline`.
+    /// A new pending, unlinked entry due at `deadline`.
     pub(crate) fn pending(deadline: u64) -> Self {
         debug_assert!(deadline <= Self::MAX_DEADLINE);
         StateWord(deadline << Self::DEADLINE_SHIFT)
@@ -73,8 +73,8 @@ impl StateWord {
         match self.0 & Self::LIFECYCLE_MASK {
             0 => Lifecycle::Pending,
             1 => Lifecycle::Cancelled,
-            2 => Lifecycle::Expired,
-            _ => Lifecycle::Returned,
+            2 => Lifecycle::Fired,
+            _ => Lifecycle::HandedBack,
         }
     }
 
@@ -110,37 +110,37 @@ impl StateWord {
     }
 
     /// Where the entry is linked, if it is.
-    pub(crate) fn placement(self) -> Option<SlotId> {
-        (self.0 & Self::PLACED != 0).then_some(SlotId {
+    pub(crate) fn linked_at(self) -> Option<SlotId> {
+        (self.0 & Self::LINKED != 0).then_some(SlotId {
             level: ((self.0 & Self::LEVEL_MASK) >> Self::LEVEL_SHIFT) as usize,
             slot: ((self.0 & Self::SLOT_MASK) >> Self::SLOT_SHIFT) as usize,
         })
     }
 
-    pub(super) fn placed_at(self, at: SlotId) -> Self {
+    pub(super) fn with_link(self, at: SlotId) -> Self {
         debug_assert!(at.level < 8 && at.slot < 64);
         let cleared = self.0 & !(Self::LEVEL_MASK | Self::SLOT_MASK);
         StateWord(
             cleared
-                | Self::PLACED
+                | Self::LINKED
                 | ((at.level as u64) << Self::LEVEL_SHIFT)
                 | ((at.slot as u64) << Self::SLOT_SHIFT),
         )
     }
 
-    pub(crate) fn unplaced(self) -> Self {
-        StateWord(self.0 & !(Self::PLACED | Self::LEVEL_MASK | Self::SLOT_MASK))
+    pub(crate) fn unlinked(self) -> Self {
+        StateWord(self.0 & !(Self::LINKED | Self::LEVEL_MASK | Self::SLOT_MASK))
     }
 
     /// The bit an atomic `fetch_and` clears to mark the entry unlinked.
-    pub(super) const PLACED_BIT: u64 = Self::PLACED;
+    pub(super) const PLACED_BIT: u64 = Self::LINKED;
 }
 
 impl std::fmt::Debug for StateWord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateWord")
             .field("lifecycle", &self.lifecycle())
-            .field("placement", &self.placement())
+            .field("linked_at", &self.linked_at())
             .field("deadline", &self.deadline())
             .finish()
     }
@@ -153,15 +153,15 @@ mod tests {
     const LIFECYCLES: [Lifecycle; 4] = [
         Lifecycle::Pending,
         Lifecycle::Cancelled,
-        Lifecycle::Expired,
-        Lifecycle::Returned,
+        Lifecycle::Fired,
+        Lifecycle::HandedBack,
     ];
 
     #[test]
-    fn new_word_is_pending_and_unplaced() {
+    fn new_word_is_pending_and_unlinked() {
         let w = StateWord::pending(12345);
         assert_eq!(w.lifecycle(), Lifecycle::Pending);
-        assert_eq!(w.placement(), None);
+        assert_eq!(w.linked_at(), None);
         assert_eq!(w.deadline(), 12345);
     }
 
@@ -174,13 +174,13 @@ mod tests {
                     for slot in [0, 1, 31, 63] {
                         let at = SlotId { level, slot };
                         let w = StateWord::pending(deadline)
-                            .placed_at(at)
+                            .with_link(at)
                             .with_lifecycle(life);
                         assert_eq!(w.deadline(), deadline);
                         assert_eq!(w.lifecycle(), life);
-                        assert_eq!(w.placement(), Some(at));
-                        let u = w.unplaced();
-                        assert_eq!(u.placement(), None);
+                        assert_eq!(w.linked_at(), Some(at));
+                        let u = w.unlinked();
+                        assert_eq!(u.linked_at(), None);
                         assert_eq!((u.deadline(), u.lifecycle()), (deadline, life));
                         assert_eq!(StateWord::from_bits(w.bits()), w);
                     }
@@ -194,29 +194,29 @@ mod tests {
         let at = SlotId { level: 3, slot: 17 };
         let w = StateWord::pending(10)
             .repeating()
-            .placed_at(at)
+            .with_link(at)
             .with_lifecycle(Lifecycle::Cancelled);
         let moved = w.with_deadline(StateWord::MAX_DEADLINE);
         assert_eq!(moved.deadline(), StateWord::MAX_DEADLINE);
         assert_eq!(moved.lifecycle(), Lifecycle::Cancelled);
-        assert_eq!(moved.placement(), Some(at));
+        assert_eq!(moved.linked_at(), Some(at));
         assert!(moved.is_repeating());
         assert!(!StateWord::pending(10).is_repeating());
     }
 
     #[test]
-    fn replacing_a_placement_clears_the_old_one() {
+    fn relinking_clears_the_old_slot() {
         let w = StateWord::pending(7)
-            .placed_at(SlotId { level: 5, slot: 63 })
-            .placed_at(SlotId { level: 0, slot: 1 });
-        assert_eq!(w.placement(), Some(SlotId { level: 0, slot: 1 }));
+            .with_link(SlotId { level: 5, slot: 63 })
+            .with_link(SlotId { level: 0, slot: 1 });
+        assert_eq!(w.linked_at(), Some(SlotId { level: 0, slot: 1 }));
     }
 
     #[test]
-    fn clearing_the_placed_bit_unplaces() {
-        let w = StateWord::pending(7).placed_at(SlotId { level: 2, slot: 9 });
+    fn clearing_the_linked_bit_unlinks() {
+        let w = StateWord::pending(7).with_link(SlotId { level: 2, slot: 9 });
         let cleared = StateWord::from_bits(w.bits() & !StateWord::PLACED_BIT);
-        assert_eq!(cleared.placement(), None);
+        assert_eq!(cleared.linked_at(), None);
         assert_eq!(cleared.deadline(), 7);
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! - `inbound`: [`Inbound`], new timers from any thread (Vyukov's intrusive MPSC queue).
 //! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).
-//! - `unlink`: [`Unlinks`], timers cancelled after placement, for the shard to unlink.
+//! - `unlink`: [`Unlinks`], timers cancelled after linking, for the shard to unlink.
 //! - `recycle`: [`Recycler`], dead entries handed back to a lane's owner for reuse.
 
 mod inbound;

@@ -16,7 +16,7 @@
 //!
 //! The push takes no reference count. The entry is linked in the wheel, which holds a count
 //! for it, and from the cancel on that count belongs to the request: the wheel never lets a
-//! cancelled entry that is still marked PLACED go on its own (see `Wheel::settle` and
+//! cancelled entry that is still marked LINKED go on its own (see `Wheel::settle` and
 //! `Wheel::drain`). It unlinks such an entry when it meets it and leaves the count to the
 //! request; the shard releases the count when it takes the request (`Wheel::unlink_cancelled`).
 //! Requests left on the stack when the lane goes away are released with it: by then the wheel
@@ -54,7 +54,7 @@ impl Unlinks {
     ///
     /// # Safety
     /// The caller won the cancel of `entry` that emptied its callback cell (so it owns the
-    /// cell), the cancel found the entry PLACED (so the wheel's count now belongs to this
+    /// cell), the cancel found the entry LINKED (so the wheel's count now belongs to this
     /// request), and the entry has not been pushed before.
     pub(crate) unsafe fn push(&self, entry: &EntryRef) {
         let node = EntryRef::as_ptr(entry).cast_mut();
@@ -121,15 +121,15 @@ mod tests {
     use crate::entry::SlotId;
     use crate::sync::Arc;
 
-    /// An entry as a cancel that must tell the shard leaves it: marked PLACED, cancelled, with
+    /// An entry as a cancel that must tell the shard leaves it: marked LINKED, cancelled, with
     /// the count a wheel would hold for it taken (and forgotten) here.
-    fn cancelled_while_placed(deadline: u64) -> EntryRef {
+    fn cancelled_while_linked(deadline: u64) -> EntryRef {
         let entry = EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})));
         entry
-            .place(entry.state(), SlotId { level: 0, slot: 1 })
+            .mark_linked(entry.state(), SlotId { level: 0, slot: 1 })
             .unwrap();
         let (before, callback) = entry.cancel().expect("a new entry can be cancelled");
-        assert!(before.placement().is_some());
+        assert!(before.linked_at().is_some());
         drop(callback);
         std::mem::forget(entry.clone()); // the wheel's count, now the request's
         entry
@@ -137,16 +137,16 @@ mod tests {
 
     /// What a wheel does when it meets the entry before the request: unlinks and unmarks it.
     fn unlinked_by_the_wheel(entry: &EntryRef) {
-        entry.mark_unplaced();
+        entry.mark_unlinked();
     }
 
     #[test]
     fn takes_every_request_once_and_releases_its_count() {
         let stack = Unlinks::new();
         assert!(stack.is_empty());
-        let entries: Vec<EntryRef> = (0..5).map(cancelled_while_placed).collect();
+        let entries: Vec<EntryRef> = (0..5).map(cancelled_while_linked).collect();
         for entry in &entries {
-            // SAFETY: each entry was just cancelled while placed and is pushed once.
+            // SAFETY: each entry was just cancelled while linked and is pushed once.
             unsafe { stack.push(entry) };
         }
         assert!(!stack.is_empty());
@@ -180,8 +180,8 @@ mod tests {
     #[test]
     fn requests_left_on_the_stack_are_released_with_it() {
         let stack = Unlinks::new();
-        let entry = cancelled_while_placed(7);
-        // SAFETY: just cancelled while placed, pushed once.
+        let entry = cancelled_while_linked(7);
+        // SAFETY: just cancelled while linked, pushed once.
         unsafe { stack.push(&entry) };
         unlinked_by_the_wheel(&entry);
         assert_eq!(EntryRef::strong_count(&entry), 2);
@@ -197,9 +197,9 @@ mod tests {
                 let stack = stack.clone();
                 std::thread::spawn(move || {
                     for i in 0..500 {
-                        let entry = cancelled_while_placed(t * 1000 + i);
+                        let entry = cancelled_while_linked(t * 1000 + i);
                         unlinked_by_the_wheel(&entry);
-                        // SAFETY: cancelled while placed here, pushed once.
+                        // SAFETY: cancelled while linked here, pushed once.
                         unsafe { stack.push(&entry) };
                     }
                 })

@@ -22,8 +22,8 @@
 //! shard, or the shard finds the new lane and its timer (the Dekker pair of `signal`).
 //! Shutdown takes every lane once the shard thread is gone ([`Lanes::all`]).
 
-use super::core::ShardCore;
 use super::lane::Lane;
+use super::shared::ShardShared;
 use std::cell::UnsafeCell;
 
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
@@ -33,7 +33,7 @@ const CAPACITY: usize = 1024;
 
 /// A shard's lanes, made as threads first schedule into it.
 pub(crate) struct Lanes {
-    shard: Arc<ShardCore>,
+    shard: Arc<ShardShared>,
     /// The lane at each index, once made. A power of two long.
     slots: Box<[Slot]>,
     /// Every lane, in the order they were made.
@@ -60,7 +60,7 @@ unsafe impl Send for Slot {}
 
 impl Lanes {
     /// An empty table for `shard`, with room for `capacity` lanes (the default if `None`).
-    pub(crate) fn new(shard: Arc<ShardCore>, capacity: Option<usize>) -> Self {
+    pub(crate) fn new(shard: Arc<ShardShared>, capacity: Option<usize>) -> Self {
         let capacity = capacity.unwrap_or(CAPACITY).max(1).next_power_of_two();
         Lanes {
             shard,
@@ -76,7 +76,7 @@ impl Lanes {
     }
 
     /// The shard the lanes lead into.
-    pub(crate) fn shard(&self) -> &Arc<ShardCore> {
+    pub(crate) fn shard(&self) -> &Arc<ShardShared> {
         &self.shard
     }
 

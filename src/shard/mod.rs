@@ -1,9 +1,9 @@
 //! A shard: one timing wheel, the tick thread that alone touches it, and the lanes through
 //! which everyone else reaches it. It imports the layers below it: callbacks (where its fired
-//! callbacks go), placement (where its thread runs), and the wheel, queues and entries.
+//! callbacks go), pinning (where its thread runs), and the wheel, queues and entries.
 //!
 //! - `worker`: [`Shard`], the tick thread's own state and its loop (turn, poll, sleep).
-//! - `core`: [`ShardCore`], what the shard shares: its stop flag, counters, clock, cap, signal.
+//! - `core`: [`ShardShared`], what the shard shares: its stop flag, counters, clock, cap, signal.
 //! - `lane`: [`Lane`], the queues into the shard from one producer thread (or a group, past
 //!   `lanes`' capacity), with the admission and queueing of a timer (the producer's half of
 //!   the shutdown hand-off).
@@ -11,17 +11,18 @@
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 
-mod core;
 mod lane;
 mod lanes;
 mod lateness;
+mod owner;
+mod shared;
 mod signal;
 mod worker;
 
-pub(crate) use self::core::ShardCore;
-#[cfg(all(test, loom))]
-pub(crate) use lane::LaneCounts;
-pub(crate) use lane::{Lane, Ownership, Refusal};
+pub(crate) use self::shared::ShardShared;
+pub(crate) use lane::{Lane, Memory, OneShot, Refusal, TimerKind};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
+#[cfg(all(test, loom))]
+pub(crate) use owner::LaneCounts;
 pub(crate) use worker::{Shard, Stopped};

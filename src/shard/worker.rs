@@ -1,12 +1,12 @@
 //! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
 //! The tick loop, one [`Shard::turn`] at a time:
-//! 1. take the timers cancelled after placement off every lane's unlink stack and unlink them
+//! 1. take the timers cancelled after linking off every lane's unlink stack and unlink them
 //!    (so their memory is freed within about a tick, see `queue::unlink`), and move the ones
 //!    reset to an earlier deadline (the `changes` queue);
-//! 2. take new timers off every lane's owner ring and `inserts` queue and place them (a timer
+//! 2. take new timers off every lane's owner ring and `inserts` queue and link them (a timer
 //!    cancelled while still queued is dropped here, having cost its canceller one CAS);
-//! 3. advance the wheel to the current tick, winning INIT→EXPIRED for each due timer (and
+//! 3. advance the wheel to the current tick, winning PENDING→FIRED for each due timer (and
 //!    freeing the slots of the fired one-shots together);
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
@@ -18,12 +18,12 @@
 
 use std::time::Duration;
 
-use super::core::ShardCore;
 use super::lane::Lane;
 use super::lanes::Lanes;
+use super::shared::ShardShared;
 use crate::callbacks::Executor;
 use crate::entry::{EntryRef, Fired, Lifecycle};
-use crate::placement::LagWatch;
+use crate::pinning::LagWatch;
 use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
@@ -67,7 +67,7 @@ pub(crate) struct Shard {
     /// Declared before `lanes`, so that a shard dropped while unwinding drains its wheel
     /// before it drops its lanes (see [`Stopped`]).
     wheel: Wheel,
-    core: Arc<ShardCore>,
+    core: Arc<ShardShared>,
     /// The lanes made so far, as `table` lists them, brought up to date each turn.
     lanes: Vec<Arc<Lane>>,
     table: Arc<Lanes>,
@@ -88,7 +88,7 @@ pub(crate) struct Shard {
 /// not go first.
 pub(crate) struct Stopped {
     wheel: Wheel,
-    core: Arc<ShardCore>,
+    core: Arc<ShardShared>,
     lanes: Vec<Arc<Lane>>,
 }
 
@@ -104,8 +104,8 @@ impl Stopped {
             // and the wheel has just been drained, which unlinked and unmarked every entry.
             released += unsafe { lane.empty_after_stop(out) };
         }
-        // The timers cancelled while placed whose requests were still waiting: dropped now.
-        self.core.release_cap(released);
+        // The timers cancelled while linked whose requests were still waiting: dropped now.
+        self.core.done_with(released);
     }
 }
 
@@ -118,10 +118,10 @@ struct Outcomes {
     due: Vec<(u64, u64)>,
     /// The dead entries, for their lanes to reuse.
     spares: Spares,
-    /// Whether the engine has a cap, whose places cancelled timers hold until the shard drops
+    /// Whether the engine has a cap, whose permits cancelled timers hold until the shard drops
     /// them (see `count_dropped`).
     capped: bool,
-    /// Cancelled timers dropped in this turn, whose cap places the turn releases.
+    /// Cancelled timers dropped in this turn, whose permits the turn releases.
     dropped: usize,
 }
 
@@ -132,14 +132,14 @@ impl Outcomes {
         match settled {
             Settled::Fired(fired, deadline) => self.fire(fired, deadline),
             Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
-            Settled::Placed | Settled::LeftToUnlink => {}
+            Settled::Linked | Settled::LeftToUnlink => {}
         }
     }
 
     /// Records an entry taken from an inbound queue or ring. A cancelled timer keeps its
-    /// place under the cap until the shard drops its entry, so that the cap bounds the memory
+    /// permit until the shard drops its entry, so that the cap bounds the memory
     /// the engine holds even while its shard is stalled: this is where a timer cancelled while
-    /// queued is dropped (one cancelled while placed is dropped when its unlink request is
+    /// queued is dropped (one cancelled while linked is dropped when its unlink request is
     /// taken). Every arming of a timer passes through a queue once, so each is counted once.
     fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
         if let Settled::Dropped(dead) = &settled {
@@ -159,7 +159,7 @@ impl Outcomes {
         }
     }
 
-    /// Counts a cancelled timer the shard drops, whose cap place the turn releases.
+    /// Counts a cancelled timer the shard drops, whose permit the turn releases.
     fn count_dropped(&mut self) {
         if self.capped {
             self.dropped += 1;
@@ -293,7 +293,7 @@ impl Shard {
                 for entry in unlinked.drain(batch..) {
                     // SAFETY: as above.
                     let dead = unsafe { self.wheel.unlink_cancelled(entry) };
-                    // The shard drops a timer cancelled while placed (see `record_taken`).
+                    // The shard drops a timer cancelled while linked (see `record_taken`).
                     self.outcomes.count_dropped();
                     self.outcomes.record(Settled::Dropped(dead), index, lane);
                 }
@@ -348,7 +348,7 @@ impl Shard {
         let counts = self.core.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
         self.core
-            .release_cap(std::mem::take(&mut self.outcomes.dropped));
+            .done_with(std::mem::take(&mut self.outcomes.dropped));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             self.core.callbacks().add_handed_over(fired as u64);
@@ -416,17 +416,17 @@ impl Shard {
         self.core.signal().set_thread(thread::current());
         let clock = self.core.clock().clone();
         #[cfg(not(loom))]
-        crate::placement::tune_current_thread(clock.tick());
+        crate::pinning::tune_current_thread(clock.tick());
         // A manual clock jumps by whole advances: its lateness means nothing; and it may ask
-        // for the earliest deadline pending (see `ShardCore::ask_earliest`).
+        // for the earliest deadline pending (see `ShardShared::ask_earliest`).
         let watch_lag = clock.manual().is_none();
         let lookahead = !watch_lag;
-        // The tick the next turn means to begin at, if any (see `placement::watch`).
+        // The tick the next turn means to begin at, if any (see `pinning::watch`).
         let mut meant = None;
         while !self.core.is_stopped() {
             let now = clock.now_tick();
             if watch_lag {
-                self.lag.observe(meant, now, self.core.placement());
+                self.lag.observe(meant, now, self.core.pinning());
             }
             let turn = self.turn(now);
             if lookahead && turn != Turn::Backlog {
@@ -465,15 +465,15 @@ impl Shard {
     }
 
     /// Answers a manual clock's open question for the earliest deadline pending in the wheel
-    /// (see `ShardCore::ask_earliest`), as the tick loop does after a complete turn.
+    /// (see `ShardShared::ask_earliest`), as the tick loop does after a complete turn.
     pub(crate) fn answer_lookahead(&self) {
         self.core.answer_earliest(|| self.wheel.earliest_pending());
     }
 
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep
-    /// beginning late there (see `placement::watch`).
+    /// beginning late there (see `pinning::watch`).
     pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>) {
-        self.lag.pin(cpu, all, self.core.placement());
+        self.lag.pin(cpu, all, self.core.pinning());
     }
 
     /// How many unlink requests the shard's buffer holds without growing (for the tests).
@@ -484,13 +484,13 @@ impl Shard {
 
     /// What the shard shares with the rest of the engine (for the models).
     #[cfg(all(test, loom))]
-    pub(crate) fn core(&self) -> &ShardCore {
+    pub(crate) fn shared(&self) -> &ShardShared {
         &self.core
     }
 
     /// The same, to hand to another thread (for the models).
     #[cfg(all(test, loom))]
-    pub(crate) fn core_arc(&self) -> Arc<ShardCore> {
+    pub(crate) fn shared_arc(&self) -> Arc<ShardShared> {
         self.core.clone()
     }
 

@@ -1,20 +1,26 @@
-//! The optional cap on pending timers (`max_pending`): one shared count of places.
+//! The optional cap on pending timers (`max_pending`): a count of permits.
 //!
-//! A lane takes a place when it admits a timer, and the schedule is refused with `Full` when
-//! none is left. A place is released when the engine is done with the timer: when its callback
-//! begins (so that a callback can schedule its successor at the cap); when it is handed back at shutdown or taken back by a schedule that raced
-//! shutdown; or, once cancelled, when its shard drops its entry (on taking it off a queue if it
-//! was cancelled while queued, on taking its unlink request if it was linked). A repeating
-//! timer holds one place for its whole life. So the cap bounds the engine's timer memory even
-//! while a shard or the callback pool is stalled. Engines without a cap have no count.
+//! A timer takes a permit at admission and holds it until the engine is done with it: when
+//! its callback begins (a one-shot timer, so that the callback can schedule its successor at
+//! the cap), when it is handed back, when its shard drops its cancelled entry, or when a
+//! repeating timer stops. Every permit comes back through the drop of [`Permits`], and
+//! nowhere else. So the cap bounds the engine's timer memory even while a shard or the
+//! callback pool is stalled. Engines without a cap have no count and pay nothing.
 
 use super::{AtomicUsize, Ordering};
 
-/// Counts timers pending against a limit. Only engines built with a cap have one, so engines
-/// without a cap pay nothing for it.
+/// Counts the permits timers hold against a limit.
 pub(crate) struct Cap {
     limit: usize,
     used: AtomicUsize,
+}
+
+/// Permits of an engine's cap (none if it has no cap), given back when dropped unless a timer
+/// [holds](Permits::hold) them.
+#[must_use]
+pub(crate) struct Permits<'a> {
+    cap: Option<&'a Cap>,
+    count: usize,
 }
 
 impl Cap {
@@ -25,33 +31,62 @@ impl Cap {
         }
     }
 
-    /// Takes one place; false if the cap is reached.
-    pub(crate) fn try_take(&self) -> bool {
+    /// Takes one permit; `None` if the cap is reached.
+    fn take(&self) -> Option<Permits<'_>> {
         // Relaxed: the count orders nothing else; the RMW alone keeps it exact.
         let before = self.used.fetch_add(1, Ordering::Relaxed);
+        let taken = Permits {
+            cap: Some(self),
+            count: 1,
+        };
         if before >= self.limit {
-            self.used.fetch_sub(1, Ordering::Relaxed);
-            return false;
+            drop(taken);
+            return None;
         }
-        true
+        Some(taken)
     }
 
-    /// Whether a place is free now (without taking it).
+    /// Whether a permit is free now (without taking it).
     pub(crate) fn has_room(&self) -> bool {
         self.used() < self.limit
     }
 
-    /// How many places are taken.
+    /// How many permits timers hold.
     pub(crate) fn used(&self) -> usize {
         // Relaxed: a reading for the caller, ordered with nothing else.
         self.used.load(Ordering::Relaxed)
     }
+}
 
-    /// Releases `n` places (timers the engine is done with).
-    pub(crate) fn release(&self, n: usize) {
-        if n > 0 {
-            // Relaxed: as above.
-            self.used.fetch_sub(n, Ordering::Relaxed);
+impl<'a> Permits<'a> {
+    /// One permit of `cap` for a new timer: `None` if the cap is reached.
+    pub(crate) fn take(cap: Option<&'a Cap>) -> Option<Self> {
+        match cap {
+            Some(cap) => cap.take(),
+            None => Some(Permits {
+                cap: None,
+                count: 0,
+            }),
+        }
+    }
+
+    /// The permits `count` admitted timers hold, taken back: given back on drop, unless held
+    /// again (a repeating timer's, re-armed).
+    pub(crate) fn reclaim(cap: Option<&'a Cap>, count: usize) -> Self {
+        Permits { cap, count }
+    }
+
+    /// Leaves the permits with the timers admitted, until `reclaim` takes them back.
+    pub(crate) fn hold(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Permits<'_> {
+    fn drop(&mut self) {
+        if let (Some(cap), 1..) = (self.cap, self.count) {
+            // Relaxed: as in `take`.
+            cap.used.fetch_sub(self.count, Ordering::Relaxed);
         }
     }
 }
@@ -61,13 +96,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn takes_up_to_the_limit_and_frees_places_again() {
+    fn permits_are_taken_up_to_the_limit_and_come_back_on_drop() {
         let cap = Cap::new(2);
-        assert!(cap.try_take());
-        assert!(cap.try_take());
-        assert!(!cap.try_take());
-        cap.release(1);
-        assert!(cap.try_take());
-        assert!(!cap.try_take());
+        let first = Permits::take(Some(&cap)).expect("room for one");
+        Permits::take(Some(&cap)).expect("room for two").hold();
+        assert!(Permits::take(Some(&cap)).is_none());
+        assert_eq!(cap.used(), 2);
+        drop(first);
+        assert_eq!(cap.used(), 1);
+        drop(Permits::reclaim(Some(&cap), 1));
+        assert_eq!(cap.used(), 0);
     }
 }

@@ -111,7 +111,7 @@ impl Range {
     }
 }
 
-/// A runner's place: the batch it holds a range of, and the range.
+/// A runner's holding: the batch it holds a range of, and the range.
 pub(crate) struct Slot<T> {
     /// The batch `range` indexes; replaced only by the slot's holder, whose range is empty
     /// then, under the lock, under which thieves read and exchange `range`.

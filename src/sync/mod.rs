@@ -6,7 +6,7 @@
 //! crossbeam's. The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code
 //! reads the same either way. No other module imports `std::sync::atomic` for a modelled protocol.
 //!
-//! - `cap`: the optional limit on pending timers, a count of places taken and released.
+//! - `cap`: the optional limit on pending timers, a count of permits taken and given back.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
 //! - `counter`: statistics counters, which loom does not model.
 //! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
@@ -30,7 +30,7 @@ mod prefetch;
 mod queue;
 mod stack;
 
-pub(crate) use cap::Cap;
+pub(crate) use cap::{Cap, Permits};
 pub(crate) use cell::UnsafeCell;
 pub(crate) use claims::{in_batches, Holder, Slot};
 pub(crate) use counter::Counter;
@@ -38,7 +38,7 @@ pub(crate) use drop::drop_then_free;
 pub(crate) use ids::{lane_index, next_engine_id, next_ids, owner_slot, thread_slot};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
-pub(crate) use queue::Queue;
+pub(crate) use queue::SegQueue;
 pub(crate) use stack::TakeAllStack;
 
 #[cfg(loom)]

@@ -9,7 +9,7 @@ use super::{AtomicUsize, Mutex, Ordering};
 /// with Release and read with Acquire, like a lock-free queue's indices: it promises no more
 /// ordering than the real queue does, so a protocol that leans on a missing fence fails the
 /// model instead of passing through the mutex's stronger ordering.
-pub(crate) struct Queue<T> {
+pub(crate) struct SegQueue<T> {
     #[cfg(not(loom))]
     inner: crossbeam_queue::SegQueue<T>,
     #[cfg(loom)]
@@ -19,9 +19,9 @@ pub(crate) struct Queue<T> {
 }
 
 #[cfg(not(loom))]
-impl<T> Queue<T> {
+impl<T> SegQueue<T> {
     pub(crate) fn new() -> Self {
-        Queue {
+        SegQueue {
             inner: crossbeam_queue::SegQueue::new(),
         }
     }
@@ -40,9 +40,9 @@ impl<T> Queue<T> {
 }
 
 #[cfg(loom)]
-impl<T> Queue<T> {
+impl<T> SegQueue<T> {
     pub(crate) fn new() -> Self {
-        Queue {
+        SegQueue {
             inner: Mutex::new(std::collections::VecDeque::new()),
             len: AtomicUsize::new(0),
         }

@@ -109,7 +109,7 @@ impl TimerHandle {
     ///
     /// Pushing a deadline later — what a connection does on every read — is one CAS on the
     /// timer's state word: the shard finds the new deadline when the old slot comes due and
-    /// places the timer again. Moving it earlier also asks the shard to move it. After a reset
+    /// links the timer again. Moving it earlier also asks the shard to move it. After a reset
     /// that returned `true`, the timer never fires at its old deadline. A repeating timer's
     /// next run moves; the runs after it keep the original rhythm.
     ///
@@ -167,9 +167,9 @@ impl TimerHandle {
     pub fn state(&self) -> TimerState {
         match self.entry.state().lifecycle() {
             Lifecycle::Pending => TimerState::Pending,
-            Lifecycle::Expired => TimerState::Fired,
+            Lifecycle::Fired => TimerState::Fired,
             Lifecycle::Cancelled => TimerState::Cancelled,
-            Lifecycle::Returned => TimerState::HandedBack,
+            Lifecycle::HandedBack => TimerState::HandedBack,
         }
     }
 
@@ -195,12 +195,18 @@ impl TimerHandle {
     /// let clock = shardwheel::ManualClock::new();
     /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
     /// let timer = engine.schedule(Duration::from_millis(5), || {}).unwrap();
-    /// assert!(!timer.is_expired());
+    /// assert!(!timer.is_fired());
     /// clock.advance(Duration::from_millis(5));
-    /// assert!(timer.is_expired());
+    /// assert!(timer.is_fired());
     /// ```
-    pub fn is_expired(&self) -> bool {
+    pub fn is_fired(&self) -> bool {
         self.state() == TimerState::Fired
+    }
+
+    /// The old name of [`is_fired`](Self::is_fired).
+    #[deprecated(since = "0.2.0", note = "use `is_fired`")]
+    pub fn is_expired(&self) -> bool {
+        self.is_fired()
     }
 
     /// Whether the timer is still waiting: not fired, not cancelled, not handed back.
@@ -259,12 +265,12 @@ impl<'a> Timer<'a> {
             // runner finds the timer cancelled when it tries to re-arm it.
             return Withdrawn::Running;
         };
-        // The timer's place under the cap is released when the shard lets go of its entry
+        // The timer's permit is released when the shard lets go of its entry
         // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
         self.lane.counts().add_cancelled();
-        if before.placement().is_some() {
+        if before.linked_at().is_some() {
             // SAFETY: this call won the cancel and took the callback, the cancel found the
-            // entry PLACED, and the entry is pushed only this once (a cancel wins once).
+            // entry LINKED, and the entry is pushed only this once (a cancel wins once).
             unsafe { self.lane.request_unlink(self.entry) };
         }
         Withdrawn::Callback(callback)
@@ -277,7 +283,7 @@ impl<'a> Timer<'a> {
         };
         match self.entry.reset(tick) {
             Ok(before) => {
-                if tick < before.deadline() && before.placement().is_some() {
+                if tick < before.deadline() && before.linked_at().is_some() {
                     // Its slot may come due after the new deadline: the shard must move it.
                     self.lane.request_move(self.entry.clone());
                 }

@@ -219,7 +219,7 @@ impl Interval {
         if self.sleep.clock().now() < due {
             ready!(Pin::new(&mut self.sleep).poll(cx));
             // The sleep ended before the tick was due: the engine refused its timer, or handed
-            // it back at shutdown. Unless it has shut down, ask once more (a place under the
+            // it back at shutdown. Unless it has shut down, ask once more (a permit under the
             // cap may have come free since); a second refusal completes the tick at once.
             if self.sleep.clock().now() < due && !self.sleep.engine_stopped() {
                 let tick = self.sleep.clock().tick_at(due);

@@ -4,18 +4,15 @@
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
 //! - `repeating`: [`Repeat`], one run of a repeating timer, and the runner that re-arms the
 //!   timer after each run.
-//! - `schedule`: the one scheduling path every timer takes, one-shot or repeating.
 //! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
 
 mod handle;
 mod interval;
 mod repeating;
-mod schedule;
 mod sleep;
 
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
-pub(crate) use schedule::{fresh, schedule, OneShot};
 pub use sleep::{Elapsed, Sleep, Timeout};

@@ -2,21 +2,20 @@
 //!
 //! The entry carries the REPEATING bit. When the shard fires it, it hands the runner the entry
 //! along with the callback; after the user's callback returns, the runner works out the next
-//! run, re-arms the entry (EXPIRED→INIT with the new deadline, see `Entry::rearm`) and queues
+//! run, re-arms the entry (FIRED→PENDING with the new deadline, see `Entry::rearm`) and queues
 //! it to its shard again, like a new timer. At a fixed rate run `n` is due at
 //! `origin + n·period`, and runs whose time has already come when the previous one finishes
 //! are skipped, so a slow callback or a busy engine never causes a burst of catch-up runs; at
 //! a fixed delay each run is due `period` after the previous one returned. A cancel while the
-//! callback runs (EXPIRED→CANCELLED, also from inside the callback, through its handle or its
-//! [`Repeat`]) makes the re-arm fail, and the timer stops. A repeating timer holds one place
+//! callback runs (FIRED→CANCELLED, also from inside the callback, through its handle or its
+//! [`Repeat`]) makes the re-arm fail, and the timer stops. A repeating timer holds one permit
 //! under the engine's cap for its whole life, so a full engine cannot stop it between two runs.
 
 use std::time::{Duration, Instant};
 
 use super::handle::TimerHandle;
-use super::schedule::Job;
 use crate::entry::{unbox, Boxed, Callback, CallbackBox, Entry, EntryRef};
-use crate::shard::Lane;
+use crate::shard::{Lane, TimerKind};
 use crate::sync::Arc;
 
 /// How the runs of a repeating timer are spaced.
@@ -115,7 +114,7 @@ pub(crate) struct FirstRun<R> {
     pub(crate) pace: Pace,
 }
 
-impl<R: RepeatFn> Job for FirstRun<R> {
+impl<R: RepeatFn> TimerKind for FirstRun<R> {
     type Value = R::Value;
 
     /// A repeating entry whose runner re-arms it on `lane` after each run.
@@ -211,7 +210,7 @@ impl Rhythm {
 }
 
 /// Ends a repeating timer that will not run again: retires its entry (unless it was
-/// cancelled) and releases the cap place it held for its whole life.
+/// cancelled) and releases the permit it held for its whole life.
 struct Ending {
     run: Repeat,
     rearmed: bool,
@@ -221,7 +220,7 @@ impl Drop for Ending {
     fn drop(&mut self) {
         if let (Some(timer), false) = (&self.run.timer, self.rearmed) {
             timer.entry().retire();
-            timer.lane().shard().release_cap(1);
+            timer.lane().shard().done_with(1);
         }
     }
 }
@@ -256,9 +255,7 @@ impl<R: RepeatFn> Callback for Repeating<R> {
         // Cancelled while it ran: the re-arm fails and hands the callback back to drop.
         if let Ok(()) = entry.rearm(tick, this.erase()) {
             ending.rearmed = true;
-            // If shutdown raced the re-arm and this call took the timer back, it stops there
-            // (`enqueue` gave its cap place back).
-            drop(lane.enqueue(Lane::ownership(lane), entry));
+            Lane::requeue(lane, entry);
         }
     }
 }

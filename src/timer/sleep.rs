@@ -11,7 +11,7 @@
 //! connection's idle timeout pushed ahead on every read touches nothing shared. When that
 //! timer comes due, it wakes the task, whose poll finds the deadline still ahead and takes a
 //! new timer there. Moved earlier, the timer moves with it; on an engine with a cap it
-//! moves either way, keeping its place, since the new timer could be refused.
+//! moves either way, keeping its permit, since the new timer could be refused.
 //!
 //! Polled with a waker that would not wake the task the timer holds, the sleep swaps its timer
 //! for one at the same deadline holding the new waker. Dropping a sleep, or moving it to a
@@ -39,9 +39,8 @@ use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use super::handle::{Timer, Withdrawn};
-use super::schedule::{queue, OneShot};
 use crate::entry::{unbox, Callback, EntryRef, StateWord};
-use crate::shard::{Lane, Refusal};
+use crate::shard::{Lane, Memory, OneShot, Refusal};
 use crate::sync::Arc;
 use crate::time::TickClock;
 
@@ -174,7 +173,7 @@ impl Sleep {
 
     /// The shard the sleep's timers go to, which tells the engine it belongs to.
     #[cfg(feature = "hyper")]
-    pub(crate) fn shard(&self) -> &crate::shard::ShardCore {
+    pub(crate) fn shard(&self) -> &crate::shard::ShardShared {
         self.lane.shard()
     }
 
@@ -351,9 +350,7 @@ impl Sleep {
         };
         let wake = Wake(Some(waker.clone()));
         let lane = &self.lane;
-        match queue(lane, Some(tick), OneShot(wake), |ownership, entry| {
-            lane.new_entry(ownership, entry)
-        }) {
+        match Lane::schedule(lane, Some(tick), OneShot(wake), Memory::Lane) {
             Ok(entry) => {
                 self.timer = Some(Registered {
                     entry,

@@ -1,4 +1,4 @@
-//! The wheel itself: levels of slots, placing, unlinking, advancing, draining.
+//! The wheel itself: levels of slots, linking, unlinking, advancing, draining.
 
 use std::ptr::NonNull;
 
@@ -15,14 +15,14 @@ pub(super) const LEVELS: usize = 6;
 const DETACH_BATCH: usize = 64;
 
 /// Ticks the wheel spans: deadlines further than this from `elapsed` are clamped into the top
-/// level and placed again when they come round.
+/// level and linked again when they come round.
 pub(crate) const SPAN: u64 = 1 << 36;
 
 /// What became of an entry handed to [`Wheel::settle`].
 pub(crate) enum Settled {
     /// Linked into a slot.
-    Placed,
-    /// Due already: the shard won INIT→EXPIRED and owns the callback; with the timer's
+    Linked,
+    /// Due already: the shard won PENDING→FIRED and owns the callback; with the timer's
     /// deadline tick.
     Fired(Fired, u64),
     /// Resolved by someone else (cancelled, or handed back); the wheel unlinked it and hands
@@ -139,7 +139,7 @@ impl Wheel {
     /// is freed by the next [`advance`](Self::advance).
     pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
         loop {
-            let word = match entry.expire(self.elapsed) {
+            let word = match entry.fire(self.elapsed) {
                 Ok((word, callback)) => {
                     // A repeating timer's runner needs the entry to re-arm it; a one-shot's is
                     // freed with the turn's others.
@@ -154,11 +154,11 @@ impl Wheel {
                 Err(word) => word,
             };
             if word.lifecycle() != Lifecycle::Pending {
-                if word.placement().is_none() {
+                if word.linked_at().is_none() {
                     return Settled::Dropped(entry);
                 }
-                if entry.mark_unplaced().lifecycle() == Lifecycle::Cancelled {
-                    // The cancel found it PLACED (nothing marks a resolved entry), so its
+                if entry.mark_unlinked().lifecycle() == Lifecycle::Cancelled {
+                    // The cancel found it LINKED (nothing marks a resolved entry), so its
                     // canceller pushes an unlink request that owns this count.
                     let _ = EntryRef::into_raw(entry);
                     return Settled::LeftToUnlink;
@@ -169,31 +169,31 @@ impl Wheel {
                 // Became due between the two reads (a concurrent reset); try again.
                 continue;
             };
-            if entry.place(word, at).is_ok() {
+            if entry.mark_linked(word, at).is_ok() {
                 self.link(at, entry);
-                return Settled::Placed;
+                return Settled::Linked;
             }
         }
     }
 
     /// Handles an entry sent down a `changes` queue, reset to an earlier deadline: unlinks it
     /// and settles it again, which may fire it (or leave it to its unlink request, if it was
-    /// cancelled since). An entry that is not linked (resolved or re-placed since) needs
+    /// cancelled since). An entry that is not linked (resolved or re-linked since) needs
     /// nothing.
     pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
         let word = entry.state();
-        let Some(at) = word.placement() else {
+        let Some(at) = word.linked_at() else {
             return Settled::Dropped(entry);
         };
-        // SAFETY: the shard sets PLACED only when it links an entry into this wheel and
+        // SAFETY: the shard sets LINKED only when it links an entry into this wheel and
         // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
-        // else clears or sets it. The one time an entry is out of its list with PLACED
+        // else clears or sets it. The one time an entry is out of its list with LINKED
         // still set is while `advance` holds its slot's entries, and `reconsider` never runs
-        // then. So a placed entry is linked at `at`.
+        // then. So a linked entry is linked at `at`.
         let held = unsafe { self.unlink(at, &entry) };
         drop(entry);
-        // Pending: place it again by its current deadline (or fire it). Resolved: `settle`
-        // clears the placement and lets it go.
+        // Pending: link it again by its current deadline (or fire it). Resolved: `settle`
+        // clears the link and lets it go.
         self.settle(held)
     }
 
@@ -206,12 +206,12 @@ impl Wheel {
     pub(crate) unsafe fn unlink_cancelled(&mut self, entry: NonNull<Entry>) -> EntryRef {
         // SAFETY: the request's count keeps the entry live.
         let word = unsafe { entry.as_ref() }.state();
-        match word.placement() {
+        match word.linked_at() {
             Some(at) => {
-                // SAFETY: PLACED is set only while the entry is linked here (see
+                // SAFETY: LINKED is set only while the entry is linked here (see
                 // `reconsider`); the list's pointer carries the one count, the request's.
                 let held = unsafe { self.unlink(at, entry.as_ref()) };
-                held.mark_unplaced_resolved(word);
+                held.mark_unlinked_resolved(word);
                 held
             }
             // SAFETY: `settle` or `drain` unlinked it and left the count, by `into_raw`, to
@@ -232,11 +232,11 @@ impl Wheel {
         for entry in entries {
             // SAFETY: by this function's contract the entries are live.
             let entry = unsafe { entry.as_ref() };
-            if entry.state().placement().is_none() {
+            if entry.state().linked_at().is_none() {
                 continue;
             }
             // SAFETY: the shard thread owns the links of the entries in its wheel, and this
-            // one is linked (PLACED is set and only this thread clears it).
+            // one is linked (LINKED is set and only this thread clears it).
             let links = unsafe { entry.links() };
             for neighbour in [links.next, links.prev].into_iter().flatten() {
                 prefetch(neighbour.as_ptr());
@@ -275,7 +275,7 @@ impl Wheel {
     }
 
     /// Takes the lists of the slot of `expiration` out of the wheel, for [`detach`] to walk,
-    /// and moves `elapsed` to its deadline. The entries keep their PLACED bit until the caller
+    /// and moves `elapsed` to its deadline. The entries keep their LINKED bit until the caller
     /// settles them.
     ///
     /// [`detach`]: Self::detach
@@ -299,8 +299,8 @@ impl Wheel {
         let mut kept = start;
         for i in start..out.len() {
             // The unmarking decides, against a cancel racing shutdown: a cancel before it saw
-            // PLACED and pushed a request; a cancel after it sees the entry unplaced.
-            if out[i].mark_unplaced().lifecycle() != Lifecycle::Cancelled {
+            // LINKED and pushed a request; a cancel after it sees the entry unlinked.
+            if out[i].mark_unlinked().lifecycle() != Lifecycle::Cancelled {
                 out.swap(kept, i);
                 kept += 1;
             }

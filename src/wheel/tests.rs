@@ -1,4 +1,4 @@
-//! Unit tests of placement, and a model-based property test of the wheel against a `BTreeMap`
+//! Unit tests of linking, and a model-based property test of the wheel against a `BTreeMap`
 //! of deadlines under a manual clock.
 
 use super::*;
@@ -60,7 +60,7 @@ impl Harness {
         let (before, callback) = entry.cancel().unwrap();
         drop(callback.unwrap());
         assert!(
-            before.placement().is_some(),
+            before.linked_at().is_some(),
             "the harness links every entry it does not fire"
         );
         self.requests.push(entry);
@@ -77,7 +77,7 @@ impl Harness {
                 2,
                 "the request's count and the handle's"
             );
-            assert_eq!(held.state().placement(), None);
+            assert_eq!(held.state().linked_at(), None);
         }
     }
 
@@ -85,7 +85,7 @@ impl Harness {
     fn requests_linked(&self) -> usize {
         self.requests
             .iter()
-            .filter(|handle| handle.state().placement().is_some())
+            .filter(|handle| handle.state().linked_at().is_some())
             .count()
     }
 
@@ -125,7 +125,7 @@ fn level_for_uses_the_highest_differing_bit() {
 }
 
 #[test]
-fn placement_at_level_boundaries() {
+fn linking_at_level_boundaries() {
     let mut h = Harness::new();
     h.advance_to(100);
     for (when, level, slot) in [
@@ -196,7 +196,7 @@ fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
         if i == 0 {
             kept = Some(entry.clone());
         }
-        assert!(matches!(wheel.settle(entry), Settled::Placed));
+        assert!(matches!(wheel.settle(entry), Settled::Linked));
     }
     let mut fired = Vec::new();
     wheel.advance(3, |_, _, callback| fired.push(callback));
@@ -215,7 +215,7 @@ fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
     freed.sort();
     assert_eq!(reused, freed);
     let kept = kept.unwrap();
-    assert_eq!(kept.state().lifecycle(), Lifecycle::Expired);
+    assert_eq!(kept.state().lifecycle(), Lifecycle::Fired);
     assert_eq!(EntryRef::strong_count(&kept), 1);
 }
 
@@ -324,10 +324,10 @@ fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
     h.wheel.drain(&mut out);
     assert_eq!(out.len(), 1, "only the pending entry is handed out");
     assert!(out[0].state().is_pending());
-    assert_eq!(out[0].state().placement(), None);
+    assert_eq!(out[0].state().linked_at(), None);
     drop(out);
     let handle = h.requests.pop().unwrap();
-    assert_eq!(handle.state().placement(), None, "unmarked by the drain");
+    assert_eq!(handle.state().linked_at(), None, "unmarked by the drain");
     assert_eq!(
         EntryRef::strong_count(&handle),
         2,

@@ -4,7 +4,7 @@
 //!
 //! - `affinity`: the cpus the process may use, and setting the calling thread's (the one way
 //!   the crate sets an affinity).
-//! - `watch`: [`Placement`], where the thread runs as the stats read it, and [`LagWatch`],
+//! - `watch`: [`Pinning`], where the thread runs as the stats read it, and [`LagWatch`],
 //!   which unpins a pinned thread whose turns begin late.
 //! - `waking`: timer slack and scheduling slice for a tick thread.
 
@@ -16,4 +16,4 @@ mod watch;
 pub(crate) use affinity::cpus;
 #[cfg(not(loom))]
 pub(crate) use waking::tune_current_thread;
-pub(crate) use watch::{LagWatch, Placement};
+pub(crate) use watch::{LagWatch, Pinning};

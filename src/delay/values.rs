@@ -1,14 +1,14 @@
 //! Where a delay queue keeps its values: a vector of slots, each holding a value with its
 //! generation (the id in its key) or a link in the free list of vacant slots.
 //!
-//! The slab shrinks as the queue empties, with hysteresis, so that a queue filled and drained
+//! The values shrinks as the queue empties, with hysteresis, so that a queue filled and drained
 //! again and again keeps its storage while the storage a spike grew goes back:
 //! - When its length falls to a quarter of its capacity, the vacant slots at its end are
 //!   dropped, and the storage shrinks to the slots left (not below the floor, what the queue
 //!   was made with) if that frees at least half of it.
 //! - When it empties altogether, it keeps its storage if its values filled at least a quarter
 //!   of it since it was last empty, and otherwise gives it back down to the floor. An empty
-//!   slab so holds the floor, or at most four times what its last fill used if that is more.
+//!   values so holds the floor, or at most four times what its last fill used if that is more.
 //!
 //! A compaction walks the whole vector, so after one the next waits until the length has
 //! halved again (or the vector has grown): a queue that hovers at one length does not compact
@@ -20,31 +20,31 @@ use std::mem;
 /// The end of the free list.
 const NONE: usize = usize::MAX;
 
-enum Slot<V> {
+enum Held<V> {
     Occupied { generation: u64, value: V },
     Vacant { next: usize },
 }
 
 /// Values by index, each with a generation that a lookup must match.
-pub(super) struct Slab<V> {
-    slots: Vec<Slot<V>>,
+pub(super) struct Values<V> {
+    slots: Vec<Held<V>>,
     /// The first vacant slot, or `NONE`.
     free: usize,
     len: usize,
-    /// The capacity the slab keeps when it shrinks by itself.
+    /// The capacity the values keeps when it shrinks by itself.
     floor: usize,
     /// The length at or below which a remove compacts next.
     compact_at: usize,
-    /// The highest length since the slab was last empty.
+    /// The highest length since the values was last empty.
     peak: usize,
 }
 
-impl<V> Slab<V> {
-    /// An empty slab with room for `floor` values, which it keeps when it shrinks.
+impl<V> Values<V> {
+    /// An empty values with room for `floor` values, which it keeps when it shrinks.
     pub(super) fn with_capacity(floor: usize) -> Self {
         let slots = Vec::with_capacity(floor);
         let compact_at = slots.capacity() / 4;
-        Slab {
+        Values {
             slots,
             free: NONE,
             len: 0,
@@ -74,9 +74,9 @@ impl<V> Slab<V> {
 
     /// Stores `value` in the first vacant slot (or a new one) and returns its index.
     pub(super) fn insert(&mut self, generation: u64, value: V) -> usize {
-        let occupied = Slot::Occupied { generation, value };
+        let occupied = Held::Occupied { generation, value };
         if let Some(slot) = self.slots.get_mut(self.free) {
-            if let Slot::Vacant { next } = *slot {
+            if let Held::Vacant { next } = *slot {
                 *slot = occupied;
                 let index = mem::replace(&mut self.free, next);
                 self.count_insert();
@@ -102,7 +102,7 @@ impl<V> Slab<V> {
     /// The value at `index`, if its generation is `generation`.
     pub(super) fn get(&self, index: usize, generation: u64) -> Option<&V> {
         match self.slots.get(index) {
-            Some(Slot::Occupied {
+            Some(Held::Occupied {
                 generation: held,
                 value,
             }) if *held == generation => Some(value),
@@ -113,7 +113,7 @@ impl<V> Slab<V> {
     /// As [`get`](Self::get), to change.
     pub(super) fn get_mut(&mut self, index: usize, generation: u64) -> Option<&mut V> {
         match self.slots.get_mut(index) {
-            Some(Slot::Occupied {
+            Some(Held::Occupied {
                 generation: held,
                 value,
             }) if *held == generation => Some(value),
@@ -124,7 +124,7 @@ impl<V> Slab<V> {
     /// The value at `index` and its generation, whatever that is.
     pub(super) fn get_at(&self, index: usize) -> Option<(u64, &V)> {
         match self.slots.get(index) {
-            Some(Slot::Occupied { generation, value }) => Some((*generation, value)),
+            Some(Held::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
     }
@@ -132,7 +132,7 @@ impl<V> Slab<V> {
     /// The value at `index` and its generation, whatever that is, to change.
     pub(super) fn get_at_mut(&mut self, index: usize) -> Option<(u64, &mut V)> {
         match self.slots.get_mut(index) {
-            Some(Slot::Occupied { generation, value }) => Some((*generation, value)),
+            Some(Held::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
     }
@@ -142,7 +142,7 @@ impl<V> Slab<V> {
     pub(super) fn remove(&mut self, index: usize, generation: u64) -> Option<V> {
         self.get(index, generation)?;
         let slot = self.slots.get_mut(index)?;
-        let Slot::Occupied { value, .. } = mem::replace(slot, Slot::Vacant { next: self.free })
+        let Held::Occupied { value, .. } = mem::replace(slot, Held::Vacant { next: self.free })
         else {
             return None;
         };
@@ -160,8 +160,8 @@ impl<V> Slab<V> {
         Some(value)
     }
 
-    /// Makes room for at least `additional` values more than the slab holds, vacant slots
-    /// counted. The room counts as a fill: an emptied slab keeps it (see the module docs).
+    /// Makes room for at least `additional` values more than the values holds, vacant slots
+    /// counted. The room counts as a fill: an emptied values keeps it (see the module docs).
     pub(super) fn reserve(&mut self, additional: usize) {
         let vacant = self.slots.len() - self.len;
         self.slots.reserve(additional.saturating_sub(vacant));
@@ -170,7 +170,7 @@ impl<V> Slab<V> {
 
     /// Drops every value and shrinks the storage to the floor.
     pub(super) fn clear(&mut self) {
-        // The slab is empty before any value is dropped, so that it stays consistent even if
+        // The values is empty before any value is dropped, so that it stays consistent even if
         // a value's `Drop` panics.
         let mut slots = mem::take(&mut self.slots);
         self.len = 0;
@@ -183,7 +183,7 @@ impl<V> Slab<V> {
         self.slots = slots;
     }
 
-    /// Shrinks the storage as far as it goes: to nothing if the slab is empty, else to its
+    /// Shrinks the storage as far as it goes: to nothing if the values is empty, else to its
     /// last occupied slot.
     pub(super) fn shrink_to_fit(&mut self) {
         if self.len == 0 {
@@ -206,7 +206,7 @@ impl<V> Slab<V> {
         self.release(keep);
     }
 
-    /// Frees the storage of an empty slab down to `keep` slots.
+    /// Frees the storage of an empty values down to `keep` slots.
     fn release(&mut self, keep: usize) {
         self.slots.clear();
         self.slots.shrink_to(keep);
@@ -218,17 +218,17 @@ impl<V> Slab<V> {
     /// Drops the vacant slots at the end and rebuilds the free list lowest index first; the
     /// caller decides how far to shrink the storage.
     fn compact(&mut self) {
-        if matches!(self.slots.last(), Some(Slot::Occupied { .. })) {
+        if matches!(self.slots.last(), Some(Held::Occupied { .. })) {
             // No vacant end to drop: spare the walk.
             self.compact_at = self.len / 2;
             return;
         }
-        while matches!(self.slots.last(), Some(Slot::Vacant { .. })) {
+        while matches!(self.slots.last(), Some(Held::Vacant { .. })) {
             self.slots.pop();
         }
         self.free = NONE;
         for (index, slot) in self.slots.iter_mut().enumerate().rev() {
-            if let Slot::Vacant { next } = slot {
+            if let Held::Vacant { next } = slot {
                 *next = self.free;
                 self.free = index;
             }
@@ -239,67 +239,73 @@ impl<V> Slab<V> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::Slab;
+    use super::Values;
 
     #[test]
     fn lookups_match_the_generation() {
-        let mut slab = Slab::with_capacity(0);
-        let a = slab.insert(1, "a");
-        assert_eq!(slab.get(a, 1), Some(&"a"));
-        assert_eq!(slab.get(a, 2), None);
-        assert_eq!(slab.remove(a, 2), None);
-        assert_eq!(slab.remove(a, 1), Some("a"));
-        assert_eq!(slab.remove(a, 1), None);
-        let b = slab.insert(3, "b");
-        assert_eq!(slab.get(b, 1), None);
-        assert_eq!(slab.get_at_mut(b), Some((3, &mut "b")));
-        assert_eq!(slab.get(usize::MAX, 3), None);
-        assert_eq!(slab.len(), 1);
+        let mut values = Values::with_capacity(0);
+        let a = values.insert(1, "a");
+        assert_eq!(values.get(a, 1), Some(&"a"));
+        assert_eq!(values.get(a, 2), None);
+        assert_eq!(values.remove(a, 2), None);
+        assert_eq!(values.remove(a, 1), Some("a"));
+        assert_eq!(values.remove(a, 1), None);
+        let b = values.insert(3, "b");
+        assert_eq!(values.get(b, 1), None);
+        assert_eq!(values.get_at_mut(b), Some((3, &mut "b")));
+        assert_eq!(values.get(usize::MAX, 3), None);
+        assert_eq!(values.len(), 1);
     }
 
     #[test]
     fn vacant_slots_are_reused() {
-        let mut slab = Slab::with_capacity(0);
-        let indices: Vec<usize> = (0..8).map(|g| slab.insert(g, g)).collect();
-        assert_eq!(slab.remove(indices[2], 2), Some(2));
-        assert_eq!(slab.remove(indices[5], 5), Some(5));
-        assert_eq!(slab.next_index(), indices[5]);
-        assert_eq!(slab.insert(10, 10), indices[5]);
-        assert_eq!(slab.insert(11, 11), indices[2]);
-        assert_eq!(slab.insert(12, 12), 8);
-        assert_eq!(slab.len(), 9);
+        let mut values = Values::with_capacity(0);
+        let indices: Vec<usize> = (0..8).map(|g| values.insert(g, g)).collect();
+        assert_eq!(values.remove(indices[2], 2), Some(2));
+        assert_eq!(values.remove(indices[5], 5), Some(5));
+        assert_eq!(values.next_index(), indices[5]);
+        assert_eq!(values.insert(10, 10), indices[5]);
+        assert_eq!(values.insert(11, 11), indices[2]);
+        assert_eq!(values.insert(12, 12), 8);
+        assert_eq!(values.len(), 9);
     }
 
     /// Inserts `count` values (generations from `first`) and removes them in order.
-    fn fill_and_drain(slab: &mut Slab<u64>, first: u64, count: u64) {
-        let indices: Vec<usize> = (first..first + count).map(|g| slab.insert(g, g)).collect();
+    fn fill_and_drain(values: &mut Values<u64>, first: u64, count: u64) {
+        let indices: Vec<usize> = (first..first + count)
+            .map(|g| values.insert(g, g))
+            .collect();
         for (g, index) in (first..).zip(indices) {
-            assert_eq!(slab.remove(index, g), Some(g));
+            assert_eq!(values.remove(index, g), Some(g));
         }
     }
 
     #[test]
     fn emptying_keeps_what_the_fill_used_and_gives_back_a_spike() {
-        let mut slab = Slab::with_capacity(0);
-        fill_and_drain(&mut slab, 0, 1000);
-        let kept = slab.capacity();
+        let mut values = Values::with_capacity(0);
+        fill_and_drain(&mut values, 0, 1000);
+        let kept = values.capacity();
         assert!(kept >= 1000, "the fill used it: kept {kept}");
-        fill_and_drain(&mut slab, 1000, 1000);
-        assert_eq!(slab.capacity(), kept, "an equal fill grows nothing");
+        fill_and_drain(&mut values, 1000, 1000);
+        assert_eq!(values.capacity(), kept, "an equal fill grows nothing");
         // The first remove compacts (10 values left, a quarter or less of the storage) and
         // frees all but the 10 slots they span.
-        fill_and_drain(&mut slab, 2000, 10);
-        assert_eq!(slab.capacity(), 10, "the spike went back");
-        fill_and_drain(&mut slab, 3000, 1);
-        assert_eq!(slab.capacity(), 0, "a fill under a quarter gives all back");
-        fill_and_drain(&mut slab, 4000, 1);
+        fill_and_drain(&mut values, 2000, 10);
+        assert_eq!(values.capacity(), 10, "the spike went back");
+        fill_and_drain(&mut values, 3000, 1);
         assert_eq!(
-            slab.capacity(),
+            values.capacity(),
+            0,
+            "a fill under a quarter gives all back"
+        );
+        fill_and_drain(&mut values, 4000, 1);
+        assert_eq!(
+            values.capacity(),
             4,
             "one value fills a quarter of the first four slots"
         );
 
-        let mut floored = Slab::with_capacity(100);
+        let mut floored = Values::with_capacity(100);
         fill_and_drain(&mut floored, 0, 1000);
         assert!(floored.capacity() >= 1000);
         fill_and_drain(&mut floored, 1000, 10);
@@ -308,68 +314,72 @@ mod tests {
 
     #[test]
     fn a_drain_keeps_storage_it_would_free_less_than_half_of() {
-        let mut slab = Slab::with_capacity(0);
-        let indices: Vec<usize> = (0..1000).map(|g| slab.insert(g, g)).collect();
-        let grown = slab.capacity();
+        let mut values = Values::with_capacity(0);
+        let indices: Vec<usize> = (0..1000).map(|g| values.insert(g, g)).collect();
+        let grown = values.capacity();
         // The last 400 out, then the first 344: the compaction at a quarter (256 left) drops
         // the vacant end, leaving 600 slots, more than half the storage.
         for g in (600..1000).rev().chain(0..344) {
-            slab.remove(indices[g as usize], g);
+            values.remove(indices[g as usize], g);
         }
-        assert_eq!(slab.len(), 256);
-        assert_eq!(slab.next_index(), 0, "the compaction rebuilt the free list");
-        assert_eq!(slab.capacity(), grown);
+        assert_eq!(values.len(), 256);
+        assert_eq!(
+            values.next_index(),
+            0,
+            "the compaction rebuilt the free list"
+        );
+        assert_eq!(values.capacity(), grown);
     }
 
     #[test]
-    fn a_mostly_empty_slab_drops_its_vacant_end() {
-        let mut slab = Slab::with_capacity(0);
+    fn a_mostly_empty_store_drops_its_vacant_end() {
+        let mut values = Values::with_capacity(0);
         for g in 0..1000 {
-            slab.insert(g, g);
+            values.insert(g, g);
         }
         // Remove from the end, keeping the first 100.
         for g in (100..1000).rev() {
-            slab.remove(g as usize, g);
+            values.remove(g as usize, g);
         }
-        assert!(slab.capacity() <= 256, "capacity {}", slab.capacity());
-        assert_eq!(slab.len(), 100);
+        assert!(values.capacity() <= 256, "capacity {}", values.capacity());
+        assert_eq!(values.len(), 100);
         for g in 0..100 {
-            assert_eq!(slab.get(g as usize, g), Some(&g));
+            assert_eq!(values.get(g as usize, g), Some(&g));
         }
         // A compaction that drops a vacant end rebuilds the free list lowest index first.
-        slab.remove(10, 10);
-        slab.remove(50, 50);
-        slab.remove(99, 99);
-        slab.shrink_to_fit();
-        assert_eq!(slab.next_index(), 10);
-        assert_eq!(slab.capacity(), 99);
+        values.remove(10, 10);
+        values.remove(50, 50);
+        values.remove(99, 99);
+        values.shrink_to_fit();
+        assert_eq!(values.next_index(), 10);
+        assert_eq!(values.capacity(), 99);
     }
 
     #[test]
     fn compaction_waits_for_the_length_to_halve() {
-        let mut slab = Slab::with_capacity(0);
+        let mut values = Values::with_capacity(0);
         for g in 0..1024 {
-            slab.insert(g, g);
+            values.insert(g, g);
         }
         // Keep the last slot, so no compaction can drop the end.
         for g in 0..1000 {
-            slab.remove(g as usize, g);
+            values.remove(g as usize, g);
         }
-        assert_eq!(slab.capacity(), 1024);
-        assert!(slab.compact_at < 24, "compact_at {}", slab.compact_at);
+        assert_eq!(values.capacity(), 1024);
+        assert!(values.compact_at < 24, "compact_at {}", values.compact_at);
     }
 
     #[test]
     fn clearing_drops_every_value() {
         let value = std::rc::Rc::new(());
-        let mut slab = Slab::with_capacity(4);
+        let mut values = Values::with_capacity(4);
         for g in 0..10 {
-            slab.insert(g, value.clone());
+            values.insert(g, value.clone());
         }
-        slab.clear();
+        values.clear();
         assert_eq!(std::rc::Rc::strong_count(&value), 1);
-        assert_eq!(slab.len(), 0);
-        assert!(slab.capacity() >= 4 && slab.capacity() < 10);
-        assert_eq!(slab.insert(20, value.clone()), 0);
+        assert_eq!(values.len(), 0);
+        assert!(values.capacity() >= 4 && values.capacity() < 10);
+        assert_eq!(values.insert(20, value.clone()), 0);
     }
 }

@@ -1,27 +1,28 @@
 //! What the engine's parts share: the shards, their lanes, the clock, the callbacks in flight;
 //! and what a manual clock asks of an engine: to catch up, and the earliest deadline pending.
 
+#[cfg(not(loom))]
 use std::cell::Cell;
 use std::time::Instant;
 
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
-use crate::shard::{Lane, Lanes, ShardCore};
+use crate::shard::{Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc};
 use crate::time::{CatchUp, TickClock};
 
 /// What the engine, its builder and its shutdown share.
-pub(super) struct EngineCore {
+pub(super) struct EngineShared {
     /// This engine's id, to recognise a call made from one of its own callbacks.
     pub(super) id: u64,
-    pub(super) shards: Box<[Arc<ShardCore>]>,
+    pub(super) shards: Box<[Arc<ShardShared>]>,
     /// Each shard's lanes, as `shards`.
     pub(super) lanes: Box<[Arc<Lanes>]>,
     pub(super) clock: TickClock,
     pub(super) inflight: Arc<Inflight>,
 }
 
-impl EngineCore {
+impl EngineShared {
     /// The calling thread's lane for timers routed by `route`: in the shard the route
     /// hashes to.
     #[inline]
@@ -73,7 +74,7 @@ impl EngineCore {
     /// Each shard with the lanes made so far.
     pub(super) fn shards_with_lanes(
         &self,
-    ) -> impl Iterator<Item = (&Arc<ShardCore>, Vec<Arc<Lane>>)> {
+    ) -> impl Iterator<Item = (&Arc<ShardShared>, Vec<Arc<Lane>>)> {
         self.shards
             .iter()
             .zip(self.lanes.iter().map(|lanes| lanes.all()))
@@ -97,7 +98,7 @@ const MAX_ROUNDS: usize = 1024;
 
 /// Brings an engine on a manual clock up to the clock's time; registered with the clock (which
 /// holds it weakly) by the engine, which holds it strongly.
-pub(super) struct ClockWatch(pub(super) Arc<EngineCore>);
+pub(super) struct ClockWatch(pub(super) Arc<EngineShared>);
 
 impl CatchUp for ClockWatch {
     /// Waits for each shard to complete a turn that began after this call (so it read the new
@@ -168,7 +169,7 @@ impl CatchUp for ClockWatch {
 }
 
 /// The earliest deadline pending on `shard`, as it answers `ticket` (`None` once it stopped).
-fn earliest_in(shard: &ShardCore, ticket: u64) -> Option<u64> {
+fn earliest_in(shard: &ShardShared, ticket: u64) -> Option<u64> {
     loop {
         if let Some(answer) = shard.earliest_answer(ticket) {
             return answer;

@@ -6,12 +6,12 @@ use crossbeam_utils::CachePadded;
 use super::lateness::Lateness;
 use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
-use crate::placement::Placement;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Ordering};
+use crate::pinning::Pinning;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Ordering, Permits};
 use crate::time::TickClock;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
-pub(crate) struct ShardCore {
+pub(crate) struct ShardShared {
     signal: Signal,
     stop: AtomicBool,
     counts: CachePadded<ShardCounts>,
@@ -19,8 +19,7 @@ pub(crate) struct ShardCore {
     callbacks: Arc<ShardCallbacks>,
     lateness: Lateness,
     clock: TickClock,
-    cap: Option<Arc<Cap>>,
-    placement: Placement,
+    pinning: Pinning,
     lookahead: Lookahead,
 }
 
@@ -43,18 +42,18 @@ const NO_DEADLINE: u64 = u64::MAX;
 /// `processed` and `turns`, which a manual clock waits on (see `finish_turn`).
 #[derive(Default)]
 pub(crate) struct ShardCounts {
-    returned: Counter,
+    handed_back: Counter,
     in_wheel: Counter,
     processed: AtomicU64,
     turns: AtomicU64,
 }
 
 impl ShardCounts {
-    pub(crate) fn add_returned(&self, n: u64) {
-        self.returned.add(n);
+    pub(crate) fn add_handed_back(&self, n: u64) {
+        self.handed_back.add(n);
     }
-    pub(crate) fn returned(&self) -> u64 {
-        self.returned.get()
+    pub(crate) fn handed_back(&self) -> u64 {
+        self.handed_back.get()
     }
     pub(super) fn set_in_wheel(&self, n: u64) {
         self.in_wheel.set(n);
@@ -80,7 +79,7 @@ impl ShardCounts {
     }
 }
 
-impl ShardCore {
+impl ShardShared {
     /// A shard of engine `engine`, whose callback pool (if any) has `pool_slots` runner slots.
     pub(crate) fn new(
         engine: u64,
@@ -88,15 +87,14 @@ impl ShardCore {
         cap: Option<Arc<Cap>>,
         pool_slots: usize,
     ) -> Self {
-        ShardCore {
+        ShardShared {
             signal: Signal::new(),
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
-            callbacks: Arc::new(ShardCallbacks::new(engine, cap.clone(), pool_slots)),
+            callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_slots)),
             lateness: Lateness::new(),
             clock,
-            cap,
-            placement: Placement::default(),
+            pinning: Pinning::default(),
             lookahead: Lookahead::default(),
         }
     }
@@ -115,8 +113,8 @@ impl ShardCore {
     }
 
     /// Where the shard's tick thread runs.
-    pub(crate) fn placement(&self) -> &Placement {
-        &self.placement
+    pub(crate) fn pinning(&self) -> &Pinning {
+        &self.pinning
     }
 
     pub(crate) fn lateness(&self) -> &Lateness {
@@ -139,9 +137,14 @@ impl ShardCore {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Takes a place under the engine's cap, if it has one; false if the cap is reached.
-    pub(super) fn take_cap(&self) -> bool {
-        self.cap.as_ref().is_none_or(|cap| cap.try_take())
+    /// The engine's cap on pending timers, if it has one (see `sync::cap`).
+    pub(crate) fn cap(&self) -> Option<&Cap> {
+        self.callbacks.cap()
+    }
+
+    /// A permit for a new timer; `None` if the engine's cap is reached.
+    pub(super) fn take_permit(&self) -> Option<Permits<'_>> {
+        Permits::take(self.cap())
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -149,19 +152,19 @@ impl ShardCore {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// The places taken under the engine's cap, if it has one.
+    /// The permits taken under the engine's cap, if it has one.
     pub(crate) fn cap_used(&self) -> Option<usize> {
-        self.cap.as_ref().map(|cap| cap.used())
+        self.cap().map(Cap::used)
     }
 
-    /// Whether a timer would find a place under the engine's cap now (without taking it).
+    /// Whether a timer would find a permit now (without taking it).
     pub(super) fn has_room(&self) -> bool {
-        self.cap.as_ref().is_none_or(|cap| cap.has_room())
+        self.cap().is_none_or(Cap::has_room)
     }
 
     /// Whether the engine has a cap on pending timers.
     pub(super) fn has_cap(&self) -> bool {
-        self.cap.is_some()
+        self.cap().is_some()
     }
 
     /// Asks the shard for the earliest deadline pending in its wheel; returns the ticket to
@@ -200,10 +203,8 @@ impl ShardCore {
         lookahead.answered.store(asked, Ordering::Release);
     }
 
-    /// Releases `n` places under the cap (timers the engine is done with).
-    pub(crate) fn release_cap(&self, n: usize) {
-        if let Some(cap) = &self.cap {
-            cap.release(n);
-        }
+    /// Gives back the permits of `count` timers the engine is done with.
+    pub(crate) fn done_with(&self, count: usize) {
+        drop(Permits::reclaim(self.cap(), count));
     }
 }

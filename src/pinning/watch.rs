@@ -20,13 +20,13 @@ const STRIKES: u32 = 3;
 
 /// Where a shard's tick thread runs, as the statistics read it.
 #[derive(Default)]
-pub(crate) struct Placement {
+pub(crate) struct Pinning {
     /// 0 if the thread is not pinned, else the cpu plus one. Written by the thread alone.
     pinned: AtomicUsize,
     late_turns: Counter,
 }
 
-impl Placement {
+impl Pinning {
     /// The cpu the tick thread is pinned to, if it is.
     pub(crate) fn pinned_cpu(&self) -> Option<usize> {
         // Relaxed: a statistic, written by the tick thread alone.
@@ -68,11 +68,11 @@ impl LagWatch {
         }
     }
 
-    /// Pins the calling thread to `cpu`, recording it in `placement`; `all` are the cpus to
+    /// Pins the calling thread to `cpu`, recording it in `pinning`; `all` are the cpus to
     /// widen to if it must be unpinned. A refusal leaves the thread unpinned.
-    pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>, placement: &Placement) {
+    pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>, pinning: &Pinning) {
         if affinity::set_current(&[cpu]) {
-            placement.set_pinned(Some(cpu));
+            pinning.set_pinned(Some(cpu));
             self.unpin_to = Some(all);
         } else {
             crate::trace::unpinned(cpu, false);
@@ -81,7 +81,7 @@ impl LagWatch {
 
     /// A turn begins at tick `now`, having meant to begin at tick `meant` (`None`: it slept
     /// until woken). Counts a late turn, and unpins the thread after `STRIKES` in a row.
-    pub(crate) fn observe(&mut self, meant: Option<u64>, now: u64, placement: &Placement) {
+    pub(crate) fn observe(&mut self, meant: Option<u64>, now: u64, pinning: &Pinning) {
         let Some(meant) = meant else {
             return;
         };
@@ -92,15 +92,15 @@ impl LagWatch {
             self.strikes = 0;
             return;
         }
-        placement.late_turns.add(1);
+        pinning.late_turns.add(1);
         self.strikes = self.strikes.saturating_add(1);
         if self.strikes >= STRIKES {
             if let Some(all) = self.unpin_to.take() {
                 if affinity::set_current(&all) {
-                    if let Some(cpu) = placement.pinned_cpu() {
+                    if let Some(cpu) = pinning.pinned_cpu() {
                         crate::trace::unpinned(cpu, true);
                     }
-                    placement.set_pinned(None);
+                    pinning.set_pinned(None);
                 }
             }
         }
@@ -117,52 +117,48 @@ mod tests {
         assert_eq!(LagWatch::new(1_000_000).limit, 10);
         assert_eq!(LagWatch::new(100_000).limit, 100);
         assert_eq!(LagWatch::new(1_000_000_000).limit, 2);
-        let placement = Placement::default();
+        let pinning = Pinning::default();
         let mut watch = LagWatch::new(1_000_000);
-        watch.observe(Some(100), 110, &placement);
-        watch.observe(None, 10_000, &placement);
-        assert_eq!(placement.late_turns(), 0);
-        watch.observe(Some(100), 111, &placement);
-        assert_eq!(placement.late_turns(), 1);
+        watch.observe(Some(100), 110, &pinning);
+        watch.observe(None, 10_000, &pinning);
+        assert_eq!(pinning.late_turns(), 0);
+        watch.observe(Some(100), 111, &pinning);
+        assert_eq!(pinning.late_turns(), 1);
     }
 
     #[test]
     fn three_late_turns_in_a_row_unpin_the_thread() {
-        let placement = Placement::default();
-        placement.set_pinned(Some(0));
+        let pinning = Pinning::default();
+        pinning.set_pinned(Some(0));
         let mut watch = LagWatch::new(1_000_000);
         // Not pinned through the watch: nothing to unpin.
         for _ in 0..3 {
-            watch.observe(Some(0), 50, &placement);
+            watch.observe(Some(0), 50, &pinning);
         }
-        assert_eq!(placement.pinned_cpu(), Some(0));
+        assert_eq!(pinning.pinned_cpu(), Some(0));
         let all = cpus();
         if all.is_empty() || !affinity::set_current(&all) {
             return; // no affinity on this system, or widening refused: nothing to test
         }
         watch.unpin_to = Some(all);
         // Woken early: neither late nor on time.
-        watch.observe(Some(100), 50, &placement);
+        watch.observe(Some(100), 50, &pinning);
         // An on-time turn breaks a run of late ones.
-        watch.observe(Some(0), 0, &placement);
-        watch.observe(Some(0), 50, &placement);
-        watch.observe(Some(0), 50, &placement);
-        watch.observe(Some(0), 0, &placement);
-        watch.observe(Some(0), 50, &placement);
-        watch.observe(Some(0), 50, &placement);
-        assert_eq!(placement.pinned_cpu(), Some(0));
-        watch.observe(Some(0), 50, &placement);
-        assert_eq!(
-            placement.pinned_cpu(),
-            None,
-            "unpinned after three in a row"
-        );
-        assert_eq!(placement.late_turns(), 8);
+        watch.observe(Some(0), 0, &pinning);
+        watch.observe(Some(0), 50, &pinning);
+        watch.observe(Some(0), 50, &pinning);
+        watch.observe(Some(0), 0, &pinning);
+        watch.observe(Some(0), 50, &pinning);
+        watch.observe(Some(0), 50, &pinning);
+        assert_eq!(pinning.pinned_cpu(), Some(0));
+        watch.observe(Some(0), 50, &pinning);
+        assert_eq!(pinning.pinned_cpu(), None, "unpinned after three in a row");
+        assert_eq!(pinning.late_turns(), 8);
         // An unpinned thread stays unpinned.
-        placement.set_pinned(Some(1));
+        pinning.set_pinned(Some(1));
         for _ in 0..3 {
-            watch.observe(Some(0), 50, &placement);
+            watch.observe(Some(0), 50, &pinning);
         }
-        assert_eq!(placement.pinned_cpu(), Some(1), "nothing left to unpin");
+        assert_eq!(pinning.pinned_cpu(), Some(1), "nothing left to unpin");
     }
 }

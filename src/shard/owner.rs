@@ -1,0 +1,327 @@
+//! A lane's owner and counters.
+//!
+//! The first thread that schedules through a lane becomes its *owner*, until it exits. The
+//! owner counts with a plain load and store where every other thread needs a read-modify-write,
+//! queues through the lane's single-producer ring, and alone reuses the lane's spare entries and
+//! carves new ones from its chunks; other threads' entries are blocks of their own.
+//!
+//! Ownership passes on when the owner exits: a thread-local record of the lanes a thread owns
+//! gives them up in its destructor (a Release store of `NO_OWNER`), and the next thread to
+//! schedule through the lane claims it (an Acquire CAS), taking over the owner's private state
+//! (its counter cells, the ring's producer side, the spares, the chunks) as it was left.
+//! Without it, a short-lived first thread would keep a lane for good.
+
+use std::marker::PhantomData;
+
+use crossbeam_utils::CachePadded;
+
+use super::lane::Lane;
+use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering};
+
+/// `owner` before any thread has claimed the lane.
+const NO_OWNER: usize = usize::MAX;
+/// `owner` once the engine is dropped and has freed the lane's spares: no thread claims it.
+const CLOSED: usize = usize::MAX - 1;
+
+/// Counters written by the threads that schedule and cancel through a lane, and the lane's
+/// owner. The owner's counts go to `own`, which no other thread writes; everyone else's go to
+/// `others`; a reader adds the two. Relaxed throughout: they are statistics, exact once the
+/// threads that wrote them are quiet. Each part has a cache line of its own: `owner` is read
+/// on every call and written once, `own` is written by the owner alone, `others` by any thread.
+pub(crate) struct LaneCounts {
+    /// The thread slot of the lane's owner, or `NO_OWNER`.
+    owner: CachePadded<AtomicUsize>,
+    own: CachePadded<Tally>,
+    others: CachePadded<Tally>,
+}
+
+#[derive(Default)]
+struct Tally {
+    scheduled: AtomicU64,
+    cancelled: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// Which counter of a [`Tally`].
+#[derive(Clone, Copy)]
+enum Count {
+    Scheduled,
+    Cancelled,
+    Rejected,
+}
+
+impl Tally {
+    fn get(&self, count: Count) -> &AtomicU64 {
+        match count {
+            Count::Scheduled => &self.scheduled,
+            Count::Cancelled => &self.cancelled,
+            Count::Rejected => &self.rejected,
+        }
+    }
+}
+
+impl LaneCounts {
+    pub(crate) fn new() -> Self {
+        LaneCounts {
+            owner: CachePadded::new(AtomicUsize::new(NO_OWNER)),
+            own: CachePadded::new(Tally::default()),
+            others: CachePadded::new(Tally::default()),
+        }
+    }
+
+    /// Whether the calling thread owns the lane (without claiming it).
+    #[inline]
+    fn is_owner(&self) -> bool {
+        // Relaxed: only the owner itself can match its own slot, and it wrote that value (or
+        // acquired the lane when it claimed it, see `claim`).
+        owner_slot().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
+    }
+
+    /// Claims the lane for the thread in slot `me` if no thread owns it.
+    pub(crate) fn claim(&self, me: usize) -> bool {
+        // Acquire on success: pairs with the Release in `give_up`, so this thread sees the
+        // previous owner's private state (counter cells, ring producer index, spare stash) as
+        // it left it. Relaxed on failure: another thread owns the lane; nothing is read.
+        self.owner
+            .compare_exchange(NO_OWNER, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives up the lane, if the thread in slot `me` owns it.
+    pub(crate) fn give_up(&self, me: usize) {
+        // Release: publishes this owner's private state to the next owner's `claim`. Relaxed on
+        // failure: another thread owns the lane, and nothing is read.
+        let _ = self
+            .owner
+            .compare_exchange(me, NO_OWNER, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// Whether some thread owns the lane (and so may reuse its spare entries).
+    pub(crate) fn has_owner(&self) -> bool {
+        // Relaxed: a hint; a lane claimed just now merely misses a few spares.
+        !matches!(self.owner.load(Ordering::Relaxed), NO_OWNER | CLOSED)
+    }
+
+    /// Closes the lane to owners if no thread but the caller (in slot `me`) owns it; false
+    /// if another thread does.
+    pub(crate) fn close(&self, me: Option<usize>) -> bool {
+        // Acquire on success: pairs with the Release in `give_up` (or, for the caller's own
+        // lane, program order), so the caller sees the last owner's private state.
+        let mut owner = self.owner.load(Ordering::Acquire);
+        loop {
+            if owner != NO_OWNER && Some(owner) != me {
+                return owner == CLOSED;
+            }
+            match self.owner.compare_exchange_weak(
+                owner,
+                CLOSED,
+                Ordering::Acquire,
+                // Relaxed: the loop reads again before deciding anything.
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => owner = now,
+            }
+        }
+    }
+
+    #[inline]
+    fn add(&self, count: Count, delta: u64) {
+        self.add_as(self.is_owner(), count, delta);
+    }
+
+    /// Adds `delta` to `count`, into the owner's cells if `mine`.
+    #[inline]
+    fn add_as(&self, mine: bool, count: Count, delta: u64) {
+        if mine {
+            let cell = self.own.get(count);
+            // Relaxed load and store: only the owner writes `own`, so no update is lost.
+            cell.store(
+                cell.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.others.get(count).fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self, count: Count) -> u64 {
+        let own = self.own.get(count).load(Ordering::Relaxed);
+        own.wrapping_add(self.others.get(count).load(Ordering::Relaxed))
+    }
+
+    /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
+    /// lane (see [`Lane::ownership`]).
+    pub(crate) fn add_scheduled(&self, mine: bool) {
+        self.add_as(mine, Count::Scheduled, 1);
+    }
+
+    /// A schedule that raced shutdown and got its callback back: it counts as rejected.
+    pub(super) fn unschedule(&self) {
+        self.add(Count::Scheduled, u64::MAX);
+        self.add_rejected();
+    }
+
+    pub(crate) fn add_cancelled(&self) {
+        self.add(Count::Cancelled, 1);
+    }
+
+    pub(super) fn add_rejected(&self) {
+        self.add(Count::Rejected, 1);
+    }
+
+    pub(crate) fn scheduled(&self) -> u64 {
+        self.read(Count::Scheduled)
+    }
+
+    pub(crate) fn cancelled(&self) -> u64 {
+        self.read(Count::Cancelled)
+    }
+
+    pub(crate) fn rejected(&self) -> u64 {
+        self.read(Count::Rejected)
+    }
+}
+
+impl Lane {
+    /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
+    #[inline]
+    pub(super) fn ownership(lane: &Arc<Self>) -> Ownership {
+        let Some(me) = owner_slot() else {
+            return Ownership::new(false);
+        };
+        // Relaxed: as in `LaneCounts::is_owner`.
+        Ownership::new(match lane.counts().owner.load(Ordering::Relaxed) {
+            owner if owner == me => true,
+            NO_OWNER => Lane::claim(lane, me),
+            _ => false,
+        })
+    }
+
+    /// Whether the calling thread owns `lane`, claiming it if no thread does (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
+        Lane::ownership(lane).mine()
+    }
+
+    #[cold]
+    fn claim(lane: &Arc<Self>, me: usize) -> bool {
+        if !lane.counts().claim(me) {
+            return false;
+        }
+        if held::record(lane, me) {
+            return true;
+        }
+        // The thread is exiting and can no longer record what it owns: let the lane go.
+        lane.counts().give_up(me);
+        false
+    }
+}
+
+/// What [`Lane::ownership`] found for the calling thread, so that a call reads it once. Made
+/// only there: a thread that holds `Ownership(true)` for a lane owns it until it exits, so the
+/// value stays true for as long as the call that asked lasts.
+/// Not `Send`: it speaks for the thread that asked. (It speaks for one lane too, which the
+/// callers keep by passing it only with the lane it came from.)
+#[derive(Clone, Copy)]
+pub(super) struct Ownership(bool, PhantomData<*const ()>);
+
+impl Ownership {
+    fn new(mine: bool) -> Self {
+        Ownership(mine, PhantomData)
+    }
+
+    pub(super) fn mine(self) -> bool {
+        self.0
+    }
+}
+
+/// The lanes the current thread owns, given up when it exits.
+#[cfg(not(loom))]
+mod held {
+    use std::cell::RefCell;
+
+    use super::Lane;
+    use crate::sync::{Arc, Weak};
+
+    /// A thread's owned lanes; dropped (and so given up) when the thread exits.
+    struct Held {
+        slot: usize,
+        lanes: Vec<Weak<Lane>>,
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            for lane in self.lanes.drain(..) {
+                if let Some(lane) = lane.upgrade() {
+                    lane.counts().give_up(self.slot);
+                }
+            }
+        }
+    }
+
+    thread_local! {
+        static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    }
+
+    /// Records that the thread in slot `slot` (the calling thread) owns `lane`; false if the
+    /// thread is exiting and its record is gone.
+    pub(super) fn record(lane: &Arc<Lane>, slot: usize) -> bool {
+        HELD.try_with(|held| {
+            let mut held = held.borrow_mut();
+            let held = held.get_or_insert_with(|| Held {
+                slot,
+                lanes: Vec::new(),
+            });
+            if held.lanes.len() == held.lanes.capacity() {
+                // Forget lanes whose engines are gone before the list grows.
+                held.lanes.retain(|lane| lane.strong_count() > 0);
+            }
+            held.lanes.push(Arc::downgrade(lane));
+        })
+        .is_ok()
+    }
+}
+
+/// Under loom no thread owns a lane (see `sync::owner_slot`).
+#[cfg(loom)]
+mod held {
+    use super::Lane;
+    use crate::sync::Arc;
+
+    pub(super) fn record(_: &Arc<Lane>, _: usize) -> bool {
+        false
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_and_other_threads_add_up() {
+        let counts = Arc::new(LaneCounts::new());
+        assert!(!counts.has_owner());
+        let me = owner_slot().unwrap();
+        assert!(counts.claim(me));
+        counts.add_scheduled(counts.is_owner());
+        assert!(counts.has_owner() && counts.is_owner());
+        let other = counts.clone();
+        std::thread::spawn(move || {
+            assert!(!other.is_owner());
+            assert!(!other.claim(owner_slot().unwrap()));
+            for _ in 0..3 {
+                other.add_scheduled(other.is_owner());
+            }
+            other.add_cancelled();
+            other.unschedule();
+        })
+        .join()
+        .unwrap();
+        counts.add_cancelled();
+        counts.unschedule();
+        assert_eq!(counts.scheduled(), 2);
+        assert_eq!(counts.cancelled(), 2);
+        assert_eq!(counts.rejected(), 2);
+    }
+}
