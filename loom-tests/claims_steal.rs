@@ -3,9 +3,9 @@
 
 use loom::thread;
 
-use crate::sync::{Arc, AtomicUsize, Holder, Ordering, Slot};
+use crate::sync::{Arc, AtomicUsize, Claim, Holder, Ordering};
 
-/// Three items put in the holder's slot while a thief, started before, tries once to steal;
+/// Three items put in the holder's claim while a thief, started before, tries once to steal;
 /// each takes what its range holds: every item is taken once, by one of them.
 ///
 /// Catches: a holder that takes an item by a load and a store instead of the exchange (the
@@ -14,13 +14,13 @@ use crate::sync::{Arc, AtomicUsize, Holder, Ordering, Slot};
 #[test]
 fn claims_each_item_is_taken_once_by_holder_or_thief() {
     loom::model(|| {
-        let slots: Arc<[Slot<usize>; 2]> = Arc::new([Slot::new(), Slot::new()]);
+        let claims: Arc<[Claim<usize>; 2]> = Arc::new([Claim::new(), Claim::new()]);
         let taken = Arc::new([0, 1, 2].map(|_| AtomicUsize::new(0)));
         let thief = {
-            let (slots, taken) = (slots.clone(), taken.clone());
+            let (claims, taken) = (claims.clone(), taken.clone());
             thread::spawn(move || {
-                let mut thief = Holder::new(&slots[1]);
-                if thief.steal(&slots[0]) {
+                let mut thief = Holder::new(&claims[1]);
+                if thief.steal(&claims[0]) {
                     while let Some((item, from)) = thief.take() {
                         assert_eq!(from, 9, "the loot keeps its origin");
                         taken[item].fetch_add(1, Ordering::SeqCst);
@@ -28,7 +28,7 @@ fn claims_each_item_is_taken_once_by_holder_or_thief() {
                 }
             })
         };
-        let mut holder = Holder::new(&slots[0]);
+        let mut holder = Holder::new(&claims[0]);
         holder.hold(vec![0, 1, 2], 9);
         while let Some((item, _)) = holder.take() {
             taken[item].fetch_add(1, Ordering::SeqCst);

@@ -7,7 +7,7 @@ use loom::thread;
 
 use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::queue::Recycler;
-use crate::queue::{Ring, RING_SLOTS};
+use crate::queue::{Ring, RING_CELLS};
 use crate::shard::LaneCounts;
 use crate::sync::Arc;
 
@@ -29,7 +29,7 @@ fn entry(deadline: u64) -> EntryRef {
 #[test]
 fn ring_hands_over_each_timer_once() {
     loom::model(|| {
-        let total = RING_SLOTS as u64 + 1;
+        let total = RING_CELLS as u64 + 1;
         let ring = Arc::new(Ring::new());
         let owner = {
             let ring = ring.clone();

@@ -98,7 +98,7 @@
 mod trace;
 // Synchronisation primitives (the loom shim):
 mod sync;
-// Where entries live: counted pointers into slots of chunks:
+// Where entries live: counted pointers into blocks of chunks:
 mod slab;
 // Timer entries and their state word; time as ticks:
 mod entry;

@@ -46,3 +46,65 @@ fn a_path_is_read_out_of_its_punctuation() {
         ["src/shard/lanes.rs", "src/sync/", "tests/x.rs"]
     );
 }
+
+/// The backticked words of the design map's glossary column "was called".
+fn retired_words(map: &str) -> Vec<String> {
+    map.lines()
+        .filter_map(|line| line.strip_prefix("//! |"))
+        .filter_map(|row| row.trim_end().strip_suffix('|')?.rsplit('|').next())
+        .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_owned))
+        .collect()
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a readable folder") {
+        let path = entry.expect("a folder entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether `line` names `word` as a whole word.
+fn names(line: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(at, _)| {
+        !line[..at].ends_with(is_word) && !line[at + word.len()..].starts_with(is_word)
+    })
+}
+
+#[test]
+fn no_retired_word_is_used_outside_the_glossary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("src/design.rs")).expect("the map is there");
+    let retired = retired_words(&map);
+    assert!(
+        retired.len() >= 10,
+        "the glossary lists retired words: {retired:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("loom-tests"), &mut files);
+    files.push(root.join("README.md"));
+    for file in files.iter().filter(|file| !file.ends_with("src/design.rs")) {
+        let text = std::fs::read_to_string(file).expect("a readable file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            // A deprecated alias keeps its old name for one release.
+            let deprecated = lines[n.saturating_sub(3)..n]
+                .iter()
+                .any(|before| before.contains("#[deprecated"));
+            for word in retired.iter().filter(|word| names(line, word)) {
+                assert!(
+                    deprecated || line.contains("deprecated"),
+                    "{}:{} uses the retired word `{word}`",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}

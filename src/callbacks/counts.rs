@@ -3,8 +3,19 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::run::RunsOn;
-use crate::sync::{thread_slot, Arc, Cap, Counter};
+use crate::sync::{thread_number, Arc, Cap, Counter};
+
+/// Which thread runs a callback, for the counts of callbacks begun and ended.
+#[derive(Clone, Copy)]
+pub(super) enum RunsOn {
+    /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
+    TickThread,
+    /// The pool's runner holding this claim of the relay (the only one that may, see `relay`):
+    /// counted without read-modify-writes, as far as the shard has stripes for the claims.
+    Pool(usize),
+    /// Any other thread.
+    Other,
+}
 
 /// One shard's callbacks, as every thread that runs them sees them.
 pub(crate) struct ShardCallbacks {
@@ -17,15 +28,15 @@ pub(crate) struct ShardCallbacks {
 }
 
 impl ShardCallbacks {
-    /// A shard's callbacks in engine `engine`, whose pool (if any) has `pool_slots` runner
-    /// slots.
-    pub(crate) fn new(engine: u64, cap: Option<Arc<Cap>>, pool_slots: usize) -> Self {
+    /// A shard's callbacks in engine `engine`, whose pool (if any) has `pool_threads` runner
+    /// claims.
+    pub(crate) fn new(engine: u64, cap: Option<Arc<Cap>>, pool_threads: usize) -> Self {
         ShardCallbacks {
             engine,
             cap,
             handed_over: Counter::default(),
             panicked: Counter::default(),
-            runs: Runs::new(pool_slots),
+            runs: Runs::new(pool_threads),
         }
     }
 
@@ -87,12 +98,12 @@ impl ShardCallbacks {
 /// Callbacks begun and ended, counted in stripes: a burst's callbacks run on many pool
 /// threads at once, and one pair of counters bumped twice by every one of them slows the
 /// burst. The tick thread (inline callbacks) and each of the first `MAX_POOL_STRIPES` runner
-/// slots of the pool (see `relay`) have a stripe to themselves and count there without
-/// read-modify-writes; any other thread counts in the stripe of its thread slot.
+/// claims of the pool (see `relay`) have a stripe to themselves and count there without
+/// read-modify-writes; any other thread counts in the stripe of its thread number.
 pub(super) struct Runs {
     tick_thread: CachePadded<Stripe>,
-    /// By the pool's runner slot: a slot is held by one runner at a time. A runner gives its
-    /// slot back under the relay's lock, and the next is started with it only after the lock
+    /// By the pool's runner claim: a claim is held by one runner at a time. A runner gives its
+    /// claim back under the relay's lock, and the next is started with it only after the lock
     /// was taken again to pop it, so each holder's counts are ordered after the last's.
     pool: Box<[CachePadded<Stripe>]>,
     stripes: [CachePadded<Stripe>; RUN_STRIPES],
@@ -101,7 +112,7 @@ pub(super) struct Runs {
 /// Shared stripes of `Runs`.
 const RUN_STRIPES: usize = 8;
 
-/// The most runner slots with a stripe of their own, per shard.
+/// The most runner claims with a stripe of their own, per shard.
 const MAX_POOL_STRIPES: usize = 64;
 
 #[derive(Default)]
@@ -111,10 +122,10 @@ struct Stripe {
 }
 
 impl Runs {
-    fn new(pool_slots: usize) -> Self {
+    fn new(pool_threads: usize) -> Self {
         Runs {
             tick_thread: CachePadded::new(Stripe::default()),
-            pool: (0..pool_slots.min(MAX_POOL_STRIPES))
+            pool: (0..pool_threads.min(MAX_POOL_STRIPES))
                 .map(|_| CachePadded::new(Stripe::default()))
                 .collect(),
             stripes: std::array::from_fn(|_| CachePadded::new(Stripe::default())),
@@ -125,8 +136,10 @@ impl Runs {
     fn stripe(&self, runner: RunsOn) -> (&Stripe, bool) {
         match runner {
             RunsOn::TickThread => (&self.tick_thread, true),
-            RunsOn::Pool(slot) if slot < self.pool.len() => (&self.pool[slot], true),
-            RunsOn::Pool(_) | RunsOn::Other => (&self.stripes[thread_slot() % RUN_STRIPES], false),
+            RunsOn::Pool(claim) if claim < self.pool.len() => (&self.pool[claim], true),
+            RunsOn::Pool(_) | RunsOn::Other => {
+                (&self.stripes[thread_number() % RUN_STRIPES], false)
+            }
         }
     }
 

@@ -12,9 +12,10 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::counts::RunsOn;
 use super::counts::ShardCallbacks;
 use super::relay::Relay;
-use super::run::{drop_payload, run_one, RunsOn};
+use super::run::{drop_payload, run_one};
 use crate::entry::Fired;
 use crate::sync::{Arc, StdArc};
 

@@ -18,7 +18,7 @@
 //!   size. The shard counts what has begun (`ShardCallbacks::queued`), so a
 //!   callback counts as waiting wherever it is: on the queue, in a range, or in the hands of
 //!   a runner moving a batch from the queue into its range or loot into its own.
-//! - **Runner**: each holds a slot of its own (`claims`). It runs the callbacks of its range
+//! - **Runner**: each holds a claim of its own (`claims`). It runs the callbacks of its range
 //!   one at a time; when the range is empty it takes a batch off the queues (in turn) into
 //!   it; when they are empty too, it steals half of the fullest range of another runner. When
 //!   there is nothing to take anywhere, it locks and looks again: if a queue or a range has
@@ -41,10 +41,11 @@
 
 use std::time::Duration;
 
+use super::counts::RunsOn;
 use super::counts::ShardCallbacks;
-use super::run::{run_one, RunsOn};
+use super::run::run_one;
 use crate::entry::Fired;
-use crate::sync::{in_batches, Arc, Condvar, Holder, Mutex, SegQueue, Slot, StdArc};
+use crate::sync::{in_batches, Arc, Claim, Condvar, Holder, Mutex, SegQueue, StdArc};
 
 /// How long an idle runner waits for callbacks before it ends, giving its pool thread back.
 const LINGER: Duration = Duration::from_millis(50);
@@ -65,7 +66,7 @@ pub(crate) struct Relay {
     queues: Box<[SegQueue<Vec<Fired>>]>,
     shards: Box<[Arc<ShardCallbacks>]>,
     /// One per runner that may be alive at once (the pool's size): the range it holds.
-    slots: Box<[Slot<Fired>]>,
+    claims: Box<[Claim<Fired>]>,
     state: Mutex<State>,
     wake: Condvar,
     inflight: Arc<Inflight>,
@@ -76,7 +77,7 @@ struct State {
     spawn: Option<Spawn>,
     /// Threads waiting for callbacks.
     idle: usize,
-    /// The slots no runner holds: a runner is alive for each slot missing.
+    /// The claims no runner holds: a runner is alive for each claim missing.
     free: Vec<usize>,
 }
 
@@ -93,7 +94,7 @@ impl Relay {
         StdArc::new(Relay {
             queues: shards.iter().map(|_| SegQueue::new()).collect(),
             shards: shards.into_boxed_slice(),
-            slots: (0..max_runners).map(|_| Slot::new()).collect(),
+            claims: (0..max_runners).map(|_| Claim::new()).collect(),
             state: Mutex::new(State {
                 spawn: Some(spawn),
                 idle: 0,
@@ -136,7 +137,7 @@ impl Relay {
             self.wake.notify_one();
             return;
         }
-        let alive = state.free.len() < self.slots.len();
+        let alive = state.free.len() < self.claims.len();
         if (alive && !stalled) || state.free.is_empty() {
             return;
         }
@@ -146,10 +147,10 @@ impl Relay {
             self.run_queued(shard);
             return;
         };
-        let slot = state.free.pop().expect("a free slot");
+        let claim = state.free.pop().expect("a free claim");
         drop(state);
         let relay = self.clone();
-        spawn(Box::new(move || relay.runner(slot)));
+        spawn(Box::new(move || relay.runner(claim)));
     }
 
     /// Whether callbacks shard `shard` handed over have not all begun. Called by the shard's
@@ -170,7 +171,7 @@ impl Relay {
     /// Whether any callback waits for a runner, on a queue or in a range.
     fn any_queued(&self) -> bool {
         self.queues.iter().any(|queue| !queue.is_empty())
-            || self.slots.iter().any(|slot| slot.left() > 0)
+            || self.claims.iter().any(|claim| claim.left() > 0)
     }
 
     /// Runs the callbacks queued for shard `shard` on the calling thread.
@@ -185,14 +186,14 @@ impl Relay {
         self.inflight.end(ran);
     }
 
-    /// Runs callbacks, as the runner holding slot `slot`, until there are none to take: those
+    /// Runs callbacks, as the runner holding claim `claim`, until there are none to take: those
     /// of `holder`'s range, then a batch off the queues (looking first at `next`'s), then half
     /// of another runner's range. Returns how many it ran.
-    fn run_all(&self, slot: usize, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
+    fn run_all(&self, claim: usize, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
         let mut ran = 0;
         loop {
             while let Some((fired, shard)) = holder.take() {
-                run_one(fired, &self.shards[shard], RunsOn::Pool(slot));
+                run_one(fired, &self.shards[shard], RunsOn::Pool(claim));
                 ran += 1;
             }
             if let Some((batch, shard)) = self.pop_any(next) {
@@ -218,7 +219,7 @@ impl Relay {
     /// Steals half of the fullest range into `holder`'s; false if every range is empty.
     fn steal(&self, holder: &mut Holder<'_, Fired>) -> bool {
         loop {
-            let Some(victim) = self.slots.iter().max_by_key(|slot| slot.left()) else {
+            let Some(victim) = self.claims.iter().max_by_key(|claim| claim.left()) else {
                 return false;
             };
             if victim.left() == 0 {
@@ -231,12 +232,12 @@ impl Relay {
         }
     }
 
-    /// A runner, on a pool thread, holding slot `slot` (see the module documentation).
-    fn runner(&self, slot: usize) {
-        let mut holder = Holder::new(&self.slots[slot]);
-        let mut next = slot;
+    /// A runner, on a pool thread, holding claim `claim` (see the module documentation).
+    fn runner(&self, claim: usize) {
+        let mut holder = Holder::new(&self.claims[claim]);
+        let mut next = claim;
         loop {
-            let ran = self.run_all(slot, &mut holder, &mut next);
+            let ran = self.run_all(claim, &mut holder, &mut next);
             if ran > 0 {
                 self.inflight.end(ran);
             }
@@ -246,7 +247,7 @@ impl Relay {
                     break;
                 }
                 if state.idle >= IDLE_RUNNERS || state.spawn.is_none() {
-                    state.end_runner(slot);
+                    state.end_runner(claim);
                     return;
                 }
                 state.idle += 1;
@@ -254,7 +255,7 @@ impl Relay {
                 state = woken;
                 state.idle -= 1;
                 if timed_out && !self.any_queued() {
-                    state.end_runner(slot);
+                    state.end_runner(claim);
                     return;
                 }
             }
@@ -263,9 +264,9 @@ impl Relay {
 }
 
 impl State {
-    /// A runner ends, giving its slot back.
-    fn end_runner(&mut self, slot: usize) {
-        self.free.push(slot);
+    /// A runner ends, giving its claim back.
+    fn end_runner(&mut self, claim: usize) {
+        self.free.push(claim);
     }
 }
 

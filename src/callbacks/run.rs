@@ -6,7 +6,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::counts::ShardCallbacks;
+use super::counts::{RunsOn, ShardCallbacks};
 use crate::entry::Fired;
 use crate::sync::Permits;
 
@@ -18,18 +18,6 @@ thread_local! {
 /// Whether the calling thread is inside a callback of engine `engine`.
 pub(crate) fn in_callback_of(engine: u64) -> bool {
     RUNNING_FOR.with(|running| running.get() == engine)
-}
-
-/// Which thread runs a callback, for the counts of callbacks begun and ended.
-#[derive(Clone, Copy)]
-pub(super) enum RunsOn {
-    /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
-    TickThread,
-    /// The pool's runner holding this slot of the relay (the only one that may, see `relay`):
-    /// counted without read-modify-writes, as far as the shard has stripes for the slots.
-    Pool(usize),
-    /// Any other thread.
-    Other,
 }
 
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,

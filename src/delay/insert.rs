@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::key::{InsertError, Key, KeyError};
 use super::queue::{DelayQueue, Due, Item, FAR};
 use super::wheel::{InList, Link};
-use crate::engine::{EngineLink, ScheduleErrorKind};
+use crate::engine::{EngineShared, ScheduleErrorKind};
 
 impl<T> DelayQueue<T> {
     /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
@@ -188,7 +188,7 @@ impl<T> DelayQueue<T> {
     pub(super) fn arm(&mut self, target: u64) -> Result<(), ScheduleErrorKind> {
         let tick = (target != FAR).then_some(target);
         let armed = match &mut self.sleep {
-            Some(sleep) => EngineLink::reset_sleep(sleep, tick),
+            Some(sleep) => EngineShared::reset_sleep(sleep, tick),
             None => self
                 .engine
                 .try_sleep(tick)

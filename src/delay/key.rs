@@ -9,7 +9,7 @@ use crate::engine::ScheduleErrorKind;
 /// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
 ///
 /// A key names one value in one queue, once: after the value is removed, expires (is yielded
-/// by `poll_expired`) or is cleared, the key names nothing, even when the slot that held the
+/// by `poll_expired`) or is cleared, the key names nothing, even when the cell that held the
 /// value holds another one, and it never names a value of another queue. Calls with such a key
 /// return [`KeyError`] or `None`; none panics.
 ///
@@ -19,7 +19,7 @@ use crate::engine::ScheduleErrorKind;
 /// let mut queue = shardwheel::DelayQueue::new(&engine);
 /// let key = queue.insert("a", Duration::from_secs(60));
 /// assert_eq!(queue.remove(&key), Ok("a"));
-/// let other = queue.insert("b", Duration::from_secs(60)); // may reuse the slot
+/// let other = queue.insert("b", Duration::from_secs(60)); // may reuse the cell
 /// assert!(queue.remove(&key).is_err());
 /// assert!(queue.contains(&other));
 /// ```

@@ -1,5 +1,5 @@
 //! The delay queue: values held until their deadlines, then yielded as a stream. The top layer:
-//! it uses the engine through `engine::EngineLink`, for one sleep per queue.
+//! it holds the engine's shared state (`engine::EngineShared`), for one sleep per queue.
 //!
 //! - `queue`: [`DelayQueue`] itself: its state, construction, size and storage.
 //! - `insert`: inserting, removing and resetting values, and arming the queue's one timer.

@@ -13,8 +13,9 @@ use std::time::Instant;
 use super::key::Key;
 use super::values::Values;
 use super::wheel::{DelayWheel, InList, Link, Linked};
-use crate::engine::{EngineLink, TimerEngine};
+use crate::engine::{EngineShared, TimerEngine};
 use crate::sync::next_ids;
+use crate::sync::Arc;
 use crate::timer::Sleep;
 
 /// How many ids a queue takes at a time from the process-wide counter (see `sync::next_ids`).
@@ -68,7 +69,7 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// A [`Key`] names one value in one queue, once. Every call that takes a key returns
 /// [`KeyError`](super::KeyError) (or `None`) for a key that names nothing any more (its value was removed,
-/// expired or cleared, even if its slot now holds another value) or that is another queue's;
+/// expired or cleared, even if its cell now holds another value) or that is another queue's;
 /// none panics. [`remove`](Self::remove) returns `Result<T, KeyError>`,
 /// [`try_remove`](Self::try_remove) the same as an `Option`.
 ///
@@ -98,9 +99,9 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// # Storage
 ///
-/// Values are stored once, in a values of slots, which shrinks as the queue empties. When its
-/// length falls to a quarter of its capacity, the free slots at its end are dropped, and the
-/// storage shrinks to the slots left (not below the capacity the queue was made with,
+/// Values are stored once, in a store of cells, which shrinks as the queue empties. When its
+/// length falls to a quarter of its capacity, the free cells at its end are dropped, and the
+/// storage shrinks to the cells left (not below the capacity the queue was made with,
 /// [`with_capacity`](Self::with_capacity), none for [`new`](Self::new)) if that frees at least
 /// half of it. When the queue empties, it keeps its storage for the next fill if its values
 /// filled at least a quarter of it, and otherwise gives it back down to the capacity it was
@@ -112,7 +113,7 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// `DelayQueue<T>` is `Send` when `T` is, and `Sync` when `T` is.
 pub struct DelayQueue<T> {
-    pub(super) engine: EngineLink,
+    pub(super) engine: Arc<EngineShared>,
     pub(super) values: Values<Item<T>>,
     pub(super) wheel: DelayWheel,
     /// The values taken out of the wheel, soonest first. A record is checked against its
@@ -207,7 +208,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.capacity() >= 100);
     /// ```
     pub fn with_capacity(engine: &TimerEngine, capacity: usize) -> Self {
-        let engine = engine.link();
+        let engine = engine.shared().clone();
         let elapsed = engine.clock().now_tick();
         DelayQueue {
             engine,
@@ -343,7 +344,7 @@ impl<T> DelayQueue<T> {
         self.values.reserve(additional);
     }
 
-    /// How many values the queue's values has room for without growing (free slots between
+    /// How many values the queue's values has room for without growing (free cells between
     /// held values included).
     ///
     /// ```
@@ -365,7 +366,7 @@ impl<T> DelayQueue<T> {
     }
 
     /// Releases what storage the queue can: all of it if the queue is empty, else the free
-    /// slots after its last value (below the capacity it was made with, too).
+    /// cells after its last value (below the capacity it was made with, too).
     ///
     /// ```
     /// use std::time::Duration;

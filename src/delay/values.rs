@@ -1,10 +1,10 @@
-//! Where a delay queue keeps its values: a vector of slots, each holding a value with its
-//! generation (the id in its key) or a link in the free list of vacant slots.
+//! Where a delay queue keeps its values: a vector of cells, each holding a value with its
+//! generation (the id in its key) or a link in the free list of vacant cells.
 //!
 //! The values shrinks as the queue empties, with hysteresis, so that a queue filled and drained
 //! again and again keeps its storage while the storage a spike grew goes back:
-//! - When its length falls to a quarter of its capacity, the vacant slots at its end are
-//!   dropped, and the storage shrinks to the slots left (not below the floor, what the queue
+//! - When its length falls to a quarter of its capacity, the vacant cells at its end are
+//!   dropped, and the storage shrinks to the cells left (not below the floor, what the queue
 //!   was made with) if that frees at least half of it.
 //! - When it empties altogether, it keeps its storage if its values filled at least a quarter
 //!   of it since it was last empty, and otherwise gives it back down to the floor. An empty
@@ -27,8 +27,8 @@ enum Held<V> {
 
 /// Values by index, each with a generation that a lookup must match.
 pub(super) struct Values<V> {
-    slots: Vec<Held<V>>,
-    /// The first vacant slot, or `NONE`.
+    cells: Vec<Held<V>>,
+    /// The first vacant cell, or `NONE`.
     free: usize,
     len: usize,
     /// The capacity the values keeps when it shrinks by itself.
@@ -42,10 +42,10 @@ pub(super) struct Values<V> {
 impl<V> Values<V> {
     /// An empty values with room for `floor` values, which it keeps when it shrinks.
     pub(super) fn with_capacity(floor: usize) -> Self {
-        let slots = Vec::with_capacity(floor);
-        let compact_at = slots.capacity() / 4;
+        let cells = Vec::with_capacity(floor);
+        let compact_at = cells.capacity() / 4;
         Values {
-            slots,
+            cells,
             free: NONE,
             len: 0,
             floor,
@@ -59,38 +59,38 @@ impl<V> Values<V> {
     }
 
     pub(super) fn capacity(&self) -> usize {
-        self.slots.capacity()
+        self.cells.capacity()
     }
 
     /// The index the next `insert` will use.
     #[cfg(all(test, not(loom)))]
     pub(super) fn next_index(&self) -> usize {
         if self.free == NONE {
-            self.slots.len()
+            self.cells.len()
         } else {
             self.free
         }
     }
 
-    /// Stores `value` in the first vacant slot (or a new one) and returns its index.
+    /// Stores `value` in the first vacant cell (or a new one) and returns its index.
     pub(super) fn insert(&mut self, generation: u64, value: V) -> usize {
         let occupied = Held::Occupied { generation, value };
-        if let Some(slot) = self.slots.get_mut(self.free) {
-            if let Held::Vacant { next } = *slot {
-                *slot = occupied;
+        if let Some(cell) = self.cells.get_mut(self.free) {
+            if let Held::Vacant { next } = *cell {
+                *cell = occupied;
                 let index = mem::replace(&mut self.free, next);
                 self.count_insert();
                 return index;
             }
         }
-        if self.slots.len() == self.slots.capacity() {
-            self.slots.push(occupied);
-            self.compact_at = self.slots.capacity() / 4;
+        if self.cells.len() == self.cells.capacity() {
+            self.cells.push(occupied);
+            self.compact_at = self.cells.capacity() / 4;
         } else {
-            self.slots.push(occupied);
+            self.cells.push(occupied);
         }
         self.count_insert();
-        self.slots.len() - 1
+        self.cells.len() - 1
     }
 
     /// Counts a value just stored.
@@ -101,7 +101,7 @@ impl<V> Values<V> {
 
     /// The value at `index`, if its generation is `generation`.
     pub(super) fn get(&self, index: usize, generation: u64) -> Option<&V> {
-        match self.slots.get(index) {
+        match self.cells.get(index) {
             Some(Held::Occupied {
                 generation: held,
                 value,
@@ -112,7 +112,7 @@ impl<V> Values<V> {
 
     /// As [`get`](Self::get), to change.
     pub(super) fn get_mut(&mut self, index: usize, generation: u64) -> Option<&mut V> {
-        match self.slots.get_mut(index) {
+        match self.cells.get_mut(index) {
             Some(Held::Occupied {
                 generation: held,
                 value,
@@ -123,7 +123,7 @@ impl<V> Values<V> {
 
     /// The value at `index` and its generation, whatever that is.
     pub(super) fn get_at(&self, index: usize) -> Option<(u64, &V)> {
-        match self.slots.get(index) {
+        match self.cells.get(index) {
             Some(Held::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
@@ -131,7 +131,7 @@ impl<V> Values<V> {
 
     /// The value at `index` and its generation, whatever that is, to change.
     pub(super) fn get_at_mut(&mut self, index: usize) -> Option<(u64, &mut V)> {
-        match self.slots.get_mut(index) {
+        match self.cells.get_mut(index) {
             Some(Held::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
@@ -141,8 +141,8 @@ impl<V> Values<V> {
     /// storage if that left it mostly empty (see the module docs).
     pub(super) fn remove(&mut self, index: usize, generation: u64) -> Option<V> {
         self.get(index, generation)?;
-        let slot = self.slots.get_mut(index)?;
-        let Held::Occupied { value, .. } = mem::replace(slot, Held::Vacant { next: self.free })
+        let cell = self.cells.get_mut(index)?;
+        let Held::Occupied { value, .. } = mem::replace(cell, Held::Vacant { next: self.free })
         else {
             return None;
         };
@@ -150,21 +150,21 @@ impl<V> Values<V> {
         self.len -= 1;
         if self.len == 0 {
             self.keep_or_release();
-        } else if self.len <= self.compact_at && self.slots.capacity() > self.floor {
+        } else if self.len <= self.compact_at && self.cells.capacity() > self.floor {
             self.compact();
-            let keep = self.floor.max(self.slots.len());
-            if self.slots.capacity() / 2 >= keep {
-                self.slots.shrink_to(keep);
+            let keep = self.floor.max(self.cells.len());
+            if self.cells.capacity() / 2 >= keep {
+                self.cells.shrink_to(keep);
             }
         }
         Some(value)
     }
 
-    /// Makes room for at least `additional` values more than the values holds, vacant slots
+    /// Makes room for at least `additional` values more than the values holds, vacant cells
     /// counted. The room counts as a fill: an emptied values keeps it (see the module docs).
     pub(super) fn reserve(&mut self, additional: usize) {
-        let vacant = self.slots.len() - self.len;
-        self.slots.reserve(additional.saturating_sub(vacant));
+        let vacant = self.cells.len() - self.len;
+        self.cells.reserve(additional.saturating_sub(vacant));
         self.peak = self.peak.max(self.len.saturating_add(additional));
     }
 
@@ -172,32 +172,32 @@ impl<V> Values<V> {
     pub(super) fn clear(&mut self) {
         // The values is empty before any value is dropped, so that it stays consistent even if
         // a value's `Drop` panics.
-        let mut slots = mem::take(&mut self.slots);
+        let mut cells = mem::take(&mut self.cells);
         self.len = 0;
         self.free = NONE;
         self.compact_at = 0;
         self.peak = 0;
-        slots.clear();
-        slots.shrink_to(self.floor);
-        self.compact_at = slots.capacity() / 4;
-        self.slots = slots;
+        cells.clear();
+        cells.shrink_to(self.floor);
+        self.compact_at = cells.capacity() / 4;
+        self.cells = cells;
     }
 
     /// Shrinks the storage as far as it goes: to nothing if the values is empty, else to its
-    /// last occupied slot.
+    /// last occupied cell.
     pub(super) fn shrink_to_fit(&mut self) {
         if self.len == 0 {
             self.release(0);
         } else {
             self.compact();
-            self.slots.shrink_to_fit();
+            self.cells.shrink_to_fit();
         }
     }
 
     /// The last value has been removed: keeps the storage if the values filled at least a
     /// quarter of it, else frees it down to the floor.
     fn keep_or_release(&mut self) {
-        let capacity = self.slots.capacity();
+        let capacity = self.cells.capacity();
         let keep = if self.peak.saturating_mul(4) >= capacity {
             capacity
         } else {
@@ -206,29 +206,29 @@ impl<V> Values<V> {
         self.release(keep);
     }
 
-    /// Frees the storage of an empty values down to `keep` slots.
+    /// Frees the storage of an empty values down to `keep` cells.
     fn release(&mut self, keep: usize) {
-        self.slots.clear();
-        self.slots.shrink_to(keep);
+        self.cells.clear();
+        self.cells.shrink_to(keep);
         self.free = NONE;
-        self.compact_at = self.slots.capacity() / 4;
+        self.compact_at = self.cells.capacity() / 4;
         self.peak = 0;
     }
 
-    /// Drops the vacant slots at the end and rebuilds the free list lowest index first; the
+    /// Drops the vacant cells at the end and rebuilds the free list lowest index first; the
     /// caller decides how far to shrink the storage.
     fn compact(&mut self) {
-        if matches!(self.slots.last(), Some(Held::Occupied { .. })) {
+        if matches!(self.cells.last(), Some(Held::Occupied { .. })) {
             // No vacant end to drop: spare the walk.
             self.compact_at = self.len / 2;
             return;
         }
-        while matches!(self.slots.last(), Some(Held::Vacant { .. })) {
-            self.slots.pop();
+        while matches!(self.cells.last(), Some(Held::Vacant { .. })) {
+            self.cells.pop();
         }
         self.free = NONE;
-        for (index, slot) in self.slots.iter_mut().enumerate().rev() {
-            if let Held::Vacant { next } = slot {
+        for (index, cell) in self.cells.iter_mut().enumerate().rev() {
+            if let Held::Vacant { next } = cell {
                 *next = self.free;
                 self.free = index;
             }
@@ -258,7 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn vacant_slots_are_reused() {
+    fn vacant_cells_are_reused() {
         let mut values = Values::with_capacity(0);
         let indices: Vec<usize> = (0..8).map(|g| values.insert(g, g)).collect();
         assert_eq!(values.remove(indices[2], 2), Some(2));
@@ -289,7 +289,7 @@ mod tests {
         fill_and_drain(&mut values, 1000, 1000);
         assert_eq!(values.capacity(), kept, "an equal fill grows nothing");
         // The first remove compacts (10 values left, a quarter or less of the storage) and
-        // frees all but the 10 slots they span.
+        // frees all but the 10 cells they span.
         fill_and_drain(&mut values, 2000, 10);
         assert_eq!(values.capacity(), 10, "the spike went back");
         fill_and_drain(&mut values, 3000, 1);
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(
             values.capacity(),
             4,
-            "one value fills a quarter of the first four slots"
+            "one value fills a quarter of the first four cells"
         );
 
         let mut floored = Values::with_capacity(100);
@@ -318,7 +318,7 @@ mod tests {
         let indices: Vec<usize> = (0..1000).map(|g| values.insert(g, g)).collect();
         let grown = values.capacity();
         // The last 400 out, then the first 344: the compaction at a quarter (256 left) drops
-        // the vacant end, leaving 600 slots, more than half the storage.
+        // the vacant end, leaving 600 cells, more than half the storage.
         for g in (600..1000).rev().chain(0..344) {
             values.remove(indices[g as usize], g);
         }
@@ -361,7 +361,7 @@ mod tests {
         for g in 0..1024 {
             values.insert(g, g);
         }
-        // Keep the last slot, so no compaction can drop the end.
+        // Keep the last cell, so no compaction can drop the end.
         for g in 0..1000 {
             values.remove(g as usize, g);
         }

@@ -8,18 +8,16 @@ use std::future::IntoFuture;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::builder::Builder;
 use super::closing::Phase;
 use super::error::ScheduleError;
 use super::repeat::RepeatBuilder;
-use super::shared::{ClockWatch, EngineShared};
-use super::shutdown::{Shutdown, Threads};
+use super::shared::EngineShared;
+use super::shutdown::{Engine, Threads, Unfired};
 use super::stats::Stats;
 use crate::shard::{Lane, Memory, OneShot, Stopped};
 use crate::sync::{Arc, StdArc};
-use crate::time::CatchUp;
 
-use crate::timer::{FirstRun, Interval, Pace, Repeat, RepeatFn, Sleep, Timeout, TimerHandle};
+use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -35,48 +33,14 @@ pub struct TimerEngine {
     engine: StdArc<Engine>,
 }
 
-/// What the clones of a [`TimerEngine`] share; its drop shuts the engine down.
-pub(super) struct Engine {
-    pub(super) core: Arc<EngineShared>,
-    pub(super) shutdown: Shutdown,
-    /// The engine's registration with its manual clock, if it has one and drives its shards
-    /// itself: what the clock holds weakly, and the id to unwatch it by.
-    watch: Option<(StdArc<ClockWatch>, u64)>,
-}
-
 impl TimerEngine {
-    /// A builder with the defaults: one shard per cpu, 1 ms tick, the process's shared
-    /// callback pool, no cap, unpinned tick threads.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// # drop(engine);
-    /// ```
-    pub fn builder() -> Builder {
-        Builder::default()
-    }
-
-    pub(super) fn new(core: Arc<EngineShared>, runners: Threads) -> Self {
-        let watch = core
-            .clock
-            .manual()
-            .filter(|_| !runners.driven)
-            .map(|clock| {
-                let watch = StdArc::new(ClockWatch(core.clone()));
-                let weak: StdArc<dyn CatchUp> = watch.clone();
-                let id = clock.watch(StdArc::downgrade(&weak));
-                (watch, id)
-            });
+    pub(super) fn new(core: Arc<EngineShared>, threads: Threads) -> Self {
         TimerEngine {
-            engine: StdArc::new(Engine {
-                core,
-                shutdown: Shutdown::new(runners),
-                watch,
-            }),
+            engine: StdArc::new(Engine::new(core, threads)),
         }
     }
 
-    pub(super) fn shared(&self) -> &Arc<EngineShared> {
+    pub(crate) fn shared(&self) -> &Arc<EngineShared> {
         &self.engine.core
     }
 
@@ -316,36 +280,7 @@ impl TimerEngine {
     /// assert!(poll.cancel());
     /// ```
     pub fn repeating(&self, period: Duration) -> RepeatBuilder<'_> {
-        RepeatBuilder::new(self, period)
-    }
-
-    /// Schedules a repeating timer routed by `route` (else as `schedule`), first due at
-    /// `first` (else a period from now).
-    pub(super) fn schedule_repeating_job<R: RepeatFn>(
-        &self,
-        route: Option<u64>,
-        first: Option<Instant>,
-        period: Duration,
-        pace: Pace,
-        callback: R,
-    ) -> Result<TimerHandle, ScheduleError<R::Value>> {
-        let lane = self.shared().lane(route);
-        let clock = &self.shared().clock;
-        let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
-            Some(first) => (first, clock.tick_at(first)),
-            // Beyond what an instant holds: refused as too far away (a refused job's first
-            // run is never read).
-            None => (clock.now(), None),
-        };
-        let job = FirstRun {
-            run: callback,
-            first,
-            period,
-            pace,
-        };
-        Lane::schedule(lane, tick, job, Memory::Own)
-            .map(|entry| TimerHandle::of(entry, lane.clone()))
-            .map_err(ScheduleError::not_queued)
+        RepeatBuilder::new(self.shared(), period)
     }
 
     /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
@@ -644,12 +579,39 @@ impl TimerEngine {
     }
 }
 
-impl Engine {
-    /// Stops catching up with the manual clock, if the engine was.
-    pub(super) fn unwatch_clock(&self) {
-        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
-            clock.unwatch(*id);
-        }
+impl TimerEngine {
+    /// Stops the engine: stops the shards, waits for callbacks in flight (on the engine's own
+    /// pool or tick threads; not those handed to a spawner, see
+    /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks)), and hands back every
+    /// timer that neither fired nor was cancelled. Afterwards `schedule` refuses with
+    /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown). A second call returns an
+    /// empty list.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    /// cancelled.cancel();
+    /// assert_eq!(engine.shutdown().len(), 1);
+    /// assert!(engine.shutdown().is_empty());
+    /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
+    /// ```
+    pub fn shutdown(&self) -> Vec<Unfired> {
+        self.engine().shutdown()
+    }
+
+    /// Whether `shutdown` has been called (or the engine dropped). From then on every
+    /// `schedule` is refused.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(!engine.is_shutdown());
+    /// engine.shutdown();
+    /// assert!(engine.is_shutdown());
+    /// ```
+    pub fn is_shutdown(&self) -> bool {
+        self.shared().is_shutdown()
     }
 }
 

@@ -14,7 +14,7 @@ use crate::sync::{next_engine_id, Arc, Cap, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
 
-/// Configures a [`TimerEngine`]. Made by [`TimerEngine::builder`].
+/// Configures a [`TimerEngine`](crate::TimerEngine). Made by [`TimerEngine::builder`](crate::TimerEngine::builder).
 ///
 /// ```
 /// use std::time::Duration;
@@ -87,6 +87,19 @@ impl Default for Builder {
             clock: None,
             lane_capacity: None,
         }
+    }
+}
+
+impl TimerEngine {
+    /// A builder with the defaults: one shard per cpu, 1 ms tick, the process's shared
+    /// callback pool, no cap, unpinned tick threads.
+    ///
+    /// ```
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// # drop(engine);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
     }
 }
 
@@ -338,14 +351,14 @@ impl Builder {
         let clock = TickClock::new(self.tick, SPAN, StateWord::MAX_DEADLINE, self.clock);
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
-        let pool_slots = pool.as_ref().map_or(0, CallbackPool::threads);
+        let pool_threads = pool.as_ref().map_or(0, CallbackPool::threads);
         let shard_cores: Vec<Arc<ShardShared>> = (0..shard_count)
             .map(|_| {
                 Arc::new(ShardShared::new(
                     engine,
                     clock.clone(),
                     cap.clone(),
-                    pool_slots,
+                    pool_threads,
                 ))
             })
             .collect();

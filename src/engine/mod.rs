@@ -11,7 +11,6 @@
 //! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 //! - `global`: the default engine, [`default_engine`].
-//! - `link`: `EngineLink`, what the layers above keep of an engine beyond a borrow of it.
 
 mod api;
 mod builder;
@@ -20,7 +19,6 @@ mod error;
 mod global;
 #[cfg(test)]
 mod hooks;
-mod link;
 mod repeat;
 mod routing;
 mod shared;
@@ -37,8 +35,8 @@ pub use self::global::{
     schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
     try_default_engine,
 };
-pub(crate) use self::link::EngineLink;
 pub use self::repeat::RepeatBuilder;
+pub(crate) use self::shared::EngineShared;
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};
 

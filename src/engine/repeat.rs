@@ -3,16 +3,17 @@
 
 use std::time::{Duration, Instant};
 
-use super::api::TimerEngine;
 use super::error::ScheduleError;
-use crate::timer::{Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
+use super::shared::EngineShared;
+use crate::shard::{Lane, Memory};
+use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
-/// A repeating timer being set up, made by [`TimerEngine::repeating`]; nothing is scheduled
+/// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating); nothing is scheduled
 /// until [`schedule`](Self::schedule) or [`schedule_with`](Self::schedule_with).
 ///
 /// The first run, the pace (fixed rate or fixed delay), the route and the callback's form
 /// combine freely, so they are options of one builder rather than a method for each of the
-/// sixteen combinations; the common forms keep methods of their own on [`TimerEngine`]
+/// sixteen combinations; the common forms keep methods of their own on [`TimerEngine`](crate::TimerEngine)
 /// (`schedule_repeating`, `_keyed`, `_at`, `_with`), each a shorthand for a builder.
 ///
 /// ```
@@ -28,10 +29,10 @@ use crate::timer::{Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 ///     .unwrap();
 /// assert!(poll.cancel());
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a RepeatBuilder schedules nothing until `schedule` or `schedule_with`"]
 pub struct RepeatBuilder<'a> {
-    engine: &'a TimerEngine,
+    engine: &'a EngineShared,
     period: Duration,
     first: Option<Instant>,
     pace: Pace,
@@ -39,7 +40,7 @@ pub struct RepeatBuilder<'a> {
 }
 
 impl<'a> RepeatBuilder<'a> {
-    pub(super) fn new(engine: &'a TimerEngine, period: Duration) -> Self {
+    pub(super) fn new(engine: &'a EngineShared, period: Duration) -> Self {
         RepeatBuilder {
             engine,
             period,
@@ -63,7 +64,7 @@ impl<'a> RepeatBuilder<'a> {
         self
     }
 
-    /// Routes the timer by `key`, as [`TimerEngine::schedule_keyed`] does.
+    /// Routes the timer by `key`, as [`TimerEngine::schedule_keyed`](crate::TimerEngine::schedule_keyed) does.
     pub fn keyed(mut self, key: u64) -> Self {
         self.key = Some(key);
         self
@@ -72,7 +73,7 @@ impl<'a> RepeatBuilder<'a> {
     /// Schedules the timer, running `callback` on each run.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`], for the first run.
+    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run.
     pub fn schedule<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut() + Send + 'static,
@@ -84,7 +85,7 @@ impl<'a> RepeatBuilder<'a> {
     /// cancel the timer or change its period.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`], for the first run.
+    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run.
     pub fn schedule_with<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut(&mut Repeat) + Send + 'static,
@@ -100,6 +101,46 @@ impl<'a> RepeatBuilder<'a> {
             pace,
             key,
         } = self;
-        engine.schedule_repeating_job(key, first, period, pace, run)
+        schedule_repeating(engine, key, first, period, pace, run)
     }
+}
+
+impl std::fmt::Debug for RepeatBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RepeatBuilder")
+            .field("period", &self.period)
+            .field("first", &self.first)
+            .field("pace", &self.pace)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Schedules a repeating timer routed by `route` (else as `schedule`), first due at
+/// `first` (else a period from now).
+fn schedule_repeating<R: RepeatFn>(
+    engine: &EngineShared,
+    route: Option<u64>,
+    first: Option<Instant>,
+    period: Duration,
+    pace: Pace,
+    callback: R,
+) -> Result<TimerHandle, ScheduleError<R::Value>> {
+    let lane = engine.lane(route);
+    let clock = &engine.clock;
+    let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
+        Some(first) => (first, clock.tick_at(first)),
+        // Beyond what an instant holds: refused as too far away (a refused job's first
+        // run is never read).
+        None => (clock.now(), None),
+    };
+    let job = FirstRun {
+        run: callback,
+        first,
+        period,
+        pace,
+    };
+    Lane::schedule(lane, tick, job, Memory::Own)
+        .map(|entry| TimerHandle::of(entry, lane.clone()))
+        .map_err(ScheduleError::not_queued)
 }

@@ -5,14 +5,16 @@
 use std::cell::Cell;
 use std::time::Instant;
 
+use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
 use crate::shard::{Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc};
 use crate::time::{CatchUp, TickClock};
+use crate::timer::Sleep;
 
 /// What the engine, its builder and its shutdown share.
-pub(super) struct EngineShared {
+pub(crate) struct EngineShared {
     /// This engine's id, to recognise a call made from one of its own callbacks.
     pub(super) id: u64,
     pub(super) shards: Box<[Arc<ShardShared>]>,
@@ -67,7 +69,7 @@ impl EngineShared {
     }
 
     /// Whether the engine has shut down: every shard is stopped.
-    pub(super) fn is_shutdown(&self) -> bool {
+    pub(crate) fn is_shutdown(&self) -> bool {
         self.shards.iter().all(|shard| shard.is_stopped())
     }
 
@@ -180,5 +182,34 @@ fn earliest_in(shard: &ShardShared, ticket: u64) -> Option<u64> {
         // An idle shard sleeps until woken; a busy one answers after its next complete turn.
         shard.signal().wake();
         thread::yield_now();
+    }
+}
+
+impl EngineShared {
+    /// A sleep until `tick` (`None`: until shutdown) on the calling task's lane, or why the
+    /// engine refused it.
+    pub(crate) fn try_sleep(&self, tick: Option<u64>) -> Result<Sleep, ScheduleErrorKind> {
+        Sleep::try_on(self.lane_for_task(), tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()).kind())
+    }
+
+    /// Moves `sleep` to `tick` (`None`: until shutdown); a refused new timer ends it.
+    pub(crate) fn reset_sleep(
+        sleep: &mut Sleep,
+        tick: Option<u64>,
+    ) -> Result<(), ScheduleErrorKind> {
+        sleep
+            .try_reset_to(tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()).kind())
+    }
+
+    /// The engine's clock.
+    pub(crate) fn clock(&self) -> &TickClock {
+        &self.clock
+    }
+
+    /// As [`TimerEngine::now`](crate::TimerEngine::now).
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.now()
     }
 }

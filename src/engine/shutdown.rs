@@ -21,13 +21,13 @@ use std::fmt;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::api::{Engine, TimerEngine};
 use super::closing::{Closing, CompleteOnDrop, Duty};
-use super::shared::EngineShared;
+use super::shared::{ClockWatch, EngineShared};
 use crate::callbacks::{in_callback_of, CallbackPool};
 use crate::entry::{CallbackBox, Lifecycle};
 use crate::shard::Stopped;
-use crate::sync::{fence, thread, Ordering};
+use crate::sync::{fence, thread, Arc, Ordering, StdArc};
+use crate::time::CatchUp;
 use crate::timer::TimerHandle;
 
 /// The shutdown protocol as the engine uses it (see `closing`).
@@ -51,7 +51,7 @@ impl Threads {
     }
 }
 
-/// A timer that neither fired nor was cancelled before [`TimerEngine::shutdown`], handed back so
+/// A timer that neither fired nor was cancelled before [`TimerEngine::shutdown`](crate::TimerEngine::shutdown), handed back so
 /// the caller can run it, log it or drop it.
 pub struct Unfired {
     timer: TimerHandle,
@@ -115,44 +115,42 @@ impl fmt::Debug for Unfired {
     }
 }
 
-impl TimerEngine {
-    /// Stops the engine: stops the shards, waits for callbacks in flight (on the engine's own
-    /// pool or tick threads; not those handed to a spawner, see
-    /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks)), and hands back every
-    /// timer that neither fired nor was cancelled. Afterwards `schedule` refuses with
-    /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown). A second call returns an
-    /// empty list.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// cancelled.cancel();
-    /// assert_eq!(engine.shutdown().len(), 1);
-    /// assert!(engine.shutdown().is_empty());
-    /// assert!(engine.schedule(Duration::from_secs(1), || {}).is_err());
-    /// ```
-    pub fn shutdown(&self) -> Vec<Unfired> {
-        self.engine().shutdown()
-    }
-
-    /// Whether `shutdown` has been called (or the engine dropped). From then on every
-    /// `schedule` is refused.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(!engine.is_shutdown());
-    /// engine.shutdown();
-    /// assert!(engine.is_shutdown());
-    /// ```
-    pub fn is_shutdown(&self) -> bool {
-        self.shared().is_shutdown()
-    }
+/// What the clones of a [`TimerEngine`](crate::TimerEngine) share; its drop shuts the engine down.
+pub(super) struct Engine {
+    pub(super) core: Arc<EngineShared>,
+    pub(super) shutdown: Shutdown,
+    /// The engine's registration with its manual clock, if it has one and drives its shards
+    /// itself: what the clock holds weakly, and the id to unwatch it by.
+    watch: Option<(StdArc<ClockWatch>, u64)>,
 }
 
 impl Engine {
-    /// See [`TimerEngine::shutdown`].
+    pub(super) fn new(core: Arc<EngineShared>, runners: Threads) -> Self {
+        let watch = core
+            .clock
+            .manual()
+            .filter(|_| !runners.driven)
+            .map(|clock| {
+                let watch = StdArc::new(ClockWatch(core.clone()));
+                let weak: StdArc<dyn CatchUp> = watch.clone();
+                let id = clock.watch(StdArc::downgrade(&weak));
+                (watch, id)
+            });
+        Engine {
+            core,
+            shutdown: Shutdown::new(runners),
+            watch,
+        }
+    }
+
+    /// Stops catching up with the manual clock, if the engine was.
+    pub(super) fn unwatch_clock(&self) {
+        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
+            clock.unwatch(*id);
+        }
+    }
+
+    /// See [`TimerEngine::shutdown`](crate::TimerEngine::shutdown).
     pub(super) fn shutdown(&self) -> Vec<Unfired> {
         let inside = in_callback_of(self.core.id);
         let shutdown = &self.shutdown;

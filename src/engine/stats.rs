@@ -68,9 +68,9 @@ pub struct ShardStats {
     pub lateness: Lateness,
     /// Bytes of the chunks (about 16 KiB each) this shard's lanes carve their owners' timer
     /// entries from. A lane's owner is the first thread to schedule through it; the lane keeps
-    /// as many chunks as its owner's timers needed at once, and hands their slots out again.
+    /// as many chunks as its owner's timers needed at once, and hands their blocks out again.
     /// After a spike it stays at the spike's size until the owner has gone on scheduling
-    /// while most of the slots were free; then the lane starts afresh, and lets the old
+    /// while most of the blocks were free; then the lane starts afresh, and lets the old
     /// chunks go a few at a time (a chunk that still holds a live timer, or a spare entry the
     /// lane reuses whole, is freed with the last of them, and no longer counted here
     /// meanwhile). Not counted: the captures of callbacks (a block each, for a callback that

@@ -1,7 +1,7 @@
 //! Tests of the engine's parts that need a whole engine around them.
 
 use crate::shard::Lane;
-use crate::sync::owner_slot;
+use crate::sync::owner_number;
 use crate::TimerEngine;
 
 #[test]
@@ -18,7 +18,7 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
                 "the first thread claims the lane"
             );
             lane.counts().add_scheduled(true);
-            owner_slot().unwrap()
+            owner_number().unwrap()
         })
         .join()
         .unwrap()
@@ -27,7 +27,7 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     let lane2 = lane.clone();
     std::thread::spawn(move || {
         assert!(Lane::owned_by_caller(&lane2), "the next thread claims it");
-        assert_ne!(owner_slot().unwrap(), first);
+        assert_ne!(owner_number().unwrap(), first);
         lane2.counts().add_scheduled(true);
     })
     .join()

@@ -2,7 +2,7 @@
 //!
 //! Ground rules, which every other module relies on:
 //!
-//! 1. An entry is a single reference-counted slot ([`EntryRef`], see `slab`) holding the packed
+//! 1. An entry is a single reference-counted block ([`EntryRef`], see `slab`) holding the packed
 //!    state word, the two intrusive links of the wheel slot it sits in, the callback in its
 //!    one-word box (a callback that captures nothing is zero-sized and costs no allocation of
 //!    its own). An entry that no one else holds any more may be reused for a new timer (see
@@ -471,7 +471,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_four_words() {
-        // With its count and slot index, one 40-byte slot (see `slab`).
+        // With its count and block index, one 40-byte block (see `slab`).
         assert_eq!(std::mem::size_of::<Entry>(), 32);
         let entry = EntryRef::new(Entry::new(0, CallbackBox::new(|| {})));
         let start = EntryRef::as_ptr(&entry) as usize;

@@ -21,5 +21,5 @@ pub(crate) use inbound::{Inbound, Pop};
 pub(crate) use recycle::{Recycler, RETURN_LIMIT};
 pub(crate) use ring::Ring;
 #[cfg(all(test, loom))]
-pub(crate) use ring::RING_SLOTS;
+pub(crate) use ring::RING_CELLS;
 pub(crate) use unlink::{Requests, Unlinks};

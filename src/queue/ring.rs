@@ -2,18 +2,18 @@
 //! lane's owner thread to its shard.
 //!
 //! The owner of a lane (see `shard::lane`) is the one thread that pushes here, so a push is a
-//! store of the entry's pointer into the next slot and a Release store of `tail`, with no
-//! read-modify-write at all. The shard reads the slots between `head` and `tail` in one pass.
+//! store of the entry's pointer into the next cell and a Release store of `tail`, with no
+//! read-modify-write at all. The shard reads the cells between `head` and `tail` in one pass.
 //! Unlike the linked inbound queue, where each entry's address is known only once the entry
-//! before it has been read, the slots give the shard every address at once, so the cache
+//! before it has been read, the cells give the shard every address at once, so the cache
 //! misses on entries just written by the other cpu overlap instead of queueing up one
-//! behind another (the shard also prefetches each entry as it reads its slot). When the ring
+//! behind another (the shard also prefetches each entry as it reads its cell). When the ring
 //! is full, the owner falls back to the inbound queue: the shard takes timers from both, and
 //! their order does not matter.
 //!
 //! A busy shard takes its queues once a tick, so the ring should hold a tick's worth of one
-//! thread's timers. At 4096 slots (32 KiB) it does up to 4 M schedules a second per thread; in
-//! one interleaved run of rpc-churn, 1024 slots gave 14.9 M ops/s, 4096 gave 16.3 and 16384
+//! thread's timers. At 4096 cells (32 KiB) it does up to 4 M schedules a second per thread; in
+//! one interleaved run of rpc-churn, 1024 cells gave 14.9 M ops/s, 4096 gave 16.3 and 16384
 //! gave 16.1 (medians of 5).
 //!
 //! This is the classic Lamport ring buffer, with the producer keeping a cached copy of `head`
@@ -30,21 +30,21 @@ use crate::sync::{prefetch, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 
 /// Slots in a ring: a power of two. A handful under loom, so models reach a full ring.
 #[cfg(not(loom))]
-pub(crate) const RING_SLOTS: usize = 4096;
+pub(crate) const RING_CELLS: usize = 4096;
 #[cfg(loom)]
-pub(crate) const RING_SLOTS: usize = 2;
+pub(crate) const RING_CELLS: usize = 2;
 
 pub(crate) struct Ring {
-    slots: Box<[AtomicPtr<Entry>]>,
-    /// The next slot the producer writes; written by the producer only.
+    cells: Box<[AtomicPtr<Entry>]>,
+    /// The next cell the producer writes; written by the producer only.
     tail: CachePadded<AtomicUsize>,
-    /// The next slot the consumer reads; written by the consumer only.
+    /// The next cell the consumer reads; written by the consumer only.
     head: CachePadded<AtomicUsize>,
     /// The producer's last reading of `head`; the producer's alone.
     head_seen: CachePadded<UnsafeCell<usize>>,
 }
 
-// SAFETY: the slots and indices are atomic; `head_seen` is touched by the single producer
+// SAFETY: the cells and indices are atomic; `head_seen` is touched by the single producer
 // only (`push`'s contract); the pointers carry counts of `Send + Sync` entries.
 unsafe impl Send for Ring {}
 // SAFETY: as above.
@@ -53,7 +53,7 @@ unsafe impl Sync for Ring {}
 impl Ring {
     pub(crate) fn new() -> Self {
         Ring {
-            slots: (0..RING_SLOTS)
+            cells: (0..RING_CELLS)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             tail: CachePadded::new(AtomicUsize::new(0)),
@@ -71,23 +71,23 @@ impl Ring {
         let tail = self.tail.load(Ordering::Relaxed);
         // SAFETY: by this function's contract the calling thread alone touches `head_seen`.
         let full = self.head_seen.with_mut(|seen| unsafe {
-            if tail.wrapping_sub(*seen) < RING_SLOTS {
+            if tail.wrapping_sub(*seen) < RING_CELLS {
                 return false;
             }
-            // Acquire: pairs with the consumer's Release store, so the slots it has read are
+            // Acquire: pairs with the consumer's Release store, so the cells it has read are
             // free to overwrite.
             *seen = self.head.load(Ordering::Acquire);
-            tail.wrapping_sub(*seen) >= RING_SLOTS
+            tail.wrapping_sub(*seen) >= RING_CELLS
         });
         if full {
             return Err(entry);
         }
         let node = EntryRef::into_raw(entry).cast_mut();
         // Relaxed: published by the Release store of `tail` below.
-        self.slots[tail % RING_SLOTS].store(node, Ordering::Relaxed);
+        self.cells[tail % RING_CELLS].store(node, Ordering::Relaxed);
         // Release: the one edge that publishes the entry. The consumer's Acquire load of
-        // `tail` sees the slot and the entry as written before the push; nothing else orders
-        // them (the slot store is Relaxed, and the entry was written by plain stores). loom's
+        // `tail` sees the cell and the entry as written before the push; nothing else orders
+        // them (the cell store is Relaxed, and the entry was written by plain stores). loom's
         // model does not catch this store made Relaxed; ThreadSanitizer does (CI's sanitizer
         // step reports a data race on the taken entry).
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
@@ -112,14 +112,14 @@ impl Ring {
         let n = tail.wrapping_sub(head).min(max);
         for i in 0..n {
             // Relaxed: ordered by the Acquire load of `tail`.
-            let node = self.slots[head.wrapping_add(i) % RING_SLOTS].load(Ordering::Relaxed);
+            let node = self.cells[head.wrapping_add(i) % RING_CELLS].load(Ordering::Relaxed);
             // The caller handles every entry taken next: start their cache misses together.
             prefetch(node);
-            // SAFETY: the producer stored a pointer carrying a strong count in every slot
+            // SAFETY: the producer stored a pointer carrying a strong count in every cell
             // between `head` and `tail`, and only the consumer takes it.
             out.push(unsafe { EntryRef::from_raw(node) });
         }
-        // Release: the producer's Acquire load of `head` sees these slots read before it
+        // Release: the producer's Acquire load of `head` sees these cells read before it
         // reuses them.
         self.head.store(head.wrapping_add(n), Ordering::Release);
         n
@@ -130,7 +130,7 @@ impl Drop for Ring {
     fn drop(&mut self) {
         let mut rest = Vec::new();
         // SAFETY: `&mut self`: no producer or other consumer is left.
-        unsafe { self.take(RING_SLOTS, &mut rest) };
+        unsafe { self.take(RING_CELLS, &mut rest) };
     }
 }
 
@@ -153,7 +153,7 @@ mod tests {
         let ring = Ring::new();
         assert!(ring.is_empty());
         for round in 0..3u64 {
-            for d in 0..RING_SLOTS as u64 {
+            for d in 0..RING_CELLS as u64 {
                 // SAFETY: the test thread is the one producer.
                 assert!(unsafe { ring.push(entry(round * 10_000 + d)) }.is_ok());
             }
@@ -164,8 +164,8 @@ mod tests {
             // SAFETY: the test thread is the one consumer.
             assert_eq!(unsafe { ring.take(10, &mut out) }, 10);
             // SAFETY: as above.
-            assert_eq!(unsafe { ring.take(usize::MAX, &mut out) }, RING_SLOTS - 10);
-            let expected: Vec<u64> = (0..RING_SLOTS as u64).map(|d| round * 10_000 + d).collect();
+            assert_eq!(unsafe { ring.take(usize::MAX, &mut out) }, RING_CELLS - 10);
+            let expected: Vec<u64> = (0..RING_CELLS as u64).map(|d| round * 10_000 + d).collect();
             assert_eq!(deadlines(&out), expected);
             assert!(ring.is_empty());
         }

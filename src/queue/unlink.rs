@@ -22,7 +22,7 @@
 //! Requests left on the stack when the lane goes away are released with it: by then the wheel
 //! has been drained, which unmarked every entry it held.
 //!
-//! A queue with slots of its own (crossbeam's `SegQueue`, say) would cost the canceller two
+//! A queue with cells of its own (crossbeam's `SegQueue`, say) would cost the canceller two
 //! read-modify-writes and the shard two more per cancel on cache lines that both sides write,
 //! and a count taken and released besides; this stack costs one CAS in all.
 

@@ -24,7 +24,7 @@ use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
 use crate::slab::Allocator;
-use crate::sync::{fence, owner_slot, thread, Arc, Ordering, Permits, SegQueue};
+use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permits, SegQueue};
 
 /// What a timer runs: handed to [`Lane::schedule`], which builds its entry from it once the
 /// timer is admitted, or hands its value back on a refusal.
@@ -320,7 +320,7 @@ impl Lane {
     /// lane, which then closes to owners; a lane another thread owns keeps both until it is
     /// dropped itself.
     pub(crate) fn free_spares(&self) {
-        if self.counts.close(owner_slot()) {
+        if self.counts.close(owner_number()) {
             // SAFETY: the lane is closed, and was owned by no other thread: no thread is in
             // `new_entry` or will be, and the close acquired the last owner's state.
             unsafe {
@@ -343,7 +343,7 @@ impl Lane {
             || !self.changes.is_empty()
     }
 
-    /// `entry`, in a spare entry reused or a slot of the lane's chunks if the calling thread
+    /// `entry`, in a spare entry reused or a block of the lane's chunks if the calling thread
     /// owns the lane (as `ownership` says, taken by this thread for this lane), or in a block
     /// of its own if it does not.
     #[inline]
@@ -369,5 +369,77 @@ impl Lane {
             // owner's before its Release hand-over, which this thread's claim acquired).
             None => unsafe { self.slab.alloc(entry) },
         }
+    }
+}
+
+impl Lane {
+    /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
+    #[inline]
+    pub(super) fn ownership(lane: &Arc<Self>) -> Ownership {
+        lane.counts.ownership(|me| held::record(lane, me))
+    }
+
+    /// Whether the calling thread owns `lane`, claiming it if no thread does (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
+        Lane::ownership(lane).mine()
+    }
+}
+
+/// The lanes the current thread owns, given up when it exits.
+#[cfg(not(loom))]
+mod held {
+    use std::cell::RefCell;
+
+    use super::Lane;
+    use crate::sync::{Arc, Weak};
+
+    /// A thread's owned lanes; dropped (and so given up) when the thread exits.
+    struct Held {
+        number: usize,
+        lanes: Vec<Weak<Lane>>,
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            for lane in self.lanes.drain(..) {
+                if let Some(lane) = lane.upgrade() {
+                    lane.counts().give_up(self.number);
+                }
+            }
+        }
+    }
+
+    thread_local! {
+        static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    }
+
+    /// Records that the thread numbered `number` (the calling thread) owns `lane`; false if the
+    /// thread is exiting and its record is gone.
+    pub(super) fn record(lane: &Arc<Lane>, number: usize) -> bool {
+        HELD.try_with(|held| {
+            let mut held = held.borrow_mut();
+            let held = held.get_or_insert_with(|| Held {
+                number,
+                lanes: Vec::new(),
+            });
+            if held.lanes.len() == held.lanes.capacity() {
+                // Forget lanes whose engines are gone before the list grows.
+                held.lanes.retain(|lane| lane.strong_count() > 0);
+            }
+            held.lanes.push(Arc::downgrade(lane));
+        })
+        .is_ok()
+    }
+}
+
+/// Under loom no thread owns a lane (see `sync::owner_number`).
+#[cfg(loom)]
+mod held {
+    use super::Lane;
+    use crate::sync::Arc;
+
+    pub(super) fn record(_: &Arc<Lane>, _: usize) -> bool {
+        false
     }
 }

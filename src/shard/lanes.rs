@@ -6,12 +6,12 @@
 //! many lanes as threads have scheduled into it at once, and each thread owns its lane: no
 //! thread takes the shared paths because lanes ran out (up to `CAPACITY` threads at once).
 //!
-//! Making a lane: the first schedule through an empty slot takes `made`'s lock (once per
+//! Making a lane: the first schedule through an empty row takes `made`'s lock (once per
 //! thread and shard), makes the lane, appends it to `made`, publishes the new length in
-//! `count`, writes the lane into its slot and only then sets the slot's `ready` flag
-//! (Release), which every later schedule through the slot reads (Acquire) without a lock. A
-//! slot is written once and a lane never removed before the table is dropped, so a reference
-//! read from a ready slot lives as long as the table. (The lane sits in the slot itself, one
+//! `count`, writes the lane into its row and only then sets the row's `ready` flag
+//! (Release), which every later schedule through the row reads (Acquire) without a lock. A
+//! row is written once and a lane never removed before the table is dropped, so a reference
+//! read from a ready row lives as long as the table. (The lane sits in the row itself, one
 //! load nearer than behind a pointer: this lookup is on every schedule.)
 //!
 //! Finding new lanes: the shard thread keeps its own list and adds the lanes made since
@@ -35,7 +35,7 @@ const CAPACITY: usize = 1024;
 pub(crate) struct Lanes {
     shard: Arc<ShardShared>,
     /// The lane at each index, once made. A power of two long.
-    slots: Box<[Slot]>,
+    rows: Box<[Row]>,
     /// Every lane, in the order they were made.
     made: Mutex<Vec<Arc<Lane>>>,
     /// `made.len()`, read without the lock.
@@ -43,7 +43,7 @@ pub(crate) struct Lanes {
 }
 
 /// Where one lane index's lane is kept.
-struct Slot {
+struct Row {
     /// Set once `lane` holds the lane; never cleared.
     ready: AtomicBool,
     /// Written once, under `made`'s lock, before `ready` is set; read only after `ready` is
@@ -54,9 +54,9 @@ struct Slot {
 // SAFETY: `lane` is written once, by a thread holding the table's lock, before the Release store
 // of `ready`; every reader first sees `ready` set with an Acquire load (or holds the lock), and
 // nothing writes it afterwards. `Arc<Lane>` is `Send + Sync`.
-unsafe impl Sync for Slot {}
+unsafe impl Sync for Row {}
 // SAFETY: as above.
-unsafe impl Send for Slot {}
+unsafe impl Send for Row {}
 
 impl Lanes {
     /// An empty table for `shard`, with room for `capacity` lanes (the default if `None`).
@@ -64,8 +64,8 @@ impl Lanes {
         let capacity = capacity.unwrap_or(CAPACITY).max(1).next_power_of_two();
         Lanes {
             shard,
-            slots: (0..capacity)
-                .map(|_| Slot {
+            rows: (0..capacity)
+                .map(|_| Row {
                     ready: AtomicBool::new(false),
                     lane: UnsafeCell::new(None),
                 })
@@ -83,31 +83,31 @@ impl Lanes {
     /// The lane of the thread with lane index `index`, made now if it does not exist yet.
     #[inline]
     pub(crate) fn lane(&self, index: usize) -> &Arc<Lane> {
-        let slot = &self.slots[index & (self.slots.len() - 1)];
+        let row = &self.rows[index & (self.rows.len() - 1)];
         // Acquire: pairs with the Release in `make`, so the lane is seen whole.
-        if !slot.ready.load(Ordering::Acquire) {
-            return self.make(slot);
+        if !row.ready.load(Ordering::Acquire) {
+            return self.make(row);
         }
-        slot.get()
+        row.get()
     }
 
     #[cold]
-    fn make<'a>(&'a self, slot: &'a Slot) -> &'a Arc<Lane> {
+    fn make<'a>(&'a self, row: &'a Row) -> &'a Arc<Lane> {
         let mut made = self.made.lock();
         // Relaxed: the lock orders this load after the store made under it, if any.
-        if !slot.ready.load(Ordering::Relaxed) {
+        if !row.ready.load(Ordering::Relaxed) {
             let new = Arc::new(Lane::new(self.shard.clone()));
             made.push(new.clone());
             // Release: with the lock, orders the list before a reader that acquires `count`.
             self.count.store(made.len(), Ordering::Release);
             // SAFETY: `ready` is unset and this thread holds the lock: no other thread reads
-            // or writes the cell (see `Slot`).
-            unsafe { *slot.lane.get() = Some(new) };
+            // or writes the cell (see `Row`).
+            unsafe { *row.lane.get() = Some(new) };
             // Release: publishes the lane to the schedules that acquire `ready`.
-            slot.ready.store(true, Ordering::Release);
+            row.ready.store(true, Ordering::Release);
         }
         drop(made);
-        slot.get()
+        row.get()
     }
 
     /// Appends to `known` (the lanes this caller knew, in the order they were made) the
@@ -129,15 +129,15 @@ impl Lanes {
     }
 }
 
-impl Slot {
+impl Row {
     /// The lane, once `ready` has been seen set.
     #[inline]
     fn get(&self) -> &Arc<Lane> {
         // SAFETY: the caller saw `ready` set (Acquire), so the cell was written and is never
-        // written again (see `Slot`).
+        // written again (see `Row`).
         match unsafe { &*self.lane.get() } {
             Some(lane) => lane,
-            None => unreachable!("a ready slot holds its lane"),
+            None => unreachable!("a ready row holds its lane"),
         }
     }
 }

@@ -15,8 +15,7 @@ use std::marker::PhantomData;
 
 use crossbeam_utils::CachePadded;
 
-use super::lane::Lane;
-use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{owner_number, AtomicU64, AtomicUsize, Ordering};
 
 /// `owner` before any thread has claimed the lane.
 const NO_OWNER: usize = usize::MAX;
@@ -29,7 +28,7 @@ const CLOSED: usize = usize::MAX - 1;
 /// threads that wrote them are quiet. Each part has a cache line of its own: `owner` is read
 /// on every call and written once, `own` is written by the owner alone, `others` by any thread.
 pub(crate) struct LaneCounts {
-    /// The thread slot of the lane's owner, or `NO_OWNER`.
+    /// The thread number of the lane's owner, or `NO_OWNER`.
     owner: CachePadded<AtomicUsize>,
     own: CachePadded<Tally>,
     others: CachePadded<Tally>,
@@ -72,12 +71,39 @@ impl LaneCounts {
     /// Whether the calling thread owns the lane (without claiming it).
     #[inline]
     fn is_owner(&self) -> bool {
-        // Relaxed: only the owner itself can match its own slot, and it wrote that value (or
+        // Relaxed: only the owner itself can match its own number, and it wrote that value (or
         // acquired the lane when it claimed it, see `claim`).
-        owner_slot().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
+        owner_number().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
     }
 
-    /// Claims the lane for the thread in slot `me` if no thread owns it.
+    /// Whether the calling thread owns the lane; if no thread does, it claims it and
+    /// `record`s the claim for its exit (false: the thread is exiting, and the claim undone).
+    #[inline]
+    pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> Ownership {
+        let Some(me) = owner_number() else {
+            return Ownership::new(false);
+        };
+        // Relaxed: as in `is_owner`.
+        Ownership::new(match self.owner.load(Ordering::Relaxed) {
+            owner if owner == me => true,
+            NO_OWNER => self.claim_and_record(me, record),
+            _ => false,
+        })
+    }
+
+    #[cold]
+    fn claim_and_record(&self, me: usize, record: impl FnOnce(usize) -> bool) -> bool {
+        if !self.claim(me) {
+            return false;
+        }
+        if record(me) {
+            return true;
+        }
+        self.give_up(me);
+        false
+    }
+
+    /// Claims the lane for the thread numbered `me` if no thread owns it.
     pub(crate) fn claim(&self, me: usize) -> bool {
         // Acquire on success: pairs with the Release in `give_up`, so this thread sees the
         // previous owner's private state (counter cells, ring producer index, spare stash) as
@@ -87,7 +113,7 @@ impl LaneCounts {
             .is_ok()
     }
 
-    /// Gives up the lane, if the thread in slot `me` owns it.
+    /// Gives up the lane, if the thread numbered `me` owns it.
     pub(crate) fn give_up(&self, me: usize) {
         // Release: publishes this owner's private state to the next owner's `claim`. Relaxed on
         // failure: another thread owns the lane, and nothing is read.
@@ -102,7 +128,7 @@ impl LaneCounts {
         !matches!(self.owner.load(Ordering::Relaxed), NO_OWNER | CLOSED)
     }
 
-    /// Closes the lane to owners if no thread but the caller (in slot `me`) owns it; false
+    /// Closes the lane to owners if no thread but the caller (numbered `me`) owns it; false
     /// if another thread does.
     pub(crate) fn close(&self, me: Option<usize>) -> bool {
         // Acquire on success: pairs with the Release in `give_up` (or, for the caller's own
@@ -183,41 +209,6 @@ impl LaneCounts {
     }
 }
 
-impl Lane {
-    /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
-    #[inline]
-    pub(super) fn ownership(lane: &Arc<Self>) -> Ownership {
-        let Some(me) = owner_slot() else {
-            return Ownership::new(false);
-        };
-        // Relaxed: as in `LaneCounts::is_owner`.
-        Ownership::new(match lane.counts().owner.load(Ordering::Relaxed) {
-            owner if owner == me => true,
-            NO_OWNER => Lane::claim(lane, me),
-            _ => false,
-        })
-    }
-
-    /// Whether the calling thread owns `lane`, claiming it if no thread does (for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
-        Lane::ownership(lane).mine()
-    }
-
-    #[cold]
-    fn claim(lane: &Arc<Self>, me: usize) -> bool {
-        if !lane.counts().claim(me) {
-            return false;
-        }
-        if held::record(lane, me) {
-            return true;
-        }
-        // The thread is exiting and can no longer record what it owns: let the lane go.
-        lane.counts().give_up(me);
-        false
-    }
-}
-
 /// What [`Lane::ownership`] found for the calling thread, so that a call reads it once. Made
 /// only there: a thread that holds `Ownership(true)` for a lane owns it until it exits, so the
 /// value stays true for as long as the call that asked lasts.
@@ -236,80 +227,23 @@ impl Ownership {
     }
 }
 
-/// The lanes the current thread owns, given up when it exits.
-#[cfg(not(loom))]
-mod held {
-    use std::cell::RefCell;
-
-    use super::Lane;
-    use crate::sync::{Arc, Weak};
-
-    /// A thread's owned lanes; dropped (and so given up) when the thread exits.
-    struct Held {
-        slot: usize,
-        lanes: Vec<Weak<Lane>>,
-    }
-
-    impl Drop for Held {
-        fn drop(&mut self) {
-            for lane in self.lanes.drain(..) {
-                if let Some(lane) = lane.upgrade() {
-                    lane.counts().give_up(self.slot);
-                }
-            }
-        }
-    }
-
-    thread_local! {
-        static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
-    }
-
-    /// Records that the thread in slot `slot` (the calling thread) owns `lane`; false if the
-    /// thread is exiting and its record is gone.
-    pub(super) fn record(lane: &Arc<Lane>, slot: usize) -> bool {
-        HELD.try_with(|held| {
-            let mut held = held.borrow_mut();
-            let held = held.get_or_insert_with(|| Held {
-                slot,
-                lanes: Vec::new(),
-            });
-            if held.lanes.len() == held.lanes.capacity() {
-                // Forget lanes whose engines are gone before the list grows.
-                held.lanes.retain(|lane| lane.strong_count() > 0);
-            }
-            held.lanes.push(Arc::downgrade(lane));
-        })
-        .is_ok()
-    }
-}
-
-/// Under loom no thread owns a lane (see `sync::owner_slot`).
-#[cfg(loom)]
-mod held {
-    use super::Lane;
-    use crate::sync::Arc;
-
-    pub(super) fn record(_: &Arc<Lane>, _: usize) -> bool {
-        false
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sync::Arc;
 
     #[test]
     fn owner_and_other_threads_add_up() {
         let counts = Arc::new(LaneCounts::new());
         assert!(!counts.has_owner());
-        let me = owner_slot().unwrap();
+        let me = owner_number().unwrap();
         assert!(counts.claim(me));
         counts.add_scheduled(counts.is_owner());
         assert!(counts.has_owner() && counts.is_owner());
         let other = counts.clone();
         std::thread::spawn(move || {
             assert!(!other.is_owner());
-            assert!(!other.claim(owner_slot().unwrap()));
+            assert!(!other.claim(owner_number().unwrap()));
             for _ in 0..3 {
                 other.add_scheduled(other.is_owner());
             }

@@ -80,18 +80,18 @@ impl ShardCounts {
 }
 
 impl ShardShared {
-    /// A shard of engine `engine`, whose callback pool (if any) has `pool_slots` runner slots.
+    /// A shard of engine `engine`, whose callback pool (if any) has `pool_threads` runner claims.
     pub(crate) fn new(
         engine: u64,
         clock: TickClock,
         cap: Option<Arc<Cap>>,
-        pool_slots: usize,
+        pool_threads: usize,
     ) -> Self {
         ShardShared {
             signal: Signal::new(),
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
-            callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_slots)),
+            callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_threads)),
             lateness: Lateness::new(),
             clock,
             pinning: Pinning::default(),

@@ -7,7 +7,7 @@
 //! 2. take new timers off every lane's owner ring and `inserts` queue and link them (a timer
 //!    cancelled while still queued is dropped here, having cost its canceller one CAS);
 //! 3. advance the wheel to the current tick, winning PENDING→FIRED for each due timer (and
-//!    freeing the slots of the fired one-shots together);
+//!    freeing the blocks of the fired one-shots together);
 //! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
 //!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
 //!
@@ -30,7 +30,7 @@ use crate::wheel::{Settled, Wheel};
 
 /// At most this many new timers are taken from one lane's inbound queue per turn, so a flood
 /// of inserts cannot hold back firing for long. (The owner's ring is taken whole: it holds at
-/// most `queue::RING_SLOTS`.)
+/// most `queue::RING_CELLS`.)
 const INSERT_BUDGET: usize = 16_384;
 
 /// How soon a shard looks again at callbacks it handed to the pool that have not begun, at

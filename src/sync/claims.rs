@@ -1,5 +1,5 @@
 //! Batches shared out among workers in ranges: each worker holds a range of a batch in its
-//! slot and takes the items one at a time from the front, and a worker with nothing to do
+//! claim and takes the items one at a time from the front, and a worker with nothing to do
 //! steals the back half of another's range. (The callback pool's runners share the batches of
 //! fired callbacks so, see `shard::relay`.)
 //!
@@ -12,13 +12,13 @@
 //! the holder's exchanges stay in its own cache.
 //!
 //! Which batch a range indexes changes only when its holder, whose range is then empty, puts a
-//! new one in; it does so under the slot's lock, and a thief reads the range and exchanges it
+//! new one in; it does so under the claim's lock, and a thief reads the range and exchanges it
 //! under that same lock. So a thief never takes from a range whose batch changed under it, and
 //! as a range's ends only move towards each other while its batch stays, the word never comes
 //! back to a value it had (no ABA).
 //!
 //! A range is taken apart only by its holder and its thieves: items never taken stay in some
-//! slot's range (or a thief's hands, on their way to its own slot), and a slot dropped with
+//! claim's range (or a thief's hands, on their way to its own claim), and a claim dropped with
 //! items in its range drops them.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -28,7 +28,7 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// The most items in one batch: a range's ends are 32-bit.
 const MAX_BATCH: usize = u32::MAX as usize;
 
-/// `items` cut into batches small enough for a slot, in order: `items` itself, unless it holds
+/// `items` cut into batches small enough for a claim, in order: `items` itself, unless it holds
 /// more than a range can index.
 pub(crate) fn in_batches<T>(items: Vec<T>) -> impl Iterator<Item = Vec<T>> {
     split(items, MAX_BATCH)
@@ -47,7 +47,7 @@ fn split<T>(items: Vec<T>, max: usize) -> impl Iterator<Item = Vec<T>> {
 }
 
 /// A batch of items, each read out once (by whoever was handed its index), never dropped in
-/// place: the ranges of the slots own the items not yet taken.
+/// place: the ranges of the claims own the items not yet taken.
 struct Batch<T> {
     items: Vec<MaybeUninit<T>>,
     /// Where the batch came from (a tag for the taker: the callback pool's is the shard).
@@ -112,17 +112,17 @@ impl Range {
 }
 
 /// A runner's holding: the batch it holds a range of, and the range.
-pub(crate) struct Slot<T> {
-    /// The batch `range` indexes; replaced only by the slot's holder, whose range is empty
+pub(crate) struct Claim<T> {
+    /// The batch `range` indexes; replaced only by the claim's holder, whose range is empty
     /// then, under the lock, under which thieves read and exchange `range`.
     batch: Mutex<Option<Arc<Batch<T>>>>,
     /// The range of `batch` left to take (see `Range`).
     range: AtomicU64,
 }
 
-impl<T> Slot<T> {
+impl<T> Claim<T> {
     pub(crate) fn new() -> Self {
-        Slot {
+        Claim {
             batch: Mutex::new(None),
             range: AtomicU64::new(Range::EMPTY.pack()),
         }
@@ -137,13 +137,13 @@ impl<T> Slot<T> {
     }
 }
 
-impl<T> Drop for Slot<T> {
+impl<T> Drop for Claim<T> {
     fn drop(&mut self) {
         // Relaxed: `&mut self` orders every exchange before this (loom has no `get_mut`).
         let range = Range::unpack(self.range.load(Ordering::Relaxed));
         if let Some(batch) = self.batch.lock().take() {
             for index in range.lo..range.hi {
-                // SAFETY: the slot owns the items of its range, and with `&mut self` no one
+                // SAFETY: the claim owns the items of its range, and with `&mut self` no one
                 // can take them any more.
                 drop(unsafe { batch.read(index) });
             }
@@ -151,20 +151,20 @@ impl<T> Drop for Slot<T> {
     }
 }
 
-/// The runner that holds a slot: the only one that takes from its range's front and puts new
+/// The runner that holds a claim: the only one that takes from its range's front and puts new
 /// batches in.
 pub(crate) struct Holder<'a, T> {
-    slot: &'a Slot<T>,
-    /// The slot's batch, for taking items without the lock.
+    claim: &'a Claim<T>,
+    /// The claim's batch, for taking items without the lock.
     batch: Option<Arc<Batch<T>>>,
 }
 
 impl<'a, T> Holder<'a, T> {
-    /// The holder of `slot`, taking over what an earlier holder left in its range. Only one
-    /// may exist per slot at a time.
-    pub(crate) fn new(slot: &'a Slot<T>) -> Self {
-        let batch = slot.batch.lock().clone();
-        Holder { slot, batch }
+    /// The holder of `claim`, taking over what an earlier holder left in its range. Only one
+    /// may exist per claim at a time.
+    pub(crate) fn new(claim: &'a Claim<T>) -> Self {
+        let batch = claim.batch.lock().clone();
+        Holder { claim, batch }
     }
 
     /// Takes the next item of the range, with what its batch came from; `None` once the range
@@ -172,9 +172,9 @@ impl<'a, T> Holder<'a, T> {
     pub(crate) fn take(&mut self) -> Option<(T, usize)> {
         let batch = self.batch.as_ref()?;
         // Relaxed, here and in the exchange: the items were written before the batch reached
-        // this slot (through the relay's queue or a thief's lock), the exchange alone decides
+        // this claim (through the relay's queue or a thief's lock), the exchange alone decides
         // who gets an index, and an item is read by the one runner that got it.
-        let mut word = self.slot.range.load(Ordering::Relaxed);
+        let mut word = self.claim.range.load(Ordering::Relaxed);
         loop {
             let range = Range::unpack(word);
             if range.len() == 0 {
@@ -185,7 +185,7 @@ impl<'a, T> Holder<'a, T> {
                 lo: range.lo + 1,
                 ..range
             };
-            match self.slot.range.compare_exchange_weak(
+            match self.claim.range.compare_exchange_weak(
                 word,
                 taken.pack(),
                 Ordering::Relaxed,
@@ -198,15 +198,15 @@ impl<'a, T> Holder<'a, T> {
         }
     }
 
-    /// Puts `items`, which came from `from`, in the slot, whose range must be empty.
+    /// Puts `items`, which came from `from`, in the claim, whose range must be empty.
     pub(crate) fn hold(&mut self, items: Vec<T>, from: usize) {
         let len = items.len() as u32;
         self.put(Arc::new(Batch::new(items, from)), Range { lo: 0, hi: len });
     }
 
-    /// Steals the back half of `victim`'s range into this holder's (empty) slot; false if the
+    /// Steals the back half of `victim`'s range into this holder's (empty) claim; false if the
     /// victim's range was empty.
-    pub(crate) fn steal(&mut self, victim: &Slot<T>) -> bool {
+    pub(crate) fn steal(&mut self, victim: &Claim<T>) -> bool {
         let loot = {
             let batch = victim.batch.lock();
             // Relaxed, here and in the exchange: the lock orders this after the batch was put
@@ -246,12 +246,12 @@ impl<'a, T> Holder<'a, T> {
         true
     }
 
-    /// Puts `range` of `batch` in the slot, whose range must be empty.
+    /// Puts `range` of `batch` in the claim, whose range must be empty.
     fn put(&mut self, batch: Arc<Batch<T>>, range: Range) {
-        debug_assert_eq!(self.slot.left(), 0, "a slot's range is empty when filled");
-        let mut held = self.slot.batch.lock();
+        debug_assert_eq!(self.claim.left(), 0, "a claim's range is empty when filled");
+        let mut held = self.claim.batch.lock();
         // Relaxed: thieves read it under the lock; `left` is a glance.
-        self.slot.range.store(range.pack(), Ordering::Relaxed);
+        self.claim.range.store(range.pack(), Ordering::Relaxed);
         *held = Some(batch.clone());
         drop(held);
         self.batch = Some(batch);
@@ -261,7 +261,7 @@ impl<'a, T> Holder<'a, T> {
     /// of it.
     fn drop_batch(&mut self) {
         if self.batch.take().is_some() {
-            self.slot.batch.lock().take();
+            self.claim.batch.lock().take();
         }
     }
 }
@@ -280,19 +280,22 @@ mod tests {
 
     #[test]
     fn a_holder_takes_its_items_in_order_then_lets_go_of_the_batch() {
-        let slot = Slot::new();
-        let mut holder = Holder::new(&slot);
-        assert!(holder.take().is_none(), "a new slot is empty");
+        let claim = Claim::new();
+        let mut holder = Holder::new(&claim);
+        assert!(holder.take().is_none(), "a new claim is empty");
         holder.hold(vec![10, 11, 12], 7);
-        assert_eq!(slot.left(), 3);
+        assert_eq!(claim.left(), 3);
         assert_eq!(take_all(&mut holder), [(10, 7), (11, 7), (12, 7)]);
-        assert_eq!(slot.left(), 0);
-        assert!(slot.batch.lock().is_none(), "the batch goes with its range");
+        assert_eq!(claim.left(), 0);
+        assert!(
+            claim.batch.lock().is_none(),
+            "the batch goes with its range"
+        );
     }
 
     #[test]
     fn a_thief_takes_the_back_half_rounded_up() {
-        let (victim, thief) = (Slot::new(), Slot::new());
+        let (victim, thief) = (Claim::new(), Claim::new());
         let mut holder = Holder::new(&victim);
         holder.hold((0..5).collect(), 1);
         let mut stealer = Holder::new(&thief);
@@ -305,7 +308,7 @@ mod tests {
 
     #[test]
     fn the_last_item_goes_to_the_thief_or_the_holder_once() {
-        let (victim, thief) = (Slot::new(), Slot::new());
+        let (victim, thief) = (Claim::new(), Claim::new());
         let mut holder = Holder::new(&victim);
         holder.hold(vec!["last"], 0);
         let mut stealer = Holder::new(&thief);
@@ -324,9 +327,9 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_dropped_with_items_left_drops_each_of_them_once() {
+    fn a_claim_dropped_with_items_left_drops_each_of_them_once() {
         let drops = StdArc::new(AtomicUsize::new(0));
-        let (victim, thief) = (Slot::new(), Slot::new());
+        let (victim, thief) = (Claim::new(), Claim::new());
         let mut holder = Holder::new(&victim);
         holder.hold((0..6).map(|_| Counted(drops.clone())).collect(), 0);
         drop(holder.take());
@@ -342,13 +345,13 @@ mod tests {
     }
 
     #[test]
-    fn a_new_holder_takes_over_what_its_slot_has_left() {
-        let slot = Slot::new();
-        let mut holder = Holder::new(&slot);
+    fn a_new_holder_takes_over_what_its_claim_has_left() {
+        let claim = Claim::new();
+        let mut holder = Holder::new(&claim);
         holder.hold(vec![1, 2, 3], 0);
         assert_eq!(holder.take(), Some((1, 0)));
         drop(holder);
-        assert_eq!(take_all(&mut Holder::new(&slot)), [(2, 0), (3, 0)]);
+        assert_eq!(take_all(&mut Holder::new(&claim)), [(2, 0), (3, 0)]);
     }
 
     #[test]
@@ -365,13 +368,13 @@ mod tests {
     fn holders_and_thieves_on_other_threads_take_each_item_once() {
         const ITEMS: usize = 2_000;
         let taken: Vec<AtomicUsize> = (0..ITEMS).map(|_| AtomicUsize::new(0)).collect();
-        let slots: Vec<Slot<usize>> = (0..3).map(|_| Slot::new()).collect();
+        let claims: Vec<Claim<usize>> = (0..3).map(|_| Claim::new()).collect();
         let total = AtomicUsize::new(0);
         std::thread::scope(|scope| {
-            for me in 0..slots.len() {
-                let (slots, taken, total) = (&slots, &taken, &total);
+            for me in 0..claims.len() {
+                let (claims, taken, total) = (&claims, &taken, &total);
                 scope.spawn(move || {
-                    let mut holder = Holder::new(&slots[me]);
+                    let mut holder = Holder::new(&claims[me]);
                     if me == 0 {
                         holder.hold((0..ITEMS).collect(), 0);
                     }
@@ -380,7 +383,7 @@ mod tests {
                             taken[item].fetch_add(1, Ordering::SeqCst);
                             total.fetch_add(1, Ordering::SeqCst);
                         }
-                        for victim in slots {
+                        for victim in claims {
                             if holder.steal(victim) {
                                 break;
                             }

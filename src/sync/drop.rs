@@ -1,5 +1,5 @@
 //! Dropping a value in place and then freeing the memory it lived in, also when its `Drop`
-//! panics: the callback box and the slab slot both hold values of their users' types, whose
+//! panics: the callback box and the slab block both hold values of their users' types, whose
 //! drops may panic, in memory of their own.
 
 /// Drops the value at `value`, then runs `free`, which runs even if the drop panics (and the

@@ -3,26 +3,26 @@
 /// A small per-thread number, handed out once per thread, that spreads producer threads over a
 /// shard's lanes. Under loom every thread gets 0 (a static loom atomic cannot outlive a model).
 #[cfg(not(loom))]
-pub(crate) fn thread_slot() -> usize {
+pub(crate) fn thread_number() -> usize {
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
     static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
     thread_local! {
         // Relaxed: the counter only hands out distinct numbers; nothing is published with it.
-        static SLOT: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        static NUMBER: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
-    SLOT.with(|slot| *slot)
+    NUMBER.with(|number| *number)
 }
 
 #[cfg(loom)]
-pub(crate) fn thread_slot() -> usize {
+pub(crate) fn thread_number() -> usize {
     0
 }
 
 /// The calling thread's lane index: a small number, the smallest free one when the thread
 /// first asks, given back when it exits. It picks the thread's lane in every shard and its home
 /// shard, so lanes follow the threads alive now, not every thread there ever was. (Ownership
-/// goes by `owner_slot`, never reused, so a reused index cannot pass for a lane's owner.) A
-/// thread past its thread-local destructors gets its slot instead. 0 under loom.
+/// goes by `owner_number`, never reused, so a reused index cannot pass for a lane's owner.) A
+/// thread past its thread-local destructors gets its thread number instead. 0 under loom.
 #[cfg(not(loom))]
 pub(crate) fn lane_index() -> usize {
     use std::cmp::Reverse;
@@ -60,7 +60,7 @@ pub(crate) fn lane_index() -> usize {
     }
     INDEX
         .try_with(|index| index.0)
-        .unwrap_or_else(|_| thread_slot())
+        .unwrap_or_else(|_| thread_number())
 }
 
 #[cfg(loom)]
@@ -68,18 +68,18 @@ pub(crate) fn lane_index() -> usize {
     0
 }
 
-/// The calling thread's slot, when it may take a single-writer fast path: a lane's first
+/// The calling thread's number, when it may take a single-writer fast path: a lane's first
 /// user becomes its owner and counts and recycles entries without read-modify-write
-/// operations (see `lane`). Slots are never reused, so no two threads share one. `None` under
-/// loom, where every thread has slot 0: models take the shared paths, and the recycling
+/// operations (see `lane`). Numbers are never reused, so no two threads share one. `None` under
+/// loom, where every thread has number 0: models take the shared paths, and the recycling
 /// stack has a model of its own.
 #[cfg(not(loom))]
-pub(crate) fn owner_slot() -> Option<usize> {
-    Some(thread_slot())
+pub(crate) fn owner_number() -> Option<usize> {
+    Some(thread_number())
 }
 
 #[cfg(loom)]
-pub(crate) fn owner_slot() -> Option<usize> {
+pub(crate) fn owner_number() -> Option<usize> {
     None
 }
 

@@ -14,8 +14,8 @@
 //! - `claims`: a batch shared out in ranges, each taken from the front by its holder and
 //!   split in half by thieves (the callback pool's runners share fired batches so).
 //! - `stack`: a take-all stack (many push, a taker takes everything), under the unlink and
-//!   recycle stacks and a lane's free slots.
-//! - `ids`: per-thread slots and lane indices, per-engine ids, and blocks of ids for delay-queue keys.
+//!   recycle stacks and a lane's free blocks.
+//! - `ids`: per-thread numbers and lane indices, per-engine ids, and blocks of ids for delay-queue keys.
 //! - `prefetch`: a cache prefetch hint.
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
@@ -32,10 +32,10 @@ mod stack;
 
 pub(crate) use cap::{Cap, Permits};
 pub(crate) use cell::UnsafeCell;
-pub(crate) use claims::{in_batches, Holder, Slot};
+pub(crate) use claims::{in_batches, Claim, Holder};
 pub(crate) use counter::Counter;
 pub(crate) use drop::drop_then_free;
-pub(crate) use ids::{lane_index, next_engine_id, next_ids, owner_slot, thread_slot};
+pub(crate) use ids::{lane_index, next_engine_id, next_ids, owner_number, thread_number};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;
 pub(crate) use queue::SegQueue;

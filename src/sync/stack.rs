@@ -8,7 +8,7 @@
 //! when a taken node is pushed again while another pusher holds a stale `top`. The stack stores
 //! only the top pointer; which field of a node links it to the next is the user's choice (the
 //! unlink stack links through an entry's emptied callback cell, the recycler through its
-//! `next`, a slab chunk through a free slot's body), so the pusher is handed a closure that
+//! `next`, a slab chunk through a free block's body), so the pusher is handed a closure that
 //! writes that link.
 
 use std::ptr;

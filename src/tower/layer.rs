@@ -1,13 +1,10 @@
-//! [`TimeoutLayer`]: wraps services in [`Timeout`].
+//! [`TimeoutLayer`]: wraps services in [`Timeout`](super::Timeout)s.
 
 use std::time::Duration;
 
-use tower_layer::Layer;
-
-use super::service::Timeout;
 use crate::engine::{default_engine, TimerEngine};
 
-/// Puts a deadline on every request of the services it wraps, each a [`Timeout`] on the same
+/// Puts a deadline on every request of the services it wraps, each a [`Timeout`](super::Timeout) on the same
 /// engine.
 ///
 /// The layer holds a clone of the engine (one reference count), as does every service it
@@ -89,13 +86,5 @@ impl TimeoutLayer {
     /// ```
     pub fn engine(&self) -> &TimerEngine {
         &self.engine
-    }
-}
-
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = Timeout<S>;
-
-    fn layer(&self, inner: S) -> Timeout<S> {
-        Timeout::new(inner, self.engine.clone(), self.timeout)
     }
 }

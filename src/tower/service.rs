@@ -3,6 +3,7 @@
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use tower_layer::Layer;
 use tower_service::Service;
 
 use super::error::Overloaded;
@@ -186,5 +187,13 @@ where
             }
             Err(refusal) => ResponseFuture::refused(Overloaded::new(refusal), engine),
         }
+    }
+}
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = Timeout<S>;
+
+    fn layer(&self, inner: S) -> Timeout<S> {
+        Timeout::new(inner, self.engine().clone(), self.timeout())
     }
 }

@@ -6,10 +6,7 @@ use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
 use crate::slab::Frees;
 use crate::sync::prefetch;
 
-use super::level::{slot_of, Expiration, Heads, Level, SLOTS};
-
-/// Levels in the wheel.
-pub(super) const LEVELS: usize = 6;
+use super::level::{slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
 
 /// Entries of a due slot detached at a time and then settled, while they are still in cache.
 const DETACH_BATCH: usize = 64;

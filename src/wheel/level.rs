@@ -16,6 +16,9 @@ use crate::entry::{Entry, SlotId};
 
 /// Slots per level.
 pub(super) const SLOTS: usize = 64;
+
+/// Levels in the wheel.
+pub(super) const LEVELS: usize = 6;
 /// Lists per slot (see the module documentation).
 pub(super) const CHAINS: usize = 4;
 
@@ -83,7 +86,7 @@ impl Level {
         let mut deadline = level_start + slot as u64 * slot_span(self.level);
         if deadline <= now {
             // The slot lies in the next turn of the level: only the top level wraps like this.
-            debug_assert_eq!(self.level, super::hierarchy::LEVELS - 1);
+            debug_assert_eq!(self.level, LEVELS - 1);
             deadline += level_span(self.level);
         }
         Some(Expiration {

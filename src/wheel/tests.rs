@@ -182,7 +182,7 @@ fn a_due_entry_fires_on_insert_and_a_cancelled_one_is_unlinked_at_once() {
 
 #[test]
 fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
-    let slab = crate::slab::Allocator::with_slots(4);
+    let slab = crate::slab::Allocator::with_blocks(4);
     let mut wheel = Wheel::new();
     let ran = Arc::new(Mutex::new(0));
     let mut addresses = Vec::new();

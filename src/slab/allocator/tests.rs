@@ -1,4 +1,5 @@
 use super::*;
+use crate::slab::chunk::Frees;
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::Arc;
 
@@ -12,17 +13,17 @@ impl Drop for Tracked {
 }
 
 #[test]
-fn a_16_kib_chunk_holds_408_entry_sized_slots() {
+fn a_16_kib_chunk_holds_408_entry_sized_blocks() {
     let slab = Allocator::<[u64; 4]>::new();
     // SAFETY: the test thread is the only one using the allocator.
-    let slots = slab.carver.with_mut(|carver| unsafe { (*carver).slots });
-    assert_eq!((slots, layout::<[u64; 4]>(0).1), (408, 32));
-    assert!(layout::<[u64; 4]>(slots).0.size() <= CHUNK_BYTES);
+    let blocks = slab.carver.with_mut(|carver| unsafe { (*carver).blocks });
+    assert_eq!((blocks, layout::<[u64; 4]>(0).1), (408, 32));
+    assert!(layout::<[u64; 4]>(blocks).0.size() <= CHUNK_BYTES);
 }
 
 #[test]
 fn bytes_count_the_chunks_held_until_the_give_up() {
-    let slab = Allocator::with_slots(2);
+    let slab = Allocator::with_blocks(2);
     let chunk = layout::<u64>(2).0.size();
     assert_eq!(slab.bytes(), 0);
     // SAFETY (every `alloc` and `give_up` here): the test thread is the allocator's only
@@ -52,7 +53,7 @@ fn chunks_held<T>(slab: &Allocator<T>) -> usize {
 fn after_a_spike_a_mostly_free_allocator_lets_its_chunks_go() {
     let drops = Arc::new(StdAtomicUsize::new(0));
     let tracked = || Tracked(drops.clone(), [7; 4]);
-    // Four slots a chunk, trimming from eight chunks on, a step every 64 allocations.
+    // Four blocks a chunk, trimming from eight chunks on, a step every 64 allocations.
     let slab = Allocator::with_settings(
         4,
         Trim {
@@ -122,7 +123,7 @@ fn a_trim_gives_the_old_chunks_up_a_few_at_a_time() {
 }
 
 #[test]
-fn after_a_trim_no_slot_of_the_old_chunks_is_handed_out() {
+fn after_a_trim_no_block_of_the_old_chunks_is_handed_out() {
     let slab = Allocator::with_settings(4, Trim { above: 2, every: 1 });
     // SAFETY (every `alloc` here, and the reads of the state): the test thread is the
     // allocator's only user.
@@ -141,7 +142,7 @@ fn after_a_trim_no_slot_of_the_old_chunks_is_handed_out() {
         if retiring() > 0 {
             assert!(
                 !addresses.contains(&SlabArc::as_ptr(&value)),
-                "a slot of a chunk left behind, handed out after the trim"
+                "a block of a chunk left behind, handed out after the trim"
             );
             break;
         }
@@ -177,8 +178,8 @@ fn a_burst_refilling_its_chunks_keeps_them() {
 }
 
 #[test]
-fn freed_slots_are_handed_out_again_before_a_new_chunk() {
-    let slab = Allocator::with_slots(4);
+fn freed_blocks_are_handed_out_again_before_a_new_chunk() {
+    let slab = Allocator::with_blocks(4);
     // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
     let first: Vec<_> = (0..4u64).map(|i| unsafe { slab.alloc(i) }).collect();
     let addresses: Vec<_> = first.iter().map(SlabArc::as_ptr).collect();
@@ -188,7 +189,7 @@ fn freed_slots_are_handed_out_again_before_a_new_chunk() {
     reused.sort();
     let mut expected = addresses.clone();
     expected.sort();
-    assert_eq!(reused, expected, "the same four slots, not a new chunk");
+    assert_eq!(reused, expected, "the same four blocks, not a new chunk");
     assert_eq!(again.iter().map(|a| **a).sum::<u64>(), 10 + 11 + 12 + 13);
     // A fifth while all four are live: a new chunk.
     let fifth = unsafe { slab.alloc(99) };
@@ -196,13 +197,13 @@ fn freed_slots_are_handed_out_again_before_a_new_chunk() {
 }
 
 #[test]
-fn a_freed_slot_of_an_older_chunk_is_handed_out_again() {
-    let slab = Allocator::with_slots(2);
+fn a_freed_block_of_an_older_chunk_is_handed_out_again() {
+    let slab = Allocator::with_blocks(2);
     // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
     let mut held: Vec<_> = (0..4u64).map(|i| unsafe { slab.alloc(i) }).collect();
     let older = SlabArc::as_ptr(&held[0]);
     drop(held.remove(0));
-    // A long-lived value in every chunk, and churn beside it: the slots go round.
+    // A long-lived value in every chunk, and churn beside it: the blocks go round.
     for round in 0..100u64 {
         let churn = unsafe { slab.alloc(round) };
         assert_eq!(SlabArc::as_ptr(&churn), older, "round {round}");
@@ -212,7 +213,7 @@ fn a_freed_slot_of_an_older_chunk_is_handed_out_again() {
 #[test]
 fn every_value_is_dropped_once_whoever_lets_go_last() {
     let drops = Arc::new(StdAtomicUsize::new(0));
-    let slab = Allocator::with_slots(3);
+    let slab = Allocator::with_blocks(3);
     let mut kept = Vec::new();
     for i in 0..10u64 {
         // SAFETY: the test thread is the only one using the allocator.
@@ -237,7 +238,7 @@ fn every_value_is_dropped_once_whoever_lets_go_last() {
 
 #[test]
 fn raw_round_trip_and_get_mut() {
-    let slab = Allocator::with_slots(2);
+    let slab = Allocator::with_blocks(2);
     // SAFETY: the test thread is the only one using the allocator.
     let mut a = unsafe { slab.alloc(7u64) };
     *SlabArc::get_mut(&mut a).unwrap() += 1;
@@ -256,14 +257,14 @@ fn raw_round_trip_and_get_mut() {
 }
 
 #[test]
-fn a_value_whose_drop_panics_still_frees_its_slot() {
+fn a_value_whose_drop_panics_still_frees_its_block() {
     struct Bomb;
     impl Drop for Bomb {
         fn drop(&mut self) {
             panic!("drop panics");
         }
     }
-    let slab = Allocator::with_slots(1);
+    let slab = Allocator::with_blocks(1);
     // SAFETY: the test thread is the only one using the allocator.
     let [bomb, batched] = [(); 2].map(|()| unsafe { slab.alloc(Bomb) });
     drop(slab);
@@ -282,9 +283,9 @@ fn a_value_whose_drop_panics_still_frees_its_slot() {
 }
 
 #[test]
-fn slots_freed_together_come_back_after_the_flush_and_a_shared_value_stays() {
+fn blocks_freed_together_come_back_after_the_flush_and_a_shared_value_stays() {
     let drops = Arc::new(StdAtomicUsize::new(0));
-    let slab = Allocator::with_slots(4);
+    let slab = Allocator::with_blocks(4);
     // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
     let four: Vec<_> = (0..4u64)
         .map(|i| unsafe { slab.alloc(Tracked(drops.clone(), [i; 4])) })
@@ -301,30 +302,30 @@ fn slots_freed_together_come_back_after_the_flush_and_a_shared_value_stays() {
         "dropped at once, but not the one kept"
     );
     assert_eq!(kept.1[0], 3);
-    // Not flushed: the three slots are not free yet, and the kept one is live.
+    // Not flushed: the three blocks are not free yet, and the kept one is live.
     let before = unsafe { slab.alloc(Tracked(drops.clone(), [9; 4])) };
     assert!(
         !addresses.contains(&SlabArc::as_ptr(&before)),
         "a new chunk"
     );
     frees.flush();
-    // The new chunk's three unused slots, then the three freed together.
+    // The new chunk's three unused blocks, then the three freed together.
     let next: Vec<_> = (0..6u64)
         .map(|i| unsafe { slab.alloc(Tracked(drops.clone(), [i; 4])) })
         .collect();
     let mut reused: Vec<_> = next[3..].iter().map(SlabArc::as_ptr).collect();
     reused.sort();
-    assert_eq!(reused, addresses[..3], "the three slots freed together");
+    assert_eq!(reused, addresses[..3], "the three blocks freed together");
     assert_eq!(kept.1[0], 3, "the kept value is untouched");
 }
 
 #[test]
 fn a_chain_across_chunks_is_handed_out_again_whole() {
-    let slab = Allocator::with_slots(2);
+    let slab = Allocator::with_blocks(2);
     // SAFETY (every `alloc` here): the test thread is the only one using the allocator.
     let six: Vec<_> = (0..6u64).map(|i| unsafe { slab.alloc(i) }).collect();
     let mut addresses: Vec<_> = six.iter().map(SlabArc::as_ptr).collect();
-    // Out of order: runs of one slot, in three chunks, one chain.
+    // Out of order: runs of one block, in three chunks, one chain.
     let mut frees = Frees::new();
     let mut six: Vec<_> = six.into_iter().map(Some).collect();
     for i in [0, 3, 4, 1, 5, 2] {
@@ -343,11 +344,11 @@ fn a_chain_across_chunks_is_handed_out_again_whole() {
 }
 
 #[test]
-fn slots_freed_together_after_the_give_up_free_their_chunks() {
+fn blocks_freed_together_after_the_give_up_free_their_chunks() {
     let drops = Arc::new(StdAtomicUsize::new(0));
-    let slabs = [Allocator::with_slots(2), Allocator::with_slots(2)];
+    let slabs = [Allocator::with_blocks(2), Allocator::with_blocks(2)];
     // Three from each allocator, interleaved: two chunks each, two free stacks, and runs of
-    // one slot.
+    // one block.
     let mut held = Vec::new();
     for i in 0..3u64 {
         for slab in &slabs {
@@ -356,7 +357,7 @@ fn slots_freed_together_after_the_give_up_free_their_chunks() {
         }
     }
     drop(slabs);
-    // The last slots of given-up chunks, let go of together on another thread: under
+    // The last blocks of given-up chunks, let go of together on another thread: under
     // Miri, a chunk left allocated fails the test as a leak, and one freed before the
     // pushes into it as a use after free.
     std::thread::spawn(move || {
@@ -371,8 +372,8 @@ fn slots_freed_together_after_the_give_up_free_their_chunks() {
 }
 
 #[test]
-fn slots_freed_on_other_threads_come_back() {
-    let slab = Allocator::with_slots(8);
+fn blocks_freed_on_other_threads_come_back() {
+    let slab = Allocator::with_blocks(8);
     for round in 0..50u64 {
         // SAFETY: only the test thread allocates.
         let batch: Vec<_> = (0..8)
@@ -385,16 +386,16 @@ fn slots_freed_on_other_threads_come_back() {
     }
 }
 
-/// Slots of a chunk freed on two threads at once, with the allocator giving the chunk up
+/// Blocks of a chunk freed on two threads at once, with the allocator giving the chunk up
 /// before (even rounds) or meanwhile (odd rounds): whoever brings `live` to zero frees the
 /// chunk, after the other thread's frees and give-up, which wrote into it. The AcqRel updates
 /// of `live` order them; loom does not see the chunk's memory, so ThreadSanitizer (CI's
 /// sanitizer step) is what reports either update made Relaxed, as a free racing those writes.
 #[test]
-fn the_thread_that_frees_a_chunk_s_last_slot_frees_it_after_the_others() {
+fn the_thread_that_frees_a_chunk_s_last_block_frees_it_after_the_others() {
     let rounds = if cfg!(miri) { 2 } else { 40 };
     for round in 0..rounds {
-        let slab = Allocator::with_slots(64);
+        let slab = Allocator::with_blocks(64);
         // SAFETY: only the test thread allocates.
         let mut mine: Vec<_> = (0..64u64).map(|i| unsafe { slab.alloc([i; 4]) }).collect();
         let slab = if round % 2 == 0 {
