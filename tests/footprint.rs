@@ -4,8 +4,9 @@
 //! nothing; one block more for the captures of one that does. Nothing else is allocated per
 //! timer.
 
-mod common;
-use common::{wait_until, Counting};
+mod support;
+use support::{wait_until, Counting};
+
 use std::time::Duration;
 
 use shardwheel::TimerEngine;

@@ -1,12 +1,12 @@
-//! `Interval` under a manual clock: the ticks each missed-tick behaviour yields after a stall,
-//! resets, a future start, a zero period, the `Stream`, and an engine that shuts down or is
-//! full.
+//! `Interval`: the ticks of each missed-tick behaviour, resets, start instants, `Stream`, cap.
 
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod support;
+use support::CountingWaker;
+
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
@@ -79,7 +79,7 @@ fn burst_yields_the_missed_ticks_at_once_then_keeps_the_rhythm() {
 }
 
 #[test]
-fn burst_is_the_default() {
+fn the_missed_tick_behavior_is_burst_by_default() {
     let (_clock, engine) = manual();
     let interval = engine.interval(MS * 10);
     assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
@@ -135,28 +135,20 @@ fn a_tick_within_the_allowance_is_on_time() {
     }
 }
 
-/// A waker that counts its wake-ups.
-struct Counting(AtomicUsize);
-impl Wake for Counting {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 #[test]
 fn the_engine_wakes_the_task_when_the_tick_comes() {
     let (clock, engine) = manual();
     let start = engine.now();
-    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let counter = Arc::new(CountingWaker::default());
     let waker = Waker::from(counter.clone());
     let mut cx = Context::from_waker(&waker);
     let mut interval = engine.interval(MS * 10);
     assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start));
     assert_eq!(interval.poll_tick(&mut cx), Poll::Pending);
     clock.advance(MS * 9);
-    assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+    assert_eq!(counter.count(), 0);
     clock.advance(MS);
-    assert!(counter.0.load(Ordering::SeqCst) >= 1, "woken by the engine");
+    assert!(counter.count() >= 1, "woken by the engine");
     assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + MS * 10));
     // The interval holds one timer at a time, taken when it waits.
     assert_eq!(interval.poll_tick(&mut cx), Poll::Pending);
@@ -166,7 +158,7 @@ fn the_engine_wakes_the_task_when_the_tick_comes() {
 }
 
 #[test]
-fn ticks_under_an_executor_on_the_real_clock() {
+fn ticks_under_an_executor_on_the_real_clock_are_never_early() {
     let engine = TimerEngine::builder().build().unwrap();
     let mut interval = engine.interval(MS * 5);
     futures::executor::block_on(async {
@@ -255,7 +247,7 @@ fn reset_at_a_past_instant_yields_it_at_once_and_follows_the_behavior() {
 }
 
 #[test]
-fn interval_at_a_future_start() {
+fn interval_at_a_future_start_ticks_first_at_that_start() {
     let (clock, engine) = manual();
     let start = engine.now() + MS * 50;
     let mut interval = engine.interval_at(start, MS * 10);
@@ -313,7 +305,7 @@ fn the_stream_yields_the_ticks() {
 #[test]
 fn the_stream_ends_when_the_engine_shuts_down() {
     let (clock, engine) = manual();
-    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let counter = Arc::new(CountingWaker::default());
     let waker = Waker::from(counter.clone());
     let mut cx = Context::from_waker(&waker);
     let mut ticks = engine.interval(MS * 10);
@@ -323,10 +315,7 @@ fn the_stream_ends_when_the_engine_shuts_down() {
     ));
     assert_eq!(ticks.poll_next_unpin(&mut cx), Poll::Pending);
     drop(engine.shutdown());
-    assert!(
-        counter.0.load(Ordering::SeqCst) >= 1,
-        "shutdown wakes the task"
-    );
+    assert!(counter.count() >= 1, "shutdown wakes the task");
     assert_eq!(ticks.poll_next_unpin(&mut cx), Poll::Ready(None));
     assert_eq!(ticks.poll_next_unpin(&mut cx), Poll::Ready(None));
     clock.advance(MS * 100);
@@ -336,7 +325,7 @@ fn the_stream_ends_when_the_engine_shuts_down() {
 }
 
 #[test]
-fn tick_completes_after_shutdown() {
+fn tick_completes_at_once_after_shutdown() {
     let (_clock, engine) = manual();
     let mut interval = engine.interval(Duration::from_secs(60));
     assert!(interval.tick().now_or_never().is_some());
@@ -393,13 +382,13 @@ fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
     assert_eq!(ready_tick(&mut interval, &clock), None);
     assert_eq!(ready_tick(&mut forever, &clock), None);
     // A task waiting for the next tick is woken by the shutdown, and the tick completes.
-    let counter = Arc::new(Counting(AtomicUsize::new(0)));
+    let counter = Arc::new(CountingWaker::default());
     let waker = Waker::from(counter.clone());
     let mut cx = Context::from_waker(&waker);
     assert!(interval.poll_tick(&mut cx).is_pending());
     assert!(forever.poll_tick(&mut cx).is_pending());
     drop(engine.shutdown());
-    assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+    assert_eq!(counter.count(), 2);
     assert!(interval.poll_tick(&mut cx).is_ready());
     assert!(forever.poll_tick(&mut cx).is_ready());
     assert_eq!(

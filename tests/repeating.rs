@@ -1,46 +1,69 @@
-//! Repeating timers that steer themselves (`schedule_repeating_with` and its `Repeat`), that
-//! start at a chosen instant, and that keep a fixed delay rather than a fixed rate; all under a
-//! manual clock.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
-
-use shardwheel::{Repeat, RepeatBuilder, TimerEngine};
+//! Repeating timers: fixed rate or delay, missed runs, steering and cancelling from the callback.
 
 mod support;
 use support::{capped, manual};
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use shardwheel::{Repeat, RepeatBuilder, TimerEngine, TimerHandle};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
 
 #[test]
-fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
-    let (clock, engine) = capped(1);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = runs.clone();
-    let timer = engine
-        .schedule_repeating_with(SEC, move |run: &mut Repeat| {
-            if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
-                assert!(run.cancel(), "the first cancel stops the timer");
-                assert!(!run.cancel(), "a second one finds it stopped");
-                assert!(run.is_cancelled());
-            }
-        })
+fn a_repeating_timer_keeps_a_fixed_rate_without_drift() {
+    let (clock, engine) = manual();
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let (r, c) = (runs.clone(), clock.clone());
+    let period = Duration::from_millis(250);
+    let heartbeat = engine
+        .schedule_repeating(period, move || r.lock().unwrap().push(c.elapsed()))
         .unwrap();
-    for _ in 0..2 {
-        clock.advance(SEC);
-        assert!(engine.schedule(SEC, || {}).is_err(), "the place is held");
+    for _ in 0..1000 {
+        clock.advance(period);
     }
-    for _ in 0..8 {
-        clock.advance(SEC);
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 1000);
+    for (n, at) in runs.iter().enumerate() {
+        assert_eq!(
+            *at,
+            period * (n as u32 + 1),
+            "run {n} is due at start + n·period"
+        );
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 3);
-    assert!(timer.is_cancelled());
-    assert!(!timer.cancel());
+    assert!(heartbeat.cancel());
+    clock.advance(period * 4);
     assert_eq!(engine.pending(), 0);
-    assert!(engine.schedule(SEC, || {}).is_ok(), "the place came back");
+    let stats = engine.stats();
+    assert_eq!(
+        stats.scheduled,
+        stats.fired + stats.cancelled + stats.returned
+    );
+}
+
+#[test]
+fn a_repeating_timer_skips_missed_runs_rather_than_queueing_them() {
+    let (clock, engine) = manual();
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let (r, c) = (runs.clone(), clock.clone());
+    engine
+        .schedule_repeating(SEC, move || r.lock().unwrap().push(c.elapsed()))
+        .unwrap();
+    clock.advance(SEC);
+    // The engine "was busy" for 3.5 periods: one late run, then back on the 1 s grid.
+    clock.advance(Duration::from_millis(3500));
+    assert_eq!(runs.lock().unwrap().len(), 2);
+    clock.advance(Duration::from_millis(499));
+    assert_eq!(runs.lock().unwrap().len(), 2);
+    clock.advance(Duration::from_millis(1));
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(
+        runs,
+        vec![SEC, Duration::from_millis(4500), Duration::from_secs(5)]
+    );
 }
 
 #[test]
@@ -256,6 +279,140 @@ fn a_zero_period_repeats_once_a_tick_at_either_pace() {
 }
 
 #[test]
+fn a_repeating_timer_can_cancel_itself_from_its_callback() {
+    let (clock, engine) = manual();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let slot: Arc<Mutex<Option<TimerHandle>>> = Arc::new(Mutex::new(None));
+    let (r, s) = (runs.clone(), slot.clone());
+    let handle = engine
+        .schedule_repeating(SEC, move || {
+            if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                let cancelled = s.lock().unwrap().as_ref().unwrap().cancel();
+                assert!(
+                    cancelled,
+                    "cancel from inside stops the runs after this one"
+                );
+            }
+        })
+        .unwrap();
+    *slot.lock().unwrap() = Some(handle);
+    for _ in 0..10 {
+        clock.advance(SEC);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(engine.pending(), 0);
+    assert!(slot.lock().unwrap().as_ref().unwrap().is_cancelled());
+}
+
+#[test]
+fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
+    let (clock, engine) = capped(1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let timer = engine
+        .schedule_repeating_with(SEC, move |run: &mut Repeat| {
+            if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                assert!(run.cancel(), "the first cancel stops the timer");
+                assert!(!run.cancel(), "a second one finds it stopped");
+                assert!(run.is_cancelled());
+            }
+        })
+        .unwrap();
+    for _ in 0..2 {
+        clock.advance(SEC);
+        assert!(engine.schedule(SEC, || {}).is_err(), "the place is held");
+    }
+    for _ in 0..8 {
+        clock.advance(SEC);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert!(timer.is_cancelled());
+    assert!(!timer.cancel());
+    assert_eq!(engine.pending(), 0);
+    assert!(engine.schedule(SEC, || {}).is_ok(), "the place came back");
+}
+
+#[test]
+fn a_slow_repeating_callback_never_overlaps_itself() {
+    let engine = TimerEngine::builder().callback_threads(4).build().unwrap();
+    let running = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (busy, o, r) = (running.clone(), overlaps.clone(), runs.clone());
+    let timer = engine
+        .schedule_repeating(Duration::from_millis(5), move || {
+            if busy.swap(true, Ordering::SeqCst) {
+                o.fetch_add(1, Ordering::SeqCst);
+            }
+            r.fetch_add(1, Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(12));
+            busy.store(false, Ordering::SeqCst);
+        })
+        .unwrap();
+    thread::sleep(Duration::from_millis(300));
+    assert!(timer.cancel());
+    thread::sleep(Duration::from_millis(50));
+    let made = runs.load(Ordering::SeqCst);
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    // 300 ms of a 5 ms rhythm is 60 slots; a 12 ms callback can use at most one in three
+    // (loose bounds: the machine may be busy).
+    assert!((3..=30).contains(&made), "{made} runs");
+    thread::sleep(Duration::from_millis(30));
+    assert_eq!(runs.load(Ordering::SeqCst), made, "no run after the cancel");
+}
+
+#[test]
+fn a_panicking_repeating_callback_stops_its_timer_for_good() {
+    let (clock, engine) = capped(1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let timer = engine
+        .schedule_repeating(SEC, move || {
+            if r.fetch_add(1, Ordering::SeqCst) == 1 {
+                panic!("the second run panics on purpose");
+            }
+        })
+        .unwrap();
+    for _ in 0..5 {
+        clock.advance(SEC);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(engine.stats().panicked, 1);
+    assert!(timer.is_expired());
+    assert!(!timer.cancel(), "it had already stopped");
+    assert!(
+        engine.schedule(SEC, || {}).is_ok(),
+        "its cap place was given back"
+    );
+    assert_eq!(engine.pending(), 1);
+}
+
+#[test]
+fn a_repeating_timer_holds_one_cap_place_for_its_whole_life() {
+    let (clock, engine) = capped(1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let heartbeat = engine
+        .schedule_repeating(SEC, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    for _ in 0..5 {
+        clock.advance(SEC);
+        // Between runs the place stays taken: no one-shot timer can slip in and stop it.
+        assert!(engine.schedule(SEC, || {}).is_err());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    assert!(heartbeat.cancel());
+    // The place comes back once the shard lets go of the timer, on its next turn.
+    clock.advance(Duration::ZERO);
+    assert!(
+        engine.schedule(SEC, || {}).is_ok(),
+        "the place is free again"
+    );
+}
+
+#[test]
 fn a_refused_repeating_timer_hands_its_callback_back() {
     let (_clock, engine) = manual();
     let too_far = engine.now() + engine.max_delay() * 2;
@@ -273,6 +430,34 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
         })
         .unwrap_err();
     assert!(matches!(refused, shardwheel::ScheduleError::Shutdown(_)));
+}
+
+#[test]
+fn a_repeating_timer_is_handed_back_once_at_shutdown() {
+    let (clock, engine) = manual();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let handle = engine
+        .schedule_repeating(SEC, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(SEC);
+    clock.advance(SEC);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let unfired = engine.shutdown();
+    assert_eq!(unfired.len(), 1);
+    for timer in unfired {
+        timer.run(); // runs it once more, here
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert!(!handle.cancel());
+    let stats = engine.stats();
+    assert_eq!(stats.pending, 0);
+    assert_eq!(
+        stats.scheduled,
+        stats.fired + stats.cancelled + stats.returned
+    );
 }
 
 #[test]
@@ -297,22 +482,4 @@ fn a_run_made_after_shutdown_cannot_cancel() {
     }
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, vec![(SEC, false), (2 * SEC, false)]);
-}
-
-#[test]
-fn the_default_engine_schedules_the_new_forms() {
-    let first = Instant::now() + Duration::from_secs(3600);
-    let at = shardwheel::schedule_repeating_at(first, SEC, || {}).unwrap();
-    assert!(at.deadline() >= first);
-    let with = shardwheel::schedule_repeating_with(SEC, |run| {
-        run.cancel();
-    })
-    .unwrap();
-    let delay = shardwheel::repeating(SEC)
-        .fixed_delay()
-        .schedule(|| {})
-        .unwrap();
-    assert!(at.cancel());
-    assert!(delay.cancel());
-    let _ = with.cancel();
 }

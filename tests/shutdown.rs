@@ -1,17 +1,19 @@
-//! Shutting the engine down: schedules racing it lose nothing, callbacks in flight are waited
-//! for, and dropping the engine from its own callback does not hang.
+//! Shutting the engine down: what is handed back, callbacks in flight, shutdown from a callback.
 
-mod common;
-use common::{scaled, wait_until};
+#![cfg(not(loom))]
+
+mod support;
+use support::{one_shard_on, scaled, wait_until, PATIENCE};
+
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use shardwheel::{ScheduleError, TimerEngine};
+use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerState};
 
 #[test]
-fn schedule_after_shutdown_hands_the_callback_back() {
+fn a_schedule_after_shutdown_is_refused_and_hands_the_callback_back() {
     let engine = TimerEngine::builder().build().unwrap();
     engine.shutdown();
     let ran = Arc::new(AtomicBool::new(false));
@@ -81,6 +83,37 @@ fn schedule_racing_shutdown_loses_nothing() {
 }
 
 #[test]
+fn handed_back_timers_can_be_matched_to_their_handles() {
+    let clock = ManualClock::new();
+    let engine = one_shard_on(&clock);
+    let fired = engine.schedule(Duration::from_secs(1), || {}).unwrap();
+    let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    let kept: Vec<_> = (0..3)
+        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
+        .collect();
+    assert_eq!(fired.state(), TimerState::Pending);
+    clock.advance(Duration::from_secs(1));
+    assert!(cancelled.cancel());
+    assert!(!engine.is_shutdown());
+    let unfired = engine.shutdown();
+    assert!(engine.is_shutdown());
+    assert_eq!(fired.state(), TimerState::Fired);
+    assert_eq!(cancelled.state(), TimerState::Cancelled);
+    assert_eq!(unfired.len(), kept.len());
+    for timer in &kept {
+        assert_eq!(timer.state(), TimerState::HandedBack);
+        assert_eq!(
+            unfired.iter().filter(|u| u.timer() == timer).count(),
+            1,
+            "each kept timer comes back once"
+        );
+    }
+    assert!(unfired
+        .iter()
+        .all(|u| u.timer() != &fired && u.timer() != &cancelled));
+}
+
+#[test]
 fn shutdown_waits_for_callbacks_in_flight() {
     let engine = TimerEngine::builder().build().unwrap();
     let started = Arc::new(AtomicBool::new(false));
@@ -96,6 +129,98 @@ fn shutdown_waits_for_callbacks_in_flight() {
     wait_until("the callback to start", || started.load(Ordering::SeqCst));
     engine.shutdown();
     assert!(finished.load(Ordering::SeqCst));
+}
+
+#[test]
+fn every_caller_of_shutdown_waits_for_the_callbacks_in_flight() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let (started, has_started) = mpsc::channel();
+    let f = finished.clone();
+    engine
+        .schedule(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            thread::sleep(Duration::from_millis(300));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    has_started.recv_timeout(PATIENCE).unwrap();
+    let other = {
+        let (engine, finished) = (engine.clone(), finished.clone());
+        thread::spawn(move || {
+            engine.shutdown();
+            finished.load(Ordering::SeqCst)
+        })
+    };
+    engine.shutdown();
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "returned while a callback ran"
+    );
+    assert!(
+        other.join().unwrap(),
+        "the other caller returned while a callback ran"
+    );
+    assert!(engine.is_shutdown());
+}
+
+#[test]
+fn a_shutdown_begun_in_a_callback_is_finished_by_the_next_caller() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let far = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    let finished = Arc::new(AtomicBool::new(false));
+    let (inside, handed_back_inside) = mpsc::channel();
+    let (e, f) = (engine.clone(), finished.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            inside.send(e.shutdown().len()).unwrap();
+            thread::sleep(Duration::from_millis(200));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert_eq!(handed_back_inside.recv_timeout(PATIENCE).unwrap(), 0);
+    assert!(engine.is_shutdown());
+    let unfired = engine.shutdown();
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "returned while the callback ran"
+    );
+    assert_eq!(
+        unfired.len(),
+        1,
+        "the pending timer is handed to the next caller"
+    );
+    assert_eq!(unfired[0].timer(), &far);
+    assert_eq!(far.state(), TimerState::HandedBack);
+    assert!(engine.shutdown().is_empty());
+}
+
+#[test]
+fn dropping_the_engine_after_a_shutdown_in_its_callback_waits_for_it() {
+    let engine = Arc::new(TimerEngine::builder().pin_threads(false).build().unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let (inside, shut_inside) = mpsc::channel();
+    let (weak, f) = (Arc::downgrade(&engine), finished.clone());
+    engine
+        .schedule(Duration::ZERO, move || {
+            if let Some(engine) = weak.upgrade() {
+                engine.shutdown();
+            }
+            inside.send(()).unwrap();
+            thread::sleep(Duration::from_millis(200));
+            f.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    shut_inside.recv_timeout(PATIENCE).unwrap();
+    // The callback has let go of its reference: this is the last one.
+    while Arc::strong_count(&engine) > 1 {
+        thread::yield_now();
+    }
+    drop(engine);
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "dropped while the callback ran"
+    );
 }
 
 /// The last reference to the engine dropped inside one of its own callbacks: neither the pool
@@ -127,4 +252,30 @@ fn dropping_the_engine_from_its_own_callback_does_not_hang() {
         rx.recv_timeout(Duration::from_secs(30))
             .expect("the callback finished");
     }
+}
+
+#[test]
+fn a_clone_is_the_same_engine_and_the_last_drop_shuts_it_down() {
+    let engine = TimerEngine::builder().shards(1).build().unwrap();
+    let clone = engine.clone();
+    let timer = clone.schedule(Duration::from_secs(60), || {}).unwrap();
+    assert_eq!(engine.pending(), 1, "scheduled through the clone");
+    drop(clone);
+    assert!(
+        !engine.is_shutdown(),
+        "a clone's drop leaves the engine running"
+    );
+    assert_eq!(timer.state(), TimerState::Pending);
+    let (tx, rx) = mpsc::channel();
+    let last = engine.clone();
+    drop(engine);
+    last.schedule(Duration::from_millis(1), move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE).unwrap();
+    drop(last);
+    assert_eq!(
+        timer.state(),
+        TimerState::HandedBack,
+        "the last clone's drop handed the timer back"
+    );
 }

@@ -17,8 +17,9 @@
 
 #![cfg(not(loom))]
 
-mod common;
-use common::{Counting, SplitMix};
+mod support;
+use support::{Counting, SplitMix};
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread;

@@ -6,8 +6,9 @@
 //! STRESS_SECS=60 cargo test --release --test stress -- --ignored --nocapture
 //! ```
 
-mod common;
-use common::SplitMix;
+mod support;
+use support::SplitMix;
+
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;

@@ -1,36 +1,12 @@
-//! Helpers for the delay queue's tests: a counting waker, polling and draining a queue, and a
-//! model to check a queue against.
+//! Helpers for the delay queue's tests: polling and draining a queue, and a model to check it
+//! against.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use proptest::prelude::*;
 use shardwheel::{DelayQueue, Expired};
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-pub struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    pub fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-pub fn counting() -> (Arc<CountingWaker>, Waker) {
-    let count = Arc::new(CountingWaker::default());
-    let waker = Waker::from(count.clone());
-    (count, waker)
-}
 
 /// Polls once with `waker`.
 pub fn poll<T>(queue: &mut DelayQueue<T>, waker: &Waker) -> Poll<Option<Expired<T>>> {

@@ -1,7 +1,4 @@
-//! hyper's timer on the engine (the `hyper` feature): an HTTP/1 server given the engine as its
-//! timer closes a connection whose request head stalls, by a shardwheel timer, and answers a
-//! request that comes whole; `Timer::reset` moves a sleep of the engine in place. Loopback
-//! only, every wait bounded.
+//! hyper's `Timer` on the engine (`hyper` feature): header-read timeouts, answers, `reset`.
 
 #![cfg(feature = "hyper")]
 #![cfg(not(loom))]

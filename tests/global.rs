@@ -1,16 +1,18 @@
-//! The default engine and the free functions on it, and engine handles that are clones.
+//! The default engine and the free functions that schedule on it.
 
 #![cfg(not(loom))]
+
+mod support;
+use support::PATIENCE;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
-use shardwheel::{BuildError, DelayQueue, TimerEngine, TimerState};
+use shardwheel::{BuildError, DelayQueue, TimerEngine};
 
-/// Long enough that a pass never waits for it.
-const PATIENCE: Duration = Duration::from_secs(60);
+const SEC: Duration = Duration::from_secs(1);
 
 #[test]
 fn the_free_functions_run_on_one_default_engine() {
@@ -74,36 +76,28 @@ fn the_free_functions_run_on_one_default_engine() {
 }
 
 #[test]
-fn configuring_the_default_engine_after_it_started_is_an_error() {
+fn the_free_functions_schedule_every_form_of_repeating_timer() {
+    let first = Instant::now() + Duration::from_secs(3600);
+    let at = shardwheel::schedule_repeating_at(first, SEC, || {}).unwrap();
+    assert!(at.deadline() >= first);
+    let with = shardwheel::schedule_repeating_with(SEC, |run| {
+        run.cancel();
+    })
+    .unwrap();
+    let delay = shardwheel::repeating(SEC)
+        .fixed_delay()
+        .schedule(|| {})
+        .unwrap();
+    assert!(at.cancel());
+    assert!(delay.cancel());
+    let _ = with.cancel();
+}
+
+#[test]
+fn build_global_after_the_default_engine_started_is_refused() {
     shardwheel::default_engine();
     assert!(matches!(
         TimerEngine::builder().build_global(),
         Err(BuildError::GlobalAlreadyBuilt)
     ));
-}
-
-#[test]
-fn a_clone_is_the_same_engine_and_the_last_drop_shuts_it_down() {
-    let engine = TimerEngine::builder().shards(1).build().unwrap();
-    let clone = engine.clone();
-    let timer = clone.schedule(Duration::from_secs(60), || {}).unwrap();
-    assert_eq!(engine.pending(), 1, "scheduled through the clone");
-    drop(clone);
-    assert!(
-        !engine.is_shutdown(),
-        "a clone's drop leaves the engine running"
-    );
-    assert_eq!(timer.state(), TimerState::Pending);
-    let (tx, rx) = mpsc::channel();
-    let last = engine.clone();
-    drop(engine);
-    last.schedule(Duration::from_millis(1), move || tx.send(()).unwrap())
-        .unwrap();
-    rx.recv_timeout(PATIENCE).unwrap();
-    drop(last);
-    assert_eq!(
-        timer.state(),
-        TimerState::HandedBack,
-        "the last clone's drop handed the timer back"
-    );
 }

@@ -1,24 +1,16 @@
-//! Behaviour of the engine through its public API: accounting, ordering, bad input,
-//! cancellation, memory. Callbacks, shutdown and the builder's settings have files of their own.
-//! Time bounds are generous; where time can be avoided, a manual clock is used.
+//! Scheduling one-shot timers and cancelling them: when they fire, what `cancel` answers.
 
-mod common;
-use common::{scaled, wait_until, SplitMix};
+#![cfg(not(loom))]
+
+mod support;
+use support::{one_shard_ticking, scaled, wait_until, SplitMix};
+
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerHandle};
-
-/// An engine of one shard on `clock`.
-fn one_shard_on(clock: &ManualClock) -> TimerEngine {
-    TimerEngine::builder()
-        .shards(1)
-        .manual_clock(clock)
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn handles_and_engine_are_send_and_sync() {
@@ -30,7 +22,7 @@ fn handles_and_engine_are_send_and_sync() {
 /// Many threads schedule and cancel; afterwards every timer fired once, or was cancelled (and
 /// never ran), or was handed back at shutdown: fired + cancelled + handed back = scheduled.
 #[test]
-fn every_timer_is_accounted_for_once() {
+fn every_timer_fires_once_or_is_cancelled_or_is_handed_back() {
     const THREADS: usize = 4;
     let per_thread = scaled(5_000);
     let total = THREADS * per_thread;
@@ -206,8 +198,27 @@ fn zero_and_past_delays_fire_on_the_next_tick() {
     assert_eq!(fired.load(Ordering::SeqCst), 2);
 }
 
+/// At a tick boundary a zero delay is due at once: an advance that stays within the tick must
+/// still run it (the shard's last turn at this tick happened before it was scheduled).
 #[test]
-fn bad_delays_hand_the_callback_back() {
+fn a_zero_delay_timer_runs_on_a_sub_tick_advance() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    for _ in 0..3 {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        engine
+            .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+            .unwrap();
+        clock.advance(Duration::from_micros(100));
+        assert!(ran.load(Ordering::SeqCst));
+        // On to the next tick boundary.
+        clock.advance(Duration::from_micros(900));
+    }
+}
+
+#[test]
+fn a_delay_too_long_is_refused_and_hands_the_callback_back() {
     let engine = TimerEngine::builder().build().unwrap();
     let token = Arc::new(());
     let t = token.clone();
@@ -235,32 +246,38 @@ fn bad_delays_hand_the_callback_back() {
 }
 
 #[test]
-fn the_cap_refuses_with_full_and_keeps_the_count_exact() {
-    let engine = TimerEngine::builder().max_pending(3).build().unwrap();
-    let handles: Vec<_> = (0..3)
-        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
-        .collect();
-    assert!(matches!(
-        engine.schedule(Duration::from_secs(60), || {}),
-        Err(ScheduleError::Full(_))
-    ));
-    assert_eq!(engine.pending(), 3);
-    assert!(handles[0].cancel());
-    // The cancelled timer's place comes back once its shard lets go of it, within a turn.
-    let mut again = None;
-    wait_until("the cancelled timer's place comes back", || {
-        again = engine.schedule(Duration::from_secs(60), || {}).ok();
-        again.is_some()
-    });
-    let again = again.unwrap();
-    assert_eq!(engine.pending(), 3);
-    assert!(again.cancel());
-    assert_eq!(engine.shutdown().len(), 2);
-    assert!(engine.stats().rejected >= 1);
+fn max_delay_is_accepted_and_beyond_it_refused_at_every_tick() {
+    let ticks = [
+        Duration::from_micros(1),
+        Duration::from_millis(1),
+        Duration::from_millis(268),
+        Duration::from_millis(269),
+        Duration::from_secs(1),
+        Duration::from_secs(3600),
+    ];
+    for tick in ticks {
+        let clock = ManualClock::new();
+        let engine = one_shard_ticking(&clock, tick);
+        clock.advance(tick * 3 + Duration::from_millis(1));
+        let max = engine.max_delay();
+        assert!(engine.schedule(max, || {}).is_ok(), "tick {tick:?}");
+        assert!(
+            engine.schedule_at(engine.now() + max, || {}).is_ok(),
+            "tick {tick:?}"
+        );
+        assert!(engine.sleep(max).deadline().is_some(), "tick {tick:?}");
+        assert!(
+            matches!(
+                engine.schedule(max + tick * 3, || {}),
+                Err(ScheduleError::DelayTooLong(_))
+            ),
+            "tick {tick:?}"
+        );
+    }
 }
 
 #[test]
-fn cancel_answers_are_defined_in_every_state() {
+fn cancel_succeeds_once_and_only_on_a_pending_timer() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
     let fired = engine.schedule(Duration::from_millis(1), || {}).unwrap();
@@ -385,125 +402,4 @@ fn keyed_timers_share_a_shard() {
     let shards = engine.stats().shards;
     assert_eq!(shards.iter().filter(|s| s.pending > 0).count(), 1);
     assert_eq!(shards.iter().map(|s| s.pending).sum::<u64>(), 20);
-}
-
-/// At a tick boundary a zero delay is due at once: an advance that stays within the tick must
-/// still run it (the shard's last turn at this tick happened before it was scheduled).
-#[test]
-fn a_zero_delay_timer_runs_on_a_sub_tick_advance() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    for _ in 0..3 {
-        let ran = Arc::new(AtomicBool::new(false));
-        let r = ran.clone();
-        engine
-            .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
-            .unwrap();
-        clock.advance(Duration::from_micros(100));
-        assert!(ran.load(Ordering::SeqCst));
-        // On to the next tick boundary.
-        clock.advance(Duration::from_micros(900));
-    }
-}
-
-#[test]
-fn a_manual_advance_waits_for_a_backlog_of_due_timers() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(1)
-        .build()
-        .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let n = scaled(40_000);
-    for _ in 0..n {
-        let ran = ran.clone();
-        engine
-            .schedule(Duration::from_millis(1), move || {
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-    }
-    clock.advance(Duration::from_millis(1));
-    assert_eq!(ran.load(Ordering::SeqCst), n);
-}
-
-#[test]
-fn the_stats_count_the_memory_held_for_entries_which_is_kept_for_reuse() {
-    let clock = ManualClock::new();
-    let engine = one_shard_on(&clock);
-    assert_eq!(
-        engine.stats().entry_bytes,
-        0,
-        "nothing carved before a timer"
-    );
-    let timers = scaled(2_000);
-    let schedule_all = || -> Vec<TimerHandle> {
-        (0..timers)
-            .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
-            .collect()
-    };
-    let handles = schedule_all();
-    let stats = engine.stats();
-    let held = stats.entry_bytes;
-    assert_eq!(
-        held,
-        stats.shards.iter().map(|s| s.entry_bytes).sum::<u64>()
-    );
-    // Each timer's 40-byte slot, in 16 KiB chunks: no more than a chunk beyond what they need.
-    let needed = 40 * timers as u64;
-    assert!(
-        (needed..needed + 16 * 1024).contains(&held),
-        "{held} bytes held for {timers} timers"
-    );
-    // All cancelled and let go of: the memory stays, and the next timers reuse it.
-    for handle in handles {
-        assert!(handle.cancel());
-    }
-    clock.advance(Duration::from_millis(1));
-    wait_until("the shard lets go of the cancelled timers", || {
-        engine.stats().shards[0].in_wheel == 0
-    });
-    assert_eq!(
-        engine.stats().entry_bytes,
-        held,
-        "kept after the timers are gone"
-    );
-    let again = schedule_all();
-    assert_eq!(engine.stats().entry_bytes, held, "reused, not grown");
-    drop(again);
-}
-
-#[test]
-fn after_a_spike_the_memory_held_for_entries_goes_back_while_timers_come_and_go() {
-    let clock = ManualClock::new();
-    let engine = one_shard_on(&clock);
-    // A spike of 200 chunks' worth, all cancelled.
-    let spike: Vec<TimerHandle> = (0..80_000)
-        .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
-        .collect();
-    let peak = engine.stats().entry_bytes;
-    assert!(peak >= 40 * spike.len() as u64, "{peak} bytes at the peak");
-    for handle in spike {
-        assert!(handle.cancel());
-    }
-    // Then timers come and go a thousand at a time: the next ones do not need the spike's
-    // chunks, which the lane gives up once it has seen them mostly free.
-    let mut rounds = 0;
-    while engine.stats().entry_bytes * 4 > peak {
-        let batch: Vec<TimerHandle> = (0..1_000)
-            .map(|_| engine.schedule(Duration::from_secs(60), || {}).unwrap())
-            .collect();
-        for handle in batch {
-            assert!(handle.cancel());
-        }
-        clock.advance(Duration::from_millis(1));
-        rounds += 1;
-        assert!(
-            rounds <= 200,
-            "still {} of {peak} bytes held after {rounds} thousand more timers",
-            engine.stats().entry_bytes
-        );
-    }
-    assert_eq!(engine.pending(), 0);
 }

@@ -1,5 +1,4 @@
-//! The `tracing` feature's events, caught by a subscriber installed for the whole process (the
-//! events come from the engine's own threads). One test, so nothing else writes to the log.
+//! The `tracing` feature's events (one test: its subscriber is the whole process's).
 #![cfg(feature = "tracing")]
 
 use std::io;

@@ -1,8 +1,4 @@
-//! The tower middleware (`shardwheel::tower`): responses that beat their deadline cancel its
-//! timer, deadlines that pass first yield `shardwheel::Elapsed`, a deadline the engine refuses
-//! yields `Overloaded` without calling the inner service, errors of the inner service pass
-//! through boxed, and the layer works inside a `ServiceBuilder`. Time is a `ManualClock`
-//! throughout, and futures are polled by hand, so each step happens exactly when the test says.
+//! The tower middleware (`shardwheel::tower`): a deadline on each request, on a manual clock.
 
 #![cfg(feature = "tower")]
 #![cfg(not(loom))]
@@ -193,7 +189,7 @@ fn an_error_of_the_response_passes_through_and_cancels_the_timer() {
 }
 
 #[test]
-fn works_through_service_builder_and_clones() {
+fn the_layer_works_through_service_builder_and_its_clones() {
     let (clock, engine) = manual();
     let service = ServiceBuilder::new()
         .layer(TimeoutLayer::new(engine.clone(), 100 * MS))

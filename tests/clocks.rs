@@ -1,16 +1,141 @@
-//! `ManualClock::next_deadline` and `advance_to_next`: a test that jumps from one due timer
-//! to the next instead of guessing how far to move the clock.
+//! The manual clock: an advance runs what falls due, and `advance_to_next` finds the next timer.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+#![cfg(not(loom))]
+
+mod support;
+use support::{manual, one_shard_ticking, scaled};
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::thread;
 use std::time::Duration;
 
 use shardwheel::{ManualClock, TimerEngine};
 
-mod support;
-use support::manual;
-
 const SEC: Duration = Duration::from_secs(1);
+
+#[test]
+fn an_advance_waits_for_a_backlog_of_due_timers() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(1)
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let n = scaled(40_000);
+    for _ in 0..n {
+        let ran = ran.clone();
+        engine
+            .schedule(Duration::from_millis(1), move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(ran.load(Ordering::SeqCst), n);
+}
+
+#[test]
+fn advance_waits_for_due_timers_that_callbacks_schedule() {
+    let (clock, engine) = manual();
+    let engine = Arc::new(engine);
+    let ran = Arc::new(AtomicBool::new(false));
+    let (e, r) = (Arc::downgrade(&engine), ran.clone());
+    engine
+        .schedule(SEC, move || {
+            let engine = e.upgrade().unwrap();
+            let r = r.clone();
+            // Due at once: it must run within the same `advance`.
+            engine
+                .schedule(Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+                .unwrap();
+        })
+        .unwrap();
+    clock.advance(SEC);
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+/// A timer that schedules itself again with a zero delay, each run from the last one's
+/// callback: `engine` is held weakly, so the chain ends with the engine (or at `stop`).
+fn chain(engine: Weak<TimerEngine>, links: Arc<AtomicUsize>, stop: Arc<AtomicBool>) {
+    let Some(strong) = engine.upgrade() else {
+        return;
+    };
+    let _ = strong.schedule(Duration::ZERO, move || {
+        links.fetch_add(1, Ordering::SeqCst);
+        if !stop.load(Ordering::SeqCst) {
+            chain(engine, links, stop);
+        }
+    });
+}
+
+#[test]
+fn advance_returns_while_a_timer_keeps_scheduling_itself_due_at_once() {
+    let (clock, engine) = manual();
+    let engine = Arc::new(engine);
+    let (links, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    chain(Arc::downgrade(&engine), links.clone(), stop.clone());
+    let (done, returned) = std::sync::mpsc::channel();
+    let (advancing, counted) = (clock.clone(), links.clone());
+    thread::spawn(move || {
+        advancing.advance(Duration::from_millis(1));
+        done.send(counted.load(Ordering::SeqCst)).unwrap();
+    });
+    let waited = returned.recv_timeout(Duration::from_secs(60));
+    stop.store(true, Ordering::SeqCst);
+    let ran = waited.expect("advance never returned");
+    // The advance gives up after 1,024 rounds of a few links each (about three here).
+    assert!(ran > 1, "the chain ran within the advance");
+    assert!(ran <= 64 * 1024, "advance waited through {ran} links");
+}
+
+#[test]
+fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
+    // Below 4.096 µs a tick's 2^51 ticks (the most a deadline can count) end before the manual
+    // clock does (at 2^63 ns); a zero or past deadline is due all the same.
+    for tick in [
+        Duration::from_micros(1),
+        Duration::from_nanos(4_095),
+        Duration::from_millis(1),
+    ] {
+        let clock = ManualClock::new();
+        let engine = one_shard_ticking(&clock, tick);
+        clock.advance(Duration::MAX);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (r, s) = (ran.clone(), ran.clone());
+        engine
+            .schedule(Duration::ZERO, move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap_or_else(|e| panic!("a zero delay at a {tick:?} tick: {e}"));
+        engine
+            .schedule_at(clock.now() - Duration::from_secs(1), move || {
+                s.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap_or_else(|e| panic!("a past deadline at a {tick:?} tick: {e}"));
+        let mut sleep = Box::pin(engine.sleep(Duration::ZERO));
+        let mut queue = shardwheel::DelayQueue::new(&engine);
+        queue.insert("due", Duration::ZERO);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "at a {tick:?} tick");
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(
+            sleep.as_mut().poll(&mut cx).is_ready(),
+            "a zero sleep, {tick:?}"
+        );
+        match queue.poll_expired(&mut cx) {
+            Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "due"),
+            other => panic!("a value due now did not come out at a {tick:?} tick: {other:?}"),
+        }
+    }
+}
 
 fn counter() -> (Arc<AtomicUsize>, impl FnOnce() + Send + 'static) {
     let count = Arc::new(AtomicUsize::new(0));

@@ -1,4 +1,4 @@
-//! Configuring the default engine before its first use (a process of its own: one test).
+//! `build_global` configures the default engine before its first use (one test: its own process).
 
 #![cfg(not(loom))]
 
