@@ -238,9 +238,9 @@ fn a_reset_timer_is_reported_at_its_new_deadline() {
     assert_eq!(clock.next_deadline(), Some(start + 5 * SEC));
     assert!(earlier.reset(4 * SEC));
     assert_eq!(clock.advance_to_next(), Some(start + 4 * SEC));
-    assert!(earlier.is_expired() && later.is_pending());
+    assert!(earlier.is_fired() && later.is_pending());
     assert_eq!(clock.advance_to_next(), Some(start + 5 * SEC));
-    assert!(later.is_expired());
+    assert!(later.is_fired());
 }
 
 #[test]
@@ -262,7 +262,7 @@ fn advance_to_next_steps_through_a_repeating_timer_and_far_timers() {
     }
     assert!(heartbeat.cancel());
     assert_eq!(clock.advance_to_next(), Some(start + 86_400 * SEC));
-    assert!(day.is_expired());
+    assert!(day.is_fired());
     assert_eq!(clock.advance_to_next(), None);
 }
 

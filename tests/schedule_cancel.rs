@@ -119,7 +119,7 @@ fn every_timer_fires_once_or_is_cancelled_or_is_handed_back() {
     assert_eq!(stats.scheduled, total as u64);
     assert_eq!(stats.fired, fired as u64);
     assert_eq!(stats.cancelled, cancelled.len() as u64);
-    assert_eq!(stats.returned, unfired.len() as u64);
+    assert_eq!(stats.handed_back, unfired.len() as u64);
     assert_eq!(stats.pending, 0);
     assert_eq!(early.load(Ordering::SeqCst), 0, "a timer fired early");
 
@@ -284,15 +284,15 @@ fn cancel_succeeds_once_and_only_on_a_pending_timer() {
     let twice = engine.schedule(Duration::from_secs(1), || {}).unwrap();
     let late = engine.schedule(Duration::from_secs(1), || {}).unwrap();
     clock.advance(Duration::from_millis(1));
-    assert!(fired.is_expired());
+    assert!(fired.is_fired());
     assert!(!fired.cancel(), "cancel after fire");
     assert!(twice.cancel());
     assert!(!twice.cancel(), "cancel twice");
-    assert!(twice.is_cancelled() && !twice.is_expired() && !twice.is_pending());
+    assert!(twice.is_cancelled() && !twice.is_fired() && !twice.is_pending());
     let unfired = engine.shutdown();
     assert_eq!(unfired.len(), 1);
     assert!(!late.cancel(), "cancel after shutdown handed it back");
-    assert!(!late.is_pending() && !late.is_cancelled() && !late.is_expired());
+    assert!(!late.is_pending() && !late.is_cancelled() && !late.is_fired());
 }
 
 #[test]

@@ -76,8 +76,8 @@ fn schedule_racing_shutdown_loses_nothing() {
             "round {round}"
         );
         assert_eq!(stats.scheduled + refused as u64, 4_000);
-        assert_eq!(stats.fired + stats.returned, stats.scheduled);
-        assert_eq!(stats.returned, returned as u64);
+        assert_eq!(stats.fired + stats.handed_back, stats.scheduled);
+        assert_eq!(stats.handed_back, returned as u64);
         assert_eq!(stats.pending, 0);
     }
 }

@@ -188,7 +188,7 @@ fn memory_stays_flat_under_mixed_load() {
         stats.scheduled,
         stats.fired,
         stats.cancelled,
-        stats.returned,
+        stats.handed_back,
         repeats.load(Ordering::SeqCst),
     );
     println!("soak: live heap each second, KiB: {heap:?}");
@@ -207,10 +207,10 @@ fn memory_stays_flat_under_mixed_load() {
     assert_eq!(stats.pending, 0);
     assert_eq!(
         stats.scheduled,
-        stats.fired + stats.cancelled + stats.returned,
+        stats.fired + stats.cancelled + stats.handed_back,
         "scheduled = fired + cancelled + handed back"
     );
-    assert_eq!(stats.returned as usize, unfired.len());
+    assert_eq!(stats.handed_back as usize, unfired.len());
 
     // Warmed up after the first third; then the later half of what is left may not hold more
     // than the earlier half, beyond what timers in flight at a sample's instant explain.

@@ -98,7 +98,7 @@ fn round(seed: u64) -> usize {
     );
     assert_eq!(stats.fired as usize, fired);
     assert_eq!(stats.cancelled as usize, cancelled.len());
-    assert_eq!(stats.returned as usize, unfired.len());
+    assert_eq!(stats.handed_back as usize, unfired.len());
     assert_eq!(stats.pending, 0);
     stats.scheduled as usize
 }
