@@ -147,9 +147,12 @@
 //!   src/shard/lane.rs.
 //! - Repeating timers: src/timer/repeating.rs (fixed rate and fixed delay, `Repeat`); their
 //!   options: src/engine/repeat.rs.
-//! - Sleep and Timeout: src/timer/sleep.rs; Interval: src/timer/interval.rs.
+//! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval: src/timer/interval.rs;
+//!   what a refused one tells its holder: src/engine/refused.rs.
 //! - The delay queue: src/delay/queue.rs (the doc of `DelayQueue`) and src/delay/wheel.rs.
-//! - The cap: src/sync/cap.rs.
+//! - The cap: src/sync/cap.rs (and the sleeps waiting there for a place).
+//! - The default engine and the free functions: src/engine/global.rs; the engine a thread or
+//!   a task has entered: src/engine/scope.rs.
 //! - The slab: src/slab/chunk.rs; recycling: src/queue/recycle.rs.
 //! - Pinning and unpinning: src/placement/watch.rs, with src/placement/affinity.rs.
 //! - Lateness: src/shard/lateness.rs.

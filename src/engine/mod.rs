@@ -12,6 +12,8 @@
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 //! - `global`: the default engine, [`default_engine`].
 //! - `link`: `EngineLink`, what the layers above keep of an engine beyond a borrow of it.
+//! - `refused`: what a refused [`Sleep`](crate::Sleep), `Timeout` or `Interval` tells.
+//! - `scope`: [`EnterGuard`] and [`Scoped`], which engine the free functions use.
 
 mod api;
 mod builder;
@@ -22,8 +24,10 @@ mod global;
 #[cfg(test)]
 mod hooks;
 mod link;
+mod refused;
 mod repeat;
 mod routing;
+mod scope;
 mod shutdown;
 mod stats;
 #[cfg(all(test, not(loom)))]
@@ -39,6 +43,7 @@ pub use self::global::{
 };
 pub(crate) use self::link::EngineLink;
 pub use self::repeat::RepeatBuilder;
+pub use self::scope::{EnterGuard, Scoped};
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};
 

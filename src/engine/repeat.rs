@@ -1,6 +1,7 @@
 //! [`RepeatBuilder`]: the options of a repeating timer, for the forms that
 //! `TimerEngine::schedule_repeating` and its siblings do not name.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
@@ -31,7 +32,7 @@ use crate::timer::{Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 #[derive(Debug, Clone)]
 #[must_use = "a RepeatBuilder schedules nothing until `schedule` or `schedule_with`"]
 pub struct RepeatBuilder<'a> {
-    engine: &'a TimerEngine,
+    engine: Cow<'a, TimerEngine>,
     period: Duration,
     first: Option<Instant>,
     pace: Pace,
@@ -40,6 +41,10 @@ pub struct RepeatBuilder<'a> {
 
 impl<'a> RepeatBuilder<'a> {
     pub(super) fn new(engine: &'a TimerEngine, period: Duration) -> Self {
+        RepeatBuilder::with(Cow::Borrowed(engine), period)
+    }
+
+    fn with(engine: Cow<'a, TimerEngine>, period: Duration) -> Self {
         RepeatBuilder {
             engine,
             period,
@@ -47,6 +52,11 @@ impl<'a> RepeatBuilder<'a> {
             pace: Pace::FixedRate,
             key: None,
         }
+    }
+
+    /// A builder holding a clone of `engine` (for the free function `repeating`).
+    pub(super) fn owned(engine: TimerEngine, period: Duration) -> RepeatBuilder<'static> {
+        RepeatBuilder::with(Cow::Owned(engine), period)
     }
 
     /// The first run is due at `first` (at once if it is past) rather than a period from now.
@@ -72,7 +82,8 @@ impl<'a> RepeatBuilder<'a> {
     /// Schedules the timer, running `callback` on each run.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`], for the first run.
+    /// As [`TimerEngine::schedule`], for the first run; [`ScheduleError::ZeroPeriod`] for a
+    /// zero period.
     pub fn schedule<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut() + Send + 'static,
@@ -84,7 +95,8 @@ impl<'a> RepeatBuilder<'a> {
     /// cancel the timer or change its period.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`], for the first run.
+    /// As [`TimerEngine::schedule`], for the first run; [`ScheduleError::ZeroPeriod`] for a
+    /// zero period.
     pub fn schedule_with<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut(&mut Repeat) + Send + 'static,

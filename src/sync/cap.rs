@@ -7,14 +7,23 @@
 //! was cancelled while queued, on taking its unlink request if it was linked). A repeating
 //! timer holds one place for its whole life. So the cap bounds the engine's timer memory even
 //! while a shard or the callback pool is stalled. Engines without a cap have no count.
+//!
+//! A sleep refused a place waits for one: it leaves its waker here, and every release wakes
+//! all the wakers left (they race for the places freed; the losers leave theirs again).
 
-use super::{AtomicUsize, Ordering};
+use std::task::Waker;
+
+use super::{AtomicUsize, Mutex, Ordering};
 
 /// Counts timers pending against a limit. Only engines built with a cap have one, so engines
 /// without a cap pay nothing for it.
 pub(crate) struct Cap {
     limit: usize,
     used: AtomicUsize,
+    /// How many wakers `waiters` holds, read by every release.
+    waiting: AtomicUsize,
+    /// The tasks waiting for a place, each once.
+    waiters: Mutex<Vec<Waker>>,
 }
 
 impl Cap {
@@ -22,7 +31,36 @@ impl Cap {
         Cap {
             limit,
             used: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            waiters: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Leaves `waker` to be woken by the next release; returns whether a place is free now
+    /// (then the caller tries again rather than wait).
+    pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
+        {
+            let mut waiters = self.waiters.lock();
+            if !waiters.iter().any(|left| left.will_wake(waker)) {
+                waiters.push(waker.clone());
+            }
+            // SeqCst: with the load below, and `release`'s two: either the release sees this
+            // waker or this call sees the place it freed.
+            self.waiting.store(waiters.len(), Ordering::SeqCst);
+        }
+        // SeqCst: as above.
+        self.used.load(Ordering::SeqCst) < self.limit
+    }
+
+    /// Wakes every task waiting for a place (a place was freed, or the engine shut down).
+    pub(crate) fn wake_waiters(&self) {
+        let waiters = {
+            let mut waiters = self.waiters.lock();
+            // SeqCst: as in `wait_for_room`.
+            self.waiting.store(0, Ordering::SeqCst);
+            std::mem::take(&mut *waiters)
+        };
+        waiters.into_iter().for_each(Waker::wake);
     }
 
     /// Takes one place; false if the cap is reached.
@@ -50,8 +88,12 @@ impl Cap {
     /// Releases `n` places (timers the engine is done with).
     pub(crate) fn release(&self, n: usize) {
         if n > 0 {
-            // Relaxed: as above.
-            self.used.fetch_sub(n, Ordering::Relaxed);
+            // SeqCst: see `wait_for_room`.
+            self.used.fetch_sub(n, Ordering::SeqCst);
+            // SeqCst: as above.
+            if self.waiting.load(Ordering::SeqCst) > 0 {
+                self.wake_waiters();
+            }
         }
     }
 }
@@ -69,5 +111,25 @@ mod tests {
         cap.release(1);
         assert!(cap.try_take());
         assert!(!cap.try_take());
+    }
+
+    #[test]
+    fn a_release_wakes_the_tasks_waiting_for_a_place() {
+        use std::sync::atomic::AtomicUsize as Count;
+        struct Counting(Count);
+        impl std::task::Wake for Counting {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let cap = Cap::new(1);
+        assert!(cap.try_take());
+        let counter = std::sync::Arc::new(Counting(Count::new(0)));
+        let waker = Waker::from(counter.clone());
+        assert!(!cap.wait_for_room(&waker));
+        assert!(!cap.wait_for_room(&waker), "left once");
+        cap.release(1);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        assert!(cap.wait_for_room(&waker), "a place is free");
     }
 }

@@ -5,17 +5,20 @@
 //! - `repeating`: [`Repeat`], one run of a repeating timer, and the runner that re-arms the
 //!   timer after each run.
 //! - `schedule`: the one scheduling path every timer takes, one-shot or repeating.
-//! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
+//! - `sleep`: [`Sleep`], a future woken by the engine.
+//! - `timeout`: [`Timeout`], a future under a sleep's deadline.
 
 mod handle;
 mod interval;
 mod repeating;
 mod schedule;
 mod sleep;
+mod timeout;
 
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
 pub(crate) use schedule::{fresh, schedule, OneShot};
-pub use sleep::{Elapsed, Sleep, Timeout};
+pub use sleep::Sleep;
+pub use timeout::{Elapsed, Timeout};
