@@ -123,9 +123,12 @@
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
 //! - Repeating timers: src/timer/repeating.rs; their options: src/engine/repeat.rs.
-//! - Sleep and Timeout: src/timer/sleep.rs; Interval: src/timer/interval.rs.
+//! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval:
+//!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
+//! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
+//!   src/engine/scope.rs.
 //! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
-//! - The cap: src/sync/cap.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
+//! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
 //!

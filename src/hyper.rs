@@ -29,10 +29,9 @@
 //! [`ManualClock`](crate::ManualClock) also moves hyper's deadlines.
 //!
 //! hyper keeps the timer (a clone of the engine: one reference count) for as long as its
-//! builder and connections live, and so keeps the engine running. A sleep the engine refuses
-//! (at its `max_pending` cap, or shut down) ends at once, as [`TimerEngine::sleep`] does: hyper's
-//! timeout then fires at once (a connection waiting for its headers is closed), rather than
-//! never.
+//! builder and connections live, and so keeps the engine running. A sleep never fires early,
+//! as [`TimerEngine::sleep`] says: at the engine's `max_pending` cap it waits for a place, and
+//! after shutdown hyper's timeouts never fire.
 
 use std::pin::Pin;
 use std::time::{Duration, Instant};

@@ -142,8 +142,8 @@ pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
     default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
     schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
-    try_default_engine, BuildError, Builder, Lateness, RepeatBuilder, ScheduleError,
-    ScheduleErrorKind, ShardStats, Stats, TimerEngine, Unfired,
+    try_default_engine, BuildError, Builder, EnterGuard, Lateness, RepeatBuilder, ScheduleError,
+    ScheduleErrorKind, Scoped, ShardStats, Stats, TimerEngine, Unfired,
 };
 pub use time::ManualClock;
 pub use timer::{

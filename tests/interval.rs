@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
-use shardwheel::{Interval, ManualClock, MissedTickBehavior, TimerEngine};
+use shardwheel::{Interval, ManualClock, MissedTickBehavior, ScheduleErrorKind, TimerEngine};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -325,23 +325,27 @@ fn the_stream_ends_when_the_engine_shuts_down() {
 }
 
 #[test]
-fn tick_completes_at_once_after_shutdown() {
+fn after_shutdown_tick_waits_and_try_tick_says_why() {
     let (_clock, engine) = manual();
     let mut interval = engine.interval(Duration::from_secs(60));
     assert!(interval.tick().now_or_never().is_some());
     assert!(interval.tick().now_or_never().is_none());
     drop(engine.shutdown());
     for _ in 0..3 {
-        assert!(interval.tick().now_or_never().is_some(), "never hangs");
+        assert!(interval.tick().now_or_never().is_none(), "never early");
+        assert_eq!(
+            interval.try_tick().now_or_never(),
+            Some(Err(ScheduleErrorKind::Shutdown))
+        );
     }
     // One made after shutdown too.
     let mut late = engine.interval_at(engine.now() + Duration::from_secs(60), MS);
-    futures::executor::block_on(late.tick());
-    futures::executor::block_on(late.tick());
+    assert!(late.tick().now_or_never().is_none());
+    assert!(late.try_tick().now_or_never().unwrap().is_err());
 }
 
 #[test]
-fn tick_completes_at_the_cap_and_waits_again_once_there_is_room() {
+fn tick_waits_for_a_place_at_the_cap() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder()
         .manual_clock(&clock)
@@ -352,21 +356,19 @@ fn tick_completes_at_the_cap_and_waits_again_once_there_is_room() {
     engine.schedule(MS * 5, || {}).unwrap(); // takes the only place
     let mut interval = engine.interval(MS * 10);
     assert_eq!(interval.tick().now_or_never(), Some(start));
-    // Refused: completes at once rather than never, and however often it is polled, the
-    // rhythm does not run ahead of the clock.
+    // Refused: the tick waits for a place, however often it is polled.
     for _ in 0..5 {
-        assert_eq!(interval.tick().now_or_never(), Some(start + MS * 10));
+        assert_eq!(interval.tick().now_or_never(), None);
     }
     clock.advance(MS * 5); // the timer fires and gives its place back
-    assert_eq!(engine.pending(), 0);
     assert_eq!(ready_tick(&mut interval, &clock), None);
-    assert_eq!(engine.pending(), 1, "the interval holds its timer again");
+    assert_eq!(engine.pending(), 1, "the interval holds its timer");
     no_tick_until(&mut interval, &clock, start + MS * 10);
     assert_eq!(ready_tick(&mut interval, &clock), Some(start + MS * 10));
 }
 
 #[test]
-fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
+fn a_period_beyond_the_engines_range_never_ticks_again() {
     let (clock, engine) = manual();
     let start = engine.now();
     let mut interval = engine.interval(engine.max_delay() * 2);
@@ -381,7 +383,7 @@ fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
     clock.advance(engine.max_delay() + Duration::from_secs(1));
     assert_eq!(ready_tick(&mut interval, &clock), None);
     assert_eq!(ready_tick(&mut forever, &clock), None);
-    // A task waiting for the next tick is woken by the shutdown, and the tick completes.
+    // A task waiting for the next tick is woken by the shutdown; the tick never comes.
     let counter = Arc::new(CountingWaker::default());
     let waker = Waker::from(counter.clone());
     let mut cx = Context::from_waker(&waker);
@@ -389,8 +391,8 @@ fn a_period_beyond_the_engines_range_ticks_again_only_at_shutdown() {
     assert!(forever.poll_tick(&mut cx).is_pending());
     drop(engine.shutdown());
     assert_eq!(counter.count(), 2);
-    assert!(interval.poll_tick(&mut cx).is_ready());
-    assert!(forever.poll_tick(&mut cx).is_ready());
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    assert!(forever.poll_tick(&mut cx).is_pending());
     assert_eq!(
         interval.next().now_or_never(),
         Some(None),

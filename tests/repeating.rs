@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use shardwheel::{Repeat, RepeatBuilder, TimerEngine, TimerHandle};
+use shardwheel::{Repeat, RepeatBuilder, ScheduleError, TimerEngine, TimerHandle};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -256,20 +256,31 @@ fn a_fixed_delay_timer_can_change_its_period_and_start_at_an_instant() {
 }
 
 #[test]
-fn a_zero_period_repeats_once_a_tick_at_either_pace() {
+fn a_zero_period_is_refused_at_either_pace_and_set_later_repeats_once_a_tick() {
     for fixed_delay in [false, true] {
         let (clock, engine) = manual();
         let runs = Arc::new(AtomicUsize::new(0));
         let r = runs.clone();
-        let timer = paced(&engine, Duration::ZERO, fixed_delay)
+        let refused = paced(&engine, Duration::ZERO, fixed_delay)
             .schedule(move || {
                 r.fetch_add(1, Ordering::SeqCst);
             })
+            .unwrap_err();
+        assert!(matches!(refused, ScheduleError::ZeroPeriod(_)));
+        refused.into_inner()();
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            1,
+            "the callback is handed back"
+        );
+        // Set from inside a run, a zero period is taken as one tick.
+        let r = runs.clone();
+        let timer = paced(&engine, MS, fixed_delay)
+            .schedule_with(move |run| {
+                r.fetch_add(1, Ordering::SeqCst);
+                run.set_period(Duration::ZERO);
+            })
             .unwrap();
-        // The first run is due at once: the shard may make it before any advance, so the
-        // test waits for it rather than counting on either order.
-        clock.advance(Duration::ZERO);
-        assert_eq!(runs.load(Ordering::SeqCst), 1, "fixed delay: {fixed_delay}");
         for n in 2..=6 {
             clock.advance(MS);
             assert_eq!(runs.load(Ordering::SeqCst), n, "fixed delay: {fixed_delay}");

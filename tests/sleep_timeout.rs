@@ -14,7 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use shardwheel::{Elapsed, ManualClock, ScheduleError, Sleep, TimerEngine};
+use shardwheel::{Elapsed, ManualClock, ScheduleError, ScheduleErrorKind, Sleep, TimerEngine};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -289,20 +289,24 @@ fn a_timeout_gives_access_to_its_future() {
 }
 
 #[test]
-fn a_sleep_ends_when_its_engine_shuts_down() {
+fn a_sleep_wakes_its_task_at_shutdown_and_never_ends_early() {
     let engine = TimerEngine::builder().build().unwrap();
-    let waker = Waker::from(Arc::new(CountingWaker::default()));
+    let counter = Arc::new(CountingWaker::default());
+    let waker = Waker::from(counter.clone());
     let mut sleep = engine.sleep(Duration::from_secs(60));
     assert!(poll_once(&mut sleep, &waker).is_pending());
     drop(engine.shutdown());
-    assert!(poll_once(&mut sleep, &waker).is_ready());
-    // And a sleep asked of a stopped engine ends at once.
+    assert_eq!(counter.count(), 1, "woken by the shutdown");
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    assert_eq!(sleep.refused(), Some(ScheduleErrorKind::Shutdown));
+    // And a sleep asked of a stopped engine never ends either.
     let mut late = engine.sleep(Duration::from_secs(60));
-    assert!(poll_once(&mut late, &waker).is_ready());
+    assert!(poll_once(&mut late, &waker).is_pending());
+    assert_eq!(engine.pending(), 0);
 }
 
 #[test]
-fn the_try_forms_refuse_with_shutdown_where_the_plain_forms_end_at_once() {
+fn the_try_forms_refuse_with_shutdown_where_the_plain_forms_wait_and_say_why() {
     let engine = TimerEngine::builder().build().unwrap();
     let waker = Waker::from(Arc::new(CountingWaker::default()));
     let in_time = engine.now() + Duration::from_secs(60);
@@ -320,21 +324,18 @@ fn the_try_forms_refuse_with_shutdown_where_the_plain_forms_end_at_once() {
     assert_eq!(engine.try_sleep_until(in_time).err(), shutdown);
     assert_eq!(engine.try_timeout(MS, async {}).err(), shutdown);
     assert_eq!(engine.try_timeout_at(in_time, async {}).err(), shutdown);
-    // The plain forms complete at once instead.
-    assert_eq!(
-        engine.sleep(Duration::from_secs(60)).now_or_never(),
-        Some(())
-    );
+    // The plain forms never elapse instead, and say why.
+    let mut sleep = engine.sleep(Duration::from_secs(60));
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    assert_eq!(sleep.refused(), Some(ScheduleErrorKind::Shutdown));
     let pending = std::future::pending::<()>();
-    assert!(engine
-        .timeout(Duration::from_secs(60), pending)
-        .now_or_never()
-        .unwrap()
-        .is_err());
+    let mut timeout = engine.timeout(Duration::from_secs(60), pending);
+    assert!((&mut timeout).now_or_never().is_none());
+    assert_eq!(timeout.refused(), Some(ScheduleErrorKind::Shutdown));
 }
 
 #[test]
-fn the_try_forms_refuse_with_full_where_the_plain_forms_end_at_once() {
+fn the_try_forms_refuse_with_full_where_the_plain_forms_wait_and_say_why() {
     let engine = TimerEngine::builder().max_pending(2).build().unwrap();
     let in_time = engine.now() + Duration::from_secs(60);
     let mut held = engine.try_sleep(Duration::from_secs(60)).unwrap();
@@ -353,22 +354,19 @@ fn the_try_forms_refuse_with_full_where_the_plain_forms_end_at_once() {
         full
     );
     assert_eq!(engine.try_timeout_at(in_time, async {}).err(), full);
-    // The plain forms complete at once instead, as before.
-    assert_eq!(
-        engine.sleep(Duration::from_secs(60)).now_or_never(),
-        Some(())
-    );
+    // The plain forms wait for a permit instead, and say why.
+    let mut sleep = engine.sleep(Duration::from_secs(60));
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    assert_eq!(sleep.refused(), Some(ScheduleErrorKind::Full));
     let pending = std::future::pending::<()>();
-    assert!(engine
-        .timeout(Duration::from_secs(60), pending)
-        .now_or_never()
-        .unwrap()
-        .is_err());
+    let mut timeout = engine.timeout(Duration::from_secs(60), pending);
+    assert!((&mut timeout).now_or_never().is_none());
+    assert_eq!(timeout.refused(), Some(ScheduleErrorKind::Full));
     assert_eq!(engine.pending(), 2);
 }
 
 #[test]
-fn a_sleep_beyond_the_range_is_no_error_and_ends_only_at_shutdown() {
+fn a_sleep_beyond_the_range_is_no_error_and_never_ends() {
     let clock = ManualClock::new();
     let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
     let counter = Arc::new(CountingWaker::default());
@@ -397,16 +395,13 @@ fn a_sleep_beyond_the_range_is_no_error_and_ends_only_at_shutdown() {
     }
     assert_eq!(engine.pending(), 3);
     let woken = counter.count();
-    // The shutdown hands the stand-ins back, which ends the sleeps and wakes the task.
+    // The shutdown hands the stand-ins back, which wakes the task; the sleeps go on.
     drop(engine.shutdown());
     assert!(counter.count() >= woken + 3);
-    assert!(sleep.is_elapsed());
-    assert!(poll_once(&mut sleep, &waker).is_ready());
-    assert!(matches!(
-        poll_once(&mut timeout, &waker),
-        Poll::Ready(Err(_))
-    ));
-    assert!(poll_once(&mut forever, &waker).is_ready());
+    assert!(!sleep.is_elapsed());
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    assert!(poll_once(&mut timeout, &waker).is_pending());
+    assert!(poll_once(&mut forever, &waker).is_pending());
     // After the shutdown, a far sleep is refused like any other.
     assert!(engine.try_sleep(far).is_err());
 }

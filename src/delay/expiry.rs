@@ -12,6 +12,7 @@ use super::insert::push_due;
 use super::key::{Expired, Key};
 use super::queue::{DelayQueue, FAR};
 use super::wheel::InList;
+use crate::shard::Refusal;
 use crate::timer::Sleep;
 
 impl<T> DelayQueue<T> {
@@ -83,8 +84,12 @@ impl<T> DelayQueue<T> {
                 _ => self.waker = Some(cx.waker().clone()),
             }
             if let Some(sleep) = self.sleep.as_mut() {
-                if Pin::new(sleep).poll(cx).is_pending() {
-                    return Poll::Pending;
+                if Pin::new(&mut *sleep).poll(cx).is_pending() {
+                    if sleep.refusal() != Some(Refusal::Shutdown) {
+                        return Poll::Pending;
+                    }
+                    // The engine stopped since it was looked at: nothing will wake the task.
+                    self.stopped = true;
                 }
             }
         }

@@ -202,7 +202,10 @@ impl<T> InsertError<T> {
         match kind {
             ScheduleErrorKind::Shutdown => InsertError::Shutdown(value),
             ScheduleErrorKind::Full => InsertError::Full(value),
-            ScheduleErrorKind::DelayTooLong => InsertError::DelayTooLong(value),
+            // A queue's values have no period: only a deadline refuses them otherwise.
+            ScheduleErrorKind::DelayTooLong | ScheduleErrorKind::ZeroPeriod => {
+                InsertError::DelayTooLong(value)
+            }
         }
     }
 

@@ -152,7 +152,8 @@ impl TimerEngine {
     /// callback that panics stops its timer. [`repeating`](Self::repeating) sets up the rest.
     ///
     /// # Errors
-    /// As [`schedule`](Self::schedule), for the first run.
+    /// As [`schedule`](Self::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
+    /// zero period.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -283,12 +284,10 @@ impl TimerEngine {
         RepeatBuilder::new(self.shared(), period)
     }
 
-    /// A future that completes `delay` from now, woken by the engine: it needs no runtime of its
-    /// own and works under any executor. Dropping it cancels its timer. A sleep the engine
-    /// refuses (shut down, or at its cap) completes at once, so that nothing awaits a timer
-    /// that does not exist; that looks like an elapse, and [`try_sleep`](Self::try_sleep)
-    /// tells the refusal apart. One beyond [`max_delay`](Self::max_delay) completes only when
-    /// the engine shuts down (it holds a stand-in timer at the farthest deadline meanwhile).
+    /// A future that completes `delay` from now, never before, woken by the engine under any
+    /// executor. Dropping it cancels its timer. At the cap it waits for a place; after shutdown
+    /// it stays pending ([`Sleep::refused`] says why). Beyond [`max_delay`](Self::max_delay)
+    /// it never completes.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -324,7 +323,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown, and [`ScheduleError::Full`] if the engine
     /// holds as many timers as its cap allows, at the time of the call. The sleep takes its
-    /// timer when first polled; a refusal then (the cap filled since) ends it at once.
+    /// timer when first polled; a refusal then is a [`sleep`](Self::sleep)'s.
     ///
     /// ```
     /// use std::time::Duration;
@@ -363,9 +362,8 @@ impl TimerEngine {
     }
 
     /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
-    /// deadline came first (the future is then dropped with the `Timeout`). Like
-    /// [`sleep`](Self::sleep), a timeout the engine refuses (shut down, or at its cap) elapses
-    /// at once; [`try_timeout`](Self::try_timeout) tells the refusal apart.
+    /// deadline came first (the future is then dropped with the `Timeout`). Its deadline is a
+    /// [`sleep`](Self::sleep)'s: after shutdown it never comes, and the future runs alone.
     ///
     /// ```
     /// use std::time::Duration;
@@ -398,9 +396,9 @@ impl TimerEngine {
         Timeout::new(future.into_future(), self.sleep_until(deadline))
     }
 
-    /// As [`timeout`](Self::timeout), but a timeout the engine refuses is an error (and
-    /// `future` is dropped) rather than a timeout that has already elapsed. A delay beyond
-    /// [`max_delay`](Self::max_delay) is not an error here: the timeout then never elapses.
+    /// As [`timeout`](Self::timeout), but a timeout the engine would refuse now is an error (and
+    /// `future` is dropped). A delay beyond [`max_delay`](Self::max_delay) is not an error
+    /// here: the timeout then never elapses.
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
@@ -465,8 +463,9 @@ impl TimerEngine {
 
     /// Ticks every `period`, the first tick due at `start`: an [`Interval`], woken by the
     /// engine under any executor (see its docs for missed ticks, and for an engine that
-    /// refuses its timer). A zero period is taken as one engine tick ([`tick`](Self::tick)),
-    /// which [`Interval::period`] then returns.
+    /// refuses its timer). A zero period, which tokio's `interval_at` panics on, is taken as
+    /// one engine tick ([`tick`](Self::tick)); [`try_interval_at`](Self::try_interval_at)
+    /// refuses it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -481,6 +480,51 @@ impl TimerEngine {
     /// ```
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.shared().lane_for_task(), start, period)
+    }
+
+    /// As [`interval`](Self::interval), but a zero period, or a timer the engine would refuse
+    /// now, is an error.
+    ///
+    /// # Errors
+    /// [`ScheduleError::ZeroPeriod`] for a zero period, and those of
+    /// [`try_sleep`](Self::try_sleep).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardwheel::ScheduleError;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// assert!(engine.try_interval(Duration::from_secs(1)).is_ok());
+    /// let zero = engine.try_interval(Duration::ZERO);
+    /// assert!(matches!(zero, Err(ScheduleError::ZeroPeriod(()))));
+    /// ```
+    pub fn try_interval(&self, period: Duration) -> Result<Interval, ScheduleError<()>> {
+        self.try_interval_at(self.now(), period)
+    }
+
+    /// As [`try_interval`](Self::try_interval), the first tick due at `start`.
+    ///
+    /// # Errors
+    /// As [`try_interval`](Self::try_interval).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
+    /// let start = engine.now() + Duration::from_secs(5);
+    /// assert!(engine.try_interval_at(start, Duration::from_secs(1)).is_ok());
+    /// ```
+    pub fn try_interval_at(
+        &self,
+        start: Instant,
+        period: Duration,
+    ) -> Result<Interval, ScheduleError<()>> {
+        if period.is_zero() {
+            return Err(ScheduleError::ZeroPeriod(()));
+        }
+        let lane = self.shared().lane_for_task();
+        match lane.refusal_now() {
+            Some(refusal) => Err(ScheduleError::refused(refusal, ())),
+            None => Ok(Interval::new(lane, start, period)),
+        }
     }
 
     /// Whether `sleep` was made on this engine (its timers go to one of the engine's shards).

@@ -86,6 +86,8 @@ pub enum ScheduleError<F> {
     ///
     /// [`TimerEngine::max_delay`]: crate::TimerEngine::max_delay
     DelayTooLong(F),
+    /// A repeating timer or an interval asked for with a zero period.
+    ZeroPeriod(F),
 }
 
 impl<F> ScheduleError<F> {
@@ -118,7 +120,8 @@ impl<F> ScheduleError<F> {
         match self {
             ScheduleError::Shutdown(f)
             | ScheduleError::Full(f)
-            | ScheduleError::DelayTooLong(f) => f,
+            | ScheduleError::DelayTooLong(f)
+            | ScheduleError::ZeroPeriod(f) => f,
         }
     }
 
@@ -141,6 +144,7 @@ impl<F> ScheduleError<F> {
             ScheduleError::Shutdown(_) => ScheduleErrorKind::Shutdown,
             ScheduleError::Full(_) => ScheduleErrorKind::Full,
             ScheduleError::DelayTooLong(_) => ScheduleErrorKind::DelayTooLong,
+            ScheduleError::ZeroPeriod(_) => ScheduleErrorKind::ZeroPeriod,
         }
     }
 }
@@ -156,6 +160,8 @@ pub enum ScheduleErrorKind {
     Full,
     /// The deadline is beyond the engine's range or what `Instant` can represent.
     DelayTooLong,
+    /// The period of a repeating timer or an interval is zero.
+    ZeroPeriod,
 }
 
 impl fmt::Display for ScheduleErrorKind {
@@ -164,6 +170,7 @@ impl fmt::Display for ScheduleErrorKind {
             ScheduleErrorKind::Shutdown => "the timer engine has been shut down",
             ScheduleErrorKind::Full => "the timer engine holds its maximum of pending timers",
             ScheduleErrorKind::DelayTooLong => "the delay is beyond the timer engine's range",
+            ScheduleErrorKind::ZeroPeriod => "the period is zero",
         })
     }
 }
@@ -182,6 +189,7 @@ impl<F> fmt::Debug for ScheduleError<F> {
             ScheduleError::Shutdown(_) => "Shutdown",
             ScheduleError::Full(_) => "Full",
             ScheduleError::DelayTooLong(_) => "DelayTooLong",
+            ScheduleError::ZeroPeriod(_) => "ZeroPeriod",
         };
         write!(f, "{name}(..)")
     }

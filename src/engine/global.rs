@@ -1,6 +1,6 @@
 //! The default engine: one per process, started on first use or configured once before it by
-//! [`Builder::build_global`], and the free functions that schedule on it. It is never shut
-//! down; its threads end with the process.
+//! [`Builder::build_global`], and the free functions that schedule on it (or on the engine the
+//! thread has entered, see `scope`). It is never shut down; its threads end with the process.
 
 use std::future::IntoFuture;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -10,6 +10,7 @@ use super::api::TimerEngine;
 use super::builder::Builder;
 use super::error::{BuildError, ScheduleError};
 use super::repeat::RepeatBuilder;
+use super::scope::with_current;
 use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
@@ -85,7 +86,8 @@ impl Builder {
     }
 }
 
-/// [`TimerEngine::schedule`] on the [`default_engine`].
+/// [`TimerEngine::schedule`] on the [`default_engine`], or on the engine the thread has
+/// entered ([`TimerEngine::enter`]), as every free function.
 ///
 /// ```
 /// use std::time::Duration;
@@ -97,27 +99,27 @@ pub fn schedule<F>(delay: Duration, callback: F) -> Result<TimerHandle, Schedule
 where
     F: FnOnce() + Send + 'static,
 {
-    default_engine().schedule(delay, callback)
+    with_current(|engine| engine.schedule(delay, callback))
 }
 
-/// [`TimerEngine::schedule_at`] on the [`default_engine`].
+/// [`TimerEngine::schedule_at`] on the [`default_engine`] (or the entered one).
 pub fn schedule_at<F>(deadline: Instant, callback: F) -> Result<TimerHandle, ScheduleError<F>>
 where
     F: FnOnce() + Send + 'static,
 {
-    default_engine().schedule_at(deadline, callback)
+    with_current(|engine| engine.schedule_at(deadline, callback))
 }
 
-/// [`TimerEngine::schedule_repeating`] on the [`default_engine`].
+/// [`TimerEngine::schedule_repeating`] on the [`default_engine`] (or the entered one).
 pub fn schedule_repeating<F>(period: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
 where
     F: FnMut() + Send + 'static,
 {
-    default_engine().schedule_repeating(period, callback)
+    with_current(|engine| engine.schedule_repeating(period, callback))
 }
 
-/// [`TimerEngine::schedule_repeating_at`] on the [`default_engine`]: the first run at
-/// `first`, then every `period` at a fixed rate.
+/// [`TimerEngine::schedule_repeating_at`] on the [`default_engine`] (or the entered one):
+/// the first run at `first`, then every `period` at a fixed rate.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -134,11 +136,12 @@ pub fn schedule_repeating_at<F>(
 where
     F: FnMut() + Send + 'static,
 {
-    default_engine().schedule_repeating_at(first, period, callback)
+    with_current(|engine| engine.schedule_repeating_at(first, period, callback))
 }
 
-/// [`TimerEngine::schedule_repeating_with`] on the [`default_engine`]: a callback that can
-/// cancel its timer or change its period through the [`Repeat`] it is handed.
+/// [`TimerEngine::schedule_repeating_with`] on the [`default_engine`] (or the entered one): a
+/// callback that can cancel its timer or change its period through the [`Repeat`] it is
+/// handed.
 pub fn schedule_repeating_with<F>(
     period: Duration,
     callback: F,
@@ -146,11 +149,11 @@ pub fn schedule_repeating_with<F>(
 where
     F: FnMut(&mut Repeat) + Send + 'static,
 {
-    default_engine().schedule_repeating_with(period, callback)
+    with_current(|engine| engine.schedule_repeating_with(period, callback))
 }
 
-/// [`TimerEngine::repeating`] on the [`default_engine`]: a repeating timer's options, such as
-/// a fixed delay.
+/// [`TimerEngine::repeating`] on the [`default_engine`] (or the entered one): a repeating
+/// timer's options, such as a fixed delay.
 ///
 /// ```
 /// use std::time::Duration;
@@ -159,11 +162,11 @@ where
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
-    default_engine().repeating(period)
+    with_current(|engine| RepeatBuilder::owned(engine.shared().clone(), period))
 }
 
-/// [`TimerEngine::sleep`] on the [`default_engine`]: a future that completes `delay` from
-/// now, under any executor.
+/// [`TimerEngine::sleep`] on the [`default_engine`] (or the entered one): a future that
+/// completes `delay` from now, under any executor.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -172,16 +175,16 @@ pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
 /// assert!(start.elapsed() >= Duration::from_millis(20));
 /// ```
 pub fn sleep(delay: Duration) -> Sleep {
-    default_engine().sleep(delay)
+    with_current(|engine| engine.sleep(delay))
 }
 
-/// [`TimerEngine::sleep_until`] on the [`default_engine`].
+/// [`TimerEngine::sleep_until`] on the [`default_engine`] (or the entered one).
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    default_engine().sleep_until(deadline)
+    with_current(|engine| engine.sleep_until(deadline))
 }
 
-/// [`TimerEngine::timeout`] on the [`default_engine`]: `future`'s output, or
-/// [`Elapsed`](crate::Elapsed) if `delay` passes first.
+/// [`TimerEngine::timeout`] on the [`default_engine`] (or the entered one): `future`'s
+/// output, or [`Elapsed`](crate::Elapsed) if `delay` passes first.
 ///
 /// ```
 /// use std::time::Duration;
@@ -189,20 +192,20 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// assert_eq!(answer, Ok(42));
 /// ```
 pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
-    default_engine().timeout(delay, future)
+    with_current(|engine| engine.timeout(delay, future))
 }
 
-/// [`TimerEngine::timeout_at`] on the [`default_engine`].
+/// [`TimerEngine::timeout_at`] on the [`default_engine`] (or the entered one).
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-    default_engine().timeout_at(deadline, future)
+    with_current(|engine| engine.timeout_at(deadline, future))
 }
 
-/// [`TimerEngine::interval`] on the [`default_engine`].
+/// [`TimerEngine::interval`] on the [`default_engine`] (or the entered one).
 pub fn interval(period: Duration) -> Interval {
-    default_engine().interval(period)
+    with_current(|engine| engine.interval(period))
 }
 
-/// [`TimerEngine::interval_at`] on the [`default_engine`].
+/// [`TimerEngine::interval_at`] on the [`default_engine`] (or the entered one).
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
-    default_engine().interval_at(start, period)
+    with_current(|engine| engine.interval_at(start, period))
 }

@@ -11,6 +11,8 @@
 //! - `stats`: [`Stats`], [`ShardStats`] and the [`Lateness`] histogram.
 //! - `error`: [`BuildError`] and [`ScheduleError`].
 //! - `global`: the default engine, [`default_engine`].
+//! - `refused`: what a refused [`Sleep`](crate::Sleep), `Timeout` or `Interval` tells.
+//! - `scope`: [`EnterGuard`] and [`Scoped`], which engine the free functions use.
 
 mod api;
 mod builder;
@@ -19,8 +21,10 @@ mod error;
 mod global;
 #[cfg(test)]
 mod hooks;
+mod refused;
 mod repeat;
 mod routing;
+mod scope;
 mod shared;
 mod shutdown;
 mod stats;
@@ -36,6 +40,7 @@ pub use self::global::{
     try_default_engine,
 };
 pub use self::repeat::RepeatBuilder;
+pub use self::scope::{EnterGuard, Scoped};
 pub(crate) use self::shared::EngineShared;
 pub use self::shutdown::Unfired;
 pub use self::stats::{Lateness, ShardStats, Stats};

@@ -1,11 +1,13 @@
 //! [`RepeatBuilder`]: the options of a repeating timer, for the forms that
 //! `TimerEngine::schedule_repeating` and its siblings do not name.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use super::error::ScheduleError;
 use super::shared::EngineShared;
 use crate::shard::{Lane, Memory};
+use crate::sync::Arc;
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
 /// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating); nothing is scheduled
@@ -32,7 +34,7 @@ use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRep
 #[derive(Clone)]
 #[must_use = "a RepeatBuilder schedules nothing until `schedule` or `schedule_with`"]
 pub struct RepeatBuilder<'a> {
-    engine: &'a EngineShared,
+    engine: Cow<'a, Arc<EngineShared>>,
     period: Duration,
     first: Option<Instant>,
     pace: Pace,
@@ -40,7 +42,11 @@ pub struct RepeatBuilder<'a> {
 }
 
 impl<'a> RepeatBuilder<'a> {
-    pub(super) fn new(engine: &'a EngineShared, period: Duration) -> Self {
+    pub(super) fn new(engine: &'a Arc<EngineShared>, period: Duration) -> Self {
+        RepeatBuilder::with(Cow::Borrowed(engine), period)
+    }
+
+    fn with(engine: Cow<'a, Arc<EngineShared>>, period: Duration) -> Self {
         RepeatBuilder {
             engine,
             period,
@@ -48,6 +54,11 @@ impl<'a> RepeatBuilder<'a> {
             pace: Pace::FixedRate,
             key: None,
         }
+    }
+
+    /// A builder holding a clone of `engine` (for the free function `repeating`).
+    pub(super) fn owned(engine: Arc<EngineShared>, period: Duration) -> RepeatBuilder<'static> {
+        RepeatBuilder::with(Cow::Owned(engine), period)
     }
 
     /// The first run is due at `first` (at once if it is past) rather than a period from now.
@@ -73,7 +84,8 @@ impl<'a> RepeatBuilder<'a> {
     /// Schedules the timer, running `callback` on each run.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run.
+    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
+    /// zero period.
     pub fn schedule<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut() + Send + 'static,
@@ -85,7 +97,8 @@ impl<'a> RepeatBuilder<'a> {
     /// cancel the timer or change its period.
     ///
     /// # Errors
-    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run.
+    /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
+    /// zero period.
     pub fn schedule_with<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut(&mut Repeat) + Send + 'static,
@@ -101,7 +114,7 @@ impl<'a> RepeatBuilder<'a> {
             pace,
             key,
         } = self;
-        schedule_repeating(engine, key, first, period, pace, run)
+        schedule_repeating(&engine, key, first, period, pace, run)
     }
 }
 
@@ -126,6 +139,9 @@ fn schedule_repeating<R: RepeatFn>(
     pace: Pace,
     callback: R,
 ) -> Result<TimerHandle, ScheduleError<R::Value>> {
+    if period.is_zero() {
+        return Err(ScheduleError::ZeroPeriod(callback.into_value()));
+    }
     let lane = engine.lane(route);
     let clock = &engine.clock;
     let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {

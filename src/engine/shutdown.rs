@@ -198,6 +198,8 @@ impl Engine {
         // SeqCst: pairs with the fence a racing `schedule` passes after its push (see
         // `shard::lane`).
         fence(Ordering::SeqCst);
+        // The sleeps waiting for a place under the cap find the engine stopped.
+        self.core.shards[0].wake_room_waiters();
     }
 }
 
@@ -223,6 +225,7 @@ impl EngineShared {
             pool.join();
         }
         let unfired = self.collect(stopped);
+        self.shards[0].wake_room_waiters();
         crate::trace::shutdown_ended(self.id, unfired.len());
         unfired
     }

@@ -162,6 +162,19 @@ impl ShardShared {
         self.cap().is_none_or(Cap::has_room)
     }
 
+    /// Leaves `waker` to be woken when a place under the cap is freed or the engine shuts
+    /// down; returns whether a place is free now (then the caller tries again).
+    pub(crate) fn wait_for_room(&self, waker: &std::task::Waker) -> bool {
+        self.cap().is_none_or(|cap| cap.wait_for_room(waker))
+    }
+
+    /// Wakes every task waiting for a place under the cap (see `wait_for_room`).
+    pub(crate) fn wake_room_waiters(&self) {
+        if let Some(cap) = self.cap() {
+            cap.wake_waiters();
+        }
+    }
+
     /// Whether the engine has a cap on pending timers.
     pub(super) fn has_cap(&self) -> bool {
         self.cap().is_some()

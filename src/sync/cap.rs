@@ -6,13 +6,24 @@
 //! repeating timer stops. Every permit comes back through the drop of [`Permits`], and
 //! nowhere else. So the cap bounds the engine's timer memory even while a shard or the
 //! callback pool is stalled. Engines without a cap have no count and pay nothing.
+//!
+//! A sleep refused a permit waits for one: it leaves its waker here, and every give-back wakes
+//! all the wakers left (they race for the permits freed; the losers leave theirs again). The
+//! waiter stores `waiting` then reads `used`; the giver subtracts from `used` then reads
+//! `waiting`, all SeqCst: either the giver sees the waker or the waiter sees the room.
 
-use super::{AtomicUsize, Ordering};
+use std::task::Waker;
+
+use super::{AtomicUsize, Mutex, Ordering};
 
 /// Counts the permits timers hold against a limit.
 pub(crate) struct Cap {
     limit: usize,
     used: AtomicUsize,
+    /// How many wakers `waiters` holds, read by every give-back.
+    waiting: AtomicUsize,
+    /// The tasks waiting for a permit, each once.
+    waiters: Mutex<Vec<Waker>>,
 }
 
 /// Permits of an engine's cap (none if it has no cap), given back when dropped unless a timer
@@ -28,6 +39,44 @@ impl Cap {
         Cap {
             limit,
             used: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Leaves `waker` to be woken by the next give-back; returns whether a permit is free now
+    /// (then the caller tries again rather than wait).
+    pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
+        {
+            let mut waiters = self.waiters.lock();
+            if !waiters.iter().any(|left| left.will_wake(waker)) {
+                waiters.push(waker.clone());
+            }
+            // SeqCst: the waiter's half of the pair in the module documentation.
+            self.waiting.store(waiters.len(), Ordering::SeqCst);
+        }
+        // SeqCst: as above.
+        self.used.load(Ordering::SeqCst) < self.limit
+    }
+
+    /// Wakes every task waiting for a permit (one was given back, or the engine shut down).
+    pub(crate) fn wake_waiters(&self) {
+        let waiters = {
+            let mut waiters = self.waiters.lock();
+            // SeqCst: as in `wait_for_room`.
+            self.waiting.store(0, Ordering::SeqCst);
+            std::mem::take(&mut *waiters)
+        };
+        waiters.into_iter().for_each(Waker::wake);
+    }
+
+    /// Gives back `count` permits: the one place it is done (see the module documentation).
+    fn give_back(&self, count: usize) {
+        // SeqCst: the giver's half of the pair in the module documentation.
+        self.used.fetch_sub(count, Ordering::SeqCst);
+        // SeqCst: as above.
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.wake_waiters();
         }
     }
 
@@ -40,7 +89,9 @@ impl Cap {
             count: 1,
         };
         if before >= self.limit {
-            drop(taken);
+            // Relaxed: a permit never held is no room given, so no waiter needs waking.
+            self.used.fetch_sub(1, Ordering::Relaxed);
+            std::mem::forget(taken);
             return None;
         }
         Some(taken)
@@ -85,8 +136,7 @@ impl<'a> Permits<'a> {
 impl Drop for Permits<'_> {
     fn drop(&mut self) {
         if let (Some(cap), 1..) = (self.cap, self.count) {
-            // Relaxed: as in `take`.
-            cap.used.fetch_sub(self.count, Ordering::Relaxed);
+            cap.give_back(self.count);
         }
     }
 }
@@ -106,5 +156,25 @@ mod tests {
         assert_eq!(cap.used(), 1);
         drop(Permits::reclaim(Some(&cap), 1));
         assert_eq!(cap.used(), 0);
+    }
+
+    #[test]
+    fn a_give_back_wakes_the_tasks_waiting_for_a_permit() {
+        use std::sync::atomic::AtomicUsize as Count;
+        struct Counting(Count);
+        impl std::task::Wake for Counting {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let cap = Cap::new(1);
+        let held = Permits::take(Some(&cap)).expect("room for one");
+        let counter = std::sync::Arc::new(Counting(Count::new(0)));
+        let waker = Waker::from(counter.clone());
+        assert!(!cap.wait_for_room(&waker));
+        assert!(!cap.wait_for_room(&waker), "left once");
+        drop(held);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        assert!(cap.wait_for_room(&waker), "a permit is free");
     }
 }

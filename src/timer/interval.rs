@@ -8,12 +8,9 @@
 //! future that has not completed loses no tick.
 //!
 //! The instant a tick yields is the instant it was due, as asked (not rounded to the engine's
-//! tick). A tick is never yielded before the engine's clock has reached it, except where the
-//! engine refuses the timer (shut down, or at its cap): then the tick completes at once, as a
-//! refused `Sleep` does, so that a task awaiting an interval never hangs. A sleep that ended
-//! before its tick was due can only have been refused or handed back, and `poll_tick` asks
-//! for the timer once more before it takes the refusal (an engine that was full may have room
-//! again).
+//! tick). A tick is never yielded before the engine's clock has reached it: where the engine
+//! refuses the timer, the sleep waits (for a place under the cap) or stays pending (after
+//! shutdown), and so does the tick.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -118,15 +115,11 @@ fn duration_from_nanos(nanos: u128) -> Option<Duration> {
 ///   yields the instant it was due (not the instant it was polled).
 /// - **Missed ticks**: a tick yielded late is followed as the [`MissedTickBehavior`] says
 ///   (`Burst` by default).
-/// - **Refusals**: if the engine refuses the interval's timer (it has shut down, or holds
-///   its `max_pending` of timers), `tick` completes at once rather than never, as a
-///   [`Sleep`] does: a task awaiting an interval never hangs. Such a tick comes before the
-///   instant it yields. A refusal is judged when the tick is polled: an engine that was full
-///   and has room again takes the timer. The [`Stream`] instead ends (yields `None`) once the
-///   engine has shut down.
-/// - **Far periods**: a tick beyond the engine's [`max_delay`] does not come while the engine
-///   runs, as a sleep that long does not end; once the engine shuts down, `tick` completes at
-///   once and the [`Stream`] ends.
+/// - **Refusals**: as a [`Sleep`]'s: at the engine's cap a tick waits for a place (and may
+///   come late); after shutdown `tick` waits until dropped (its task is woken once), while
+///   [`try_tick`](Self::try_tick) returns the refusal and the [`Stream`] ends.
+/// - **Far periods**: a tick beyond the engine's [`max_delay`] does not come, as a sleep
+///   that long does not end.
 ///
 /// ```
 /// use std::time::Duration;
@@ -171,8 +164,7 @@ impl Interval {
     }
 
     /// Completes with the instant the next tick was due, once the engine's clock has reached
-    /// it (at once if it has already, or if the engine refuses the timer; see the type's
-    /// docs).
+    /// it (at once if it has already; never after shutdown, see the type's docs).
     ///
     /// Cancel safe: dropping the future before it completes (a `select!` whose other branch
     /// won, say) consumes no tick; the next call yields the same one.
@@ -210,30 +202,18 @@ impl Interval {
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         let Some(due) = self.next else {
-            // No tick is left that `Instant` can hold: the sleep is a far one, which ends only
-            // when the engine shuts down; the tick then completes at once, as a refused one
-            // does.
+            // No tick is left that `Instant` can hold: the sleep is a far one, which never
+            // ends.
             ready!(Pin::new(&mut self.sleep).poll(cx));
             return Poll::Ready(self.sleep.clock().now());
         };
         if self.sleep.clock().now() < due {
+            // The sleep ends only once the shard has turned the tick `due` rounds up to.
             ready!(Pin::new(&mut self.sleep).poll(cx));
-            // The sleep ended before the tick was due: the engine refused its timer, or handed
-            // it back at shutdown. Unless it has shut down, ask once more (a permit under the
-            // cap may have come free since); a second refusal completes the tick at once.
-            if self.sleep.clock().now() < due && !self.sleep.engine_stopped() {
-                let tick = self.sleep.clock().tick_at(due);
-                self.sleep.reset_to(tick);
-                ready!(Pin::new(&mut self.sleep).poll(cx));
-            }
         }
         let now = self.sleep.clock().now();
         let allowance = self.sleep.clock().tick() + ON_TIME_ALLOWANCE;
-        let next = if now < due {
-            // Yielded early, the engine having refused the timer: the rhythm starts again from
-            // now, rather than running one period further ahead with every refused poll.
-            now.checked_add(self.period)
-        } else if now.saturating_duration_since(due) > allowance {
+        let next = if now.saturating_duration_since(due) > allowance {
             self.missed.next_after_late(due, now, self.period)
         } else {
             due.checked_add(self.period)
@@ -361,6 +341,11 @@ impl Interval {
         self.missed = behavior;
     }
 
+    /// The interval's sleep, for the engine's refusal.
+    pub(crate) fn sleep(&self) -> &Sleep {
+        &self.sleep
+    }
+
     /// Makes the next tick due at `next` (`None`: never), moving the sleep there.
     fn move_next(&mut self, next: Option<Instant>) {
         self.next = next;
@@ -370,7 +355,7 @@ impl Interval {
 }
 
 /// The instants the ticks were due, as [`Interval::tick`] yields them. Unlike `tick`, the
-/// stream ends once the engine has shut down, rather than yielding at once ever after.
+/// stream ends once the engine has shut down, rather than waiting ever after.
 ///
 /// ```
 /// use std::time::Duration;
@@ -394,8 +379,6 @@ impl Stream for Interval {
             return Poll::Ready(None);
         }
         let due = ready!(this.poll_tick(cx));
-        // A tick that came because the engine shut down (or was refused by a stopped engine)
-        // is no tick.
-        Poll::Ready((!this.sleep.engine_stopped()).then_some(due))
+        Poll::Ready(Some(due))
     }
 }

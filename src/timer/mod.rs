@@ -4,15 +4,18 @@
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
 //! - `repeating`: [`Repeat`], one run of a repeating timer, and the runner that re-arms the
 //!   timer after each run.
-//! - `sleep`: [`Sleep`] and [`Timeout`], futures woken by the engine.
+//! - `sleep`: [`Sleep`], a future woken by the engine.
+//! - `timeout`: [`Timeout`], a future under a sleep's deadline.
 
 mod handle;
 mod interval;
 mod repeating;
 mod sleep;
+mod timeout;
 
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
-pub use sleep::{Elapsed, Sleep, Timeout};
+pub use sleep::Sleep;
+pub use timeout::{Elapsed, Timeout};

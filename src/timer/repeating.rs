@@ -53,6 +53,7 @@ impl Repeat {
 
     /// Spaces the runs after this one by `period`: at a fixed rate the next is due `period`
     /// after this run's [`due`](Self::due), at a fixed delay `period` after this run returns.
+    /// A zero period (refused when scheduling) is taken here as one engine tick.
     pub fn set_period(&mut self, period: Duration) {
         self.period = period;
         self.changed = true;

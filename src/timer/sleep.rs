@@ -1,11 +1,11 @@
-//! Async sleeps and timeouts, driven by the engine's shards with no runtime of their own.
+//! Async sleeps, driven by the engine's shards with no runtime of their own.
 //!
 //! A [`Sleep`] holds its deadline and gets a timer the first time it is polled before that
 //! deadline, as tokio's does: a timeout whose future is ready at once costs no timer at all.
 //! The timer's callback is the waker of the task that polled ([`Wake`]), which it wakes when
 //! it runs and also when it is dropped without running (handed back at shutdown), so a task
-//! awaiting a sleep never hangs because its engine went away. The sleep reads its timer's
-//! state word to learn whether it has ended: nothing is shared but the entry.
+//! awaiting a sleep learns that its engine went away. The sleep reads its timer's state word
+//! to learn whether it has ended: nothing is shared but the entry.
 //!
 //! Moved later, a sleep keeps its timer where it is and only notes the new deadline, so a
 //! connection's idle timeout pushed ahead on every read touches nothing shared. When that
@@ -20,26 +20,25 @@
 //!
 //! # Refusals
 //!
-//! The engine refuses a timer when it has shut down or holds as many as its `max_pending` cap
-//! allows (a shutdown that races the queueing counts as shut down). A sleep whose timer is
-//! refused ends at once, since a sleep that never ended would hang its task; that looks like
-//! an elapse. The `try_` constructors tell the two apart as far as the call can: they return
-//! `ScheduleError::Shutdown(())` or `ScheduleError::Full(())` if the engine would refuse a
-//! timer then. A deadline beyond the engine's `max_delay` is not a refusal: such a sleep ends
-//! only when the engine shuts down (a reset can still bring it within range). It holds a
-//! stand-in timer at the farthest deadline the engine takes, renewed whenever it comes due,
-//! so that the shutdown hands it back and wakes the task like any other.
+//! A sleep never ends before its deadline. The engine refuses a timer when it has shut down or
+//! holds as many as its `max_pending` cap allows (a shutdown that races the queueing counts as
+//! shut down). At the cap the sleep leaves its waker with the cap, which every release of a
+//! place wakes, and asks again then: it may end late, never early, and never spins. After
+//! shutdown nothing times it, and it stays pending; the shutdown wakes a task that awaited it
+//! (handing its timer back), and `refusal` tells why it has not ended. The `try_` constructors
+//! refuse up front instead. A deadline beyond the engine's `max_delay` is not a refusal: such
+//! a sleep does not end (a reset can still bring it within range). It holds a stand-in timer
+//! at the farthest deadline the engine takes, renewed whenever it comes due, so that the
+//! shutdown hands it back and wakes the task like any other.
 
-use std::error::Error;
 use std::fmt;
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use super::handle::{Timer, Withdrawn};
-use crate::entry::{unbox, Callback, EntryRef, StateWord};
+use crate::entry::{unbox, Callback, EntryRef, Lifecycle, StateWord};
 use crate::shard::{Lane, Memory, OneShot, Refusal};
 use crate::sync::Arc;
 use crate::time::TickClock;
@@ -88,6 +87,11 @@ fn reaches(state: StateWord, tick: u64) -> bool {
     state.deadline() >= tick
 }
 
+/// Whether a timer in state `state` fired (rather than was handed back) for deadline `tick`.
+fn fired_for(state: StateWord, tick: u64) -> bool {
+    state.lifecycle() == Lifecycle::Fired && reaches(state, tick)
+}
+
 /// Which waker a timer holds, told apart without holding a clone (as `Waker::will_wake`).
 #[derive(Clone, Copy)]
 struct WakerId(usize, &'static RawWakerVTable);
@@ -104,13 +108,13 @@ impl PartialEq for WakerId {
     }
 }
 
-/// A future that completes at a deadline. Made by [`TimerEngine::sleep`] and
-/// [`TimerEngine::sleep_until`] (which complete at once if the engine refuses the timer), or
-/// by [`TimerEngine::try_sleep`] and [`TimerEngine::try_sleep_until`] (which return the
-/// refusal instead).
+/// A future that completes at a deadline, never before. Made by [`TimerEngine::sleep`] and
+/// [`TimerEngine::sleep_until`], or by [`TimerEngine::try_sleep`] and
+/// [`TimerEngine::try_sleep_until`] (which return a refusal up front instead).
 ///
-/// It takes a timer on the engine when first polled, and dropping it cancels that timer. If
-/// the engine shuts down first, the sleep completes then.
+/// It takes a timer on the engine when first polled, and dropping it cancels that timer. At
+/// the engine's cap it waits for a place, so it may end late; after shutdown it stays pending
+/// (the shutdown wakes its task once). [`refused`](Self::refused) says which holds it back.
 ///
 /// Cancel safe: dropping it before it completes (a `select!` whose other branch won) loses
 /// nothing but its timer; a new sleep to the same deadline completes when this one would have.
@@ -121,11 +125,12 @@ impl PartialEq for WakerId {
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
-    /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep ends only at
-    /// shutdown.
+    /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep never ends.
     tick: u64,
-    /// The sleep has ended: its timer fired or was handed back, or the engine refused it.
+    /// The sleep has ended: its timer fired, or the shard turned its deadline.
     ended: bool,
+    /// The last poll found the engine at its cap: the sleep waits for a place.
+    full: bool,
     /// Where the sleep's timers go.
     lane: Arc<Lane>,
     /// The timer the last poll registered.
@@ -141,6 +146,7 @@ impl Sleep {
         Sleep {
             tick: tick.unwrap_or(FAR),
             ended: false,
+            full: false,
             lane: lane.clone(),
             timer: None,
         }
@@ -178,8 +184,20 @@ impl Sleep {
     }
 
     /// Whether the engine the sleep belongs to has shut down.
-    pub(super) fn engine_stopped(&self) -> bool {
+    pub(crate) fn engine_stopped(&self) -> bool {
         self.lane.shard().is_stopped()
+    }
+
+    /// Why the sleep has no timer and will not end on time, if so: the engine has shut down,
+    /// or its last poll found the engine at its cap.
+    pub(crate) fn refusal(&self) -> Option<Refusal> {
+        if self.is_elapsed() {
+            None
+        } else if self.engine_stopped() {
+            Some(Refusal::Shutdown)
+        } else {
+            self.full.then_some(Refusal::Full)
+        }
     }
 
     /// Whether the sleep has ended, or ends at its next poll by the task that polled it last.
@@ -202,11 +220,11 @@ impl Sleep {
             if state.is_pending() {
                 return false;
             }
-            if reaches(state, self.tick) {
+            if fired_for(state, self.tick) {
                 return true;
             }
         }
-        self.shard_turned_deadline() || self.engine_stopped()
+        self.shard_turned_deadline()
     }
 
     /// Whether the shard has turned the deadline's tick, so the sleep needs no timer. `FAR`
@@ -239,8 +257,8 @@ impl Sleep {
 
     /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
     /// sleep that has elapsed starts over). Pushing it later writes only the sleep, on an
-    /// engine without a cap. As with [`TimerEngine::sleep`], a timer the engine refuses ends
-    /// the sleep at once, and a deadline beyond [`max_delay`] ends it only at shutdown.
+    /// engine without a cap. As with [`TimerEngine::sleep`], a deadline beyond [`max_delay`]
+    /// does not end.
     ///
     /// ```
     /// use std::time::Duration;
@@ -341,12 +359,12 @@ impl Sleep {
     }
 
     /// Takes a timer that wakes `waker` at the deadline (a stand-in at the farthest tick for
-    /// a far sleep). Returns `false` if the sleep ended instead: the engine refused the timer.
-    fn register(&mut self, waker: &Waker) -> bool {
+    /// a far sleep), or returns why the engine refused it.
+    fn register(&mut self, waker: &Waker) -> Result<(), Refusal> {
         let Some(tick) = self.tick().or_else(|| self.clock().farthest_tick()) else {
             // The end of a manual clock's time: no tick is left to hold a stand-in at, and
             // nothing will ever come due.
-            return true;
+            return Ok(());
         };
         let wake = Wake(Some(waker.clone()));
         let lane = &self.lane;
@@ -356,12 +374,13 @@ impl Sleep {
                     entry,
                     waker: WakerId::of(waker),
                 });
-                true
+                self.full = false;
+                Ok(())
             }
-            Err((_, wake)) => {
+            Err((refusal, wake)) => {
                 wake.disarm();
-                self.ended = true;
-                false
+                self.full = refusal == Refusal::Full;
+                Err(refusal)
             }
         }
     }
@@ -372,6 +391,7 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        let mut asked_again = false;
         loop {
             if this.ended {
                 return Poll::Ready(());
@@ -382,14 +402,19 @@ impl Future for Sleep {
                     this.ended = true;
                     return Poll::Ready(());
                 }
-                if !this.register(cx.waker()) {
-                    return Poll::Ready(());
+                match this.register(cx.waker()) {
+                    Err(Refusal::Full) if this.lane.shard().wait_for_room(cx.waker()) => {
+                        // A place was freed meanwhile: ask once more, then come back later.
+                        if asked_again {
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        asked_again = true;
+                        continue;
+                    }
+                    // Held, waiting for a place, or shut down (nothing will time it).
+                    _ => return Poll::Pending,
                 }
-                if this.timer.is_none() && this.engine_stopped() {
-                    // A far sleep at the end of a manual clock's time ends at shutdown.
-                    return Poll::Ready(());
-                }
-                return Poll::Pending;
             };
             let state = registered.state();
             if state.is_pending() {
@@ -404,9 +429,13 @@ impl Future for Sleep {
             }
             // The timer fired or was handed back.
             this.timer = None;
-            if reaches(state, this.tick) || this.engine_stopped() {
+            if fired_for(state, this.tick) {
                 this.ended = true;
                 return Poll::Ready(());
+            }
+            if this.engine_stopped() {
+                // Handed back at shutdown: nothing will time the sleep now.
+                return Poll::Pending;
             }
             // The sleep was moved past its timer, or a far sleep's stand-in came due while the
             // engine runs: take a new timer, unless the deadline has passed.
@@ -426,175 +455,6 @@ impl fmt::Debug for Sleep {
             .field("deadline", &self.deadline())
             .field("elapsed", &self.is_elapsed())
             .finish()
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A future that gives up at a deadline. Made by [`TimerEngine::timeout`] and
-    /// [`TimerEngine::timeout_at`] (which elapse at once if the engine refuses the timer), or
-    /// by [`TimerEngine::try_timeout`] and [`TimerEngine::try_timeout_at`] (which return the
-    /// refusal instead).
-    ///
-    /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
-    /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
-    /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
-    /// Cancel safe as far as the future it runs is: dropping the timeout drops that future
-    /// and cancels the timer, and nothing else.
-    ///
-    /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
-    #[must_use = "futures do nothing unless you `.await` or poll them"]
-    pub struct Timeout<F> {
-        #[pin]
-        future: F,
-        sleep: Sleep,
-    }
-}
-
-impl<F> fmt::Debug for Timeout<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Timeout")
-            .field("sleep", &self.sleep)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<F> Timeout<F> {
-    pub(crate) fn new(future: F, sleep: Sleep) -> Self {
-        Timeout { future, sleep }
-    }
-
-    /// The future the timeout runs.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// assert!(!timeout.get_ref().is_elapsed());
-    /// ```
-    pub fn get_ref(&self) -> &F {
-        &self.future
-    }
-
-    /// The future the timeout runs, to change it. (A timeout that has been pinned gives this
-    /// access only if it is `Unpin`.)
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// timeout.get_mut().reset(Duration::from_secs(120));
-    /// let moved = timeout.get_ref().deadline().unwrap();
-    /// assert!(moved > engine.now() + Duration::from_secs(60));
-    /// ```
-    pub fn get_mut(&mut self) -> &mut F {
-        &mut self.future
-    }
-
-    /// The future the timeout runs, without the timeout (whose timer is cancelled).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// assert!((&mut timeout).now_or_never().is_none()); // polled: both hold timers
-    /// assert_eq!(engine.pending(), 2);
-    /// let inner = timeout.into_inner();
-    /// assert_eq!(engine.pending(), 1);
-    /// # drop(inner);
-    /// ```
-    pub fn into_inner(self) -> F {
-        self.future
-    }
-
-    /// The instant the timeout gives up at (`None`: beyond the engine's range, so only at
-    /// shutdown).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timeout = engine.timeout(Duration::from_secs(1), std::future::pending::<()>());
-    /// assert!(timeout.deadline().unwrap() > Instant::now());
-    /// ```
-    pub fn deadline(&self) -> Option<Instant> {
-        self.sleep.deadline()
-    }
-
-    /// Moves the deadline to `delay` from now, as [`Sleep::reset`] moves a sleep's: a timeout
-    /// that has elapsed but not yet been polled to its end gives its future that much longer.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
-    /// timeout.as_mut().reset(Duration::from_secs(60));
-    /// assert!(timeout.deadline().unwrap() > engine.now() + Duration::from_secs(30));
-    /// ```
-    pub fn reset(self: Pin<&mut Self>, delay: Duration) {
-        self.project().sleep.reset(delay);
-    }
-
-    /// As [`reset`](Self::reset), to an absolute deadline (as [`Sleep::reset_at`]).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
-    /// let later = engine.now() + Duration::from_secs(60);
-    /// timeout.as_mut().reset_at(later);
-    /// assert!(timeout.deadline().unwrap() >= later);
-    /// ```
-    pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
-        self.project().sleep.reset_at(deadline);
-    }
-}
-
-impl<F: Future> Future for Timeout<F> {
-    type Output = Result<F::Output, Elapsed>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match Pin::new(this.sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-/// The error of a [`Timeout`] whose deadline passed before its future completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Elapsed(());
-
-impl fmt::Display for Elapsed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadline has elapsed")
-    }
-}
-
-impl Error for Elapsed {}
-
-/// As tokio's: an elapsed timeout is an [`io::ErrorKind::TimedOut`] error, so `?` takes it
-/// in code that returns `io::Result`.
-///
-/// ```
-/// use std::time::Duration;
-/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-/// let read = async {
-///     let answer = engine.timeout(Duration::ZERO, std::future::pending::<()>()).await?;
-///     Ok::<(), std::io::Error>(answer)
-/// };
-/// let error = futures::executor::block_on(read).unwrap_err();
-/// assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
-/// ```
-impl From<Elapsed> for io::Error {
-    fn from(elapsed: Elapsed) -> Self {
-        io::Error::new(io::ErrorKind::TimedOut, elapsed)
     }
 }
 
