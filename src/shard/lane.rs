@@ -171,7 +171,7 @@ impl Lane {
         } else {
             Refusal::TooLong
         };
-        self.counts.add_rejected();
+        self.counts.add_rejected(refusal);
         Err(refusal)
     }
 
@@ -185,7 +185,7 @@ impl Lane {
         } else {
             return None;
         };
-        self.counts.add_rejected();
+        self.counts.add_rejected(refusal);
         Some(refusal)
     }
 

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use crossbeam_utils::CachePadded;
 
-use super::lane::Lane;
+use super::lane::{Lane, Refusal};
 use crate::sync::{owner_slot, Arc, AtomicU64, AtomicUsize, Ordering};
 
 /// `owner` before any thread has claimed the lane.
@@ -39,7 +39,8 @@ pub(crate) struct LaneCounts {
 struct Tally {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
-    rejected: AtomicU64,
+    /// By reason: `Refusal as usize`.
+    rejected: [AtomicU64; 3],
 }
 
 /// Which counter of a [`Tally`].
@@ -47,7 +48,7 @@ struct Tally {
 enum Count {
     Scheduled,
     Cancelled,
-    Rejected,
+    Rejected(Refusal),
 }
 
 impl Tally {
@@ -55,7 +56,7 @@ impl Tally {
         match count {
             Count::Scheduled => &self.scheduled,
             Count::Cancelled => &self.cancelled,
-            Count::Rejected => &self.rejected,
+            Count::Rejected(refusal) => &self.rejected[refusal as usize],
         }
     }
 }
@@ -159,15 +160,15 @@ impl LaneCounts {
     /// A schedule that raced shutdown and got its callback back: it counts as rejected.
     pub(super) fn unschedule(&self) {
         self.add(Count::Scheduled, u64::MAX);
-        self.add_rejected();
+        self.add_rejected(Refusal::Shutdown);
     }
 
     pub(crate) fn add_cancelled(&self) {
         self.add(Count::Cancelled, 1);
     }
 
-    pub(super) fn add_rejected(&self) {
-        self.add(Count::Rejected, 1);
+    pub(super) fn add_rejected(&self, refusal: Refusal) {
+        self.add(Count::Rejected(refusal), 1);
     }
 
     pub(crate) fn scheduled(&self) -> u64 {
@@ -178,8 +179,8 @@ impl LaneCounts {
         self.read(Count::Cancelled)
     }
 
-    pub(crate) fn rejected(&self) -> u64 {
-        self.read(Count::Rejected)
+    pub(crate) fn rejected_for(&self, refusal: Refusal) -> u64 {
+        self.read(Count::Rejected(refusal))
     }
 }
 
@@ -322,6 +323,9 @@ mod tests {
         counts.unschedule();
         assert_eq!(counts.scheduled(), 2);
         assert_eq!(counts.cancelled(), 2);
-        assert_eq!(counts.rejected(), 2);
+        assert_eq!(counts.rejected_for(Refusal::Shutdown), 2);
+        counts.add_rejected(Refusal::Full);
+        assert_eq!(counts.rejected_for(Refusal::Full), 1);
+        assert_eq!(counts.rejected_for(Refusal::TooLong), 0);
     }
 }
