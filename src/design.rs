@@ -33,6 +33,7 @@
 //! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
 //! delay      DelayQueue                                                    src/delay/
+//! metrics    the stats to the `metrics` facade (the `metrics` feature)     src/metrics.rs
 //! ```
 //!
 //! # The life of a timer
