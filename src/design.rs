@@ -32,6 +32,7 @@
 //! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
 //! delay      DelayQueue                                                    src/delay/
+//! metrics    the stats to the `metrics` facade (the `metrics` feature)     src/metrics.rs
 //! ```
 //!
 //! Inside a folder, files import one another without a circle, except src/entry/node.rs and

@@ -82,6 +82,8 @@
 //! - `tower`: `shardwheel::tower`, a timeout middleware on the engine's timers.
 //! - `hyper`: `hyper::rt::Timer` for [`TimerEngine`], so hyper's own timeouts run on it.
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
+//! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
+//!   and gauges of the `metrics` facade.
 //!
 //! ## Guarantees
 //!
@@ -125,6 +127,10 @@ pub mod tower;
 pub mod hyper;
 // Structures built on the engine: the delay queue:
 mod delay;
+// The statistics through the `metrics` facade (the `metrics` feature):
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 
 pub mod design;
 

@@ -10,7 +10,7 @@ use super::api::TimerEngine;
 use super::builder::Builder;
 use super::error::{BuildError, ScheduleError};
 use super::repeat::RepeatBuilder;
-use super::scope::with_current;
+use super::scope::entered;
 use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
@@ -208,4 +208,13 @@ pub fn interval(period: Duration) -> Interval {
 /// [`TimerEngine::interval_at`] on the [`default_engine`] (or the entered one).
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     with_current(|engine| engine.interval_at(start, period))
+}
+
+/// Runs `f` on the engine the free functions use on this thread now: the one entered, else
+/// the default engine.
+fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
+    match &entered() {
+        Some(engine) => f(engine),
+        None => f(default_engine()),
+    }
 }

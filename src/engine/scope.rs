@@ -11,24 +11,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::api::TimerEngine;
-use super::global::default_engine;
 
 thread_local! {
     /// The engine this thread has entered, if any.
     static ENTERED: RefCell<Option<TimerEngine>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` on the engine the free functions use on this thread now.
-pub(super) fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
-    // Cloned out, so that `f` runs with the thread-local free (it may enter an engine).
-    let entered = ENTERED
+/// The engine this thread has entered, if any (cloned out, so that the caller runs with the
+/// thread-local free: it may enter an engine).
+pub(super) fn entered() -> Option<TimerEngine> {
+    ENTERED
         .try_with(|entered| entered.borrow().clone())
         .ok()
-        .flatten();
-    match &entered {
-        Some(engine) => f(engine),
-        None => f(default_engine()),
-    }
+        .flatten()
 }
 
 /// Puts `engine` in the thread-local; returns what was there, or `Err` once the thread-local

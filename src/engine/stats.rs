@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::shared::EngineShared;
-use crate::shard::LATENESS_BUCKETS;
+use crate::shard::{Refusal, LATENESS_BUCKETS};
 
 /// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
 /// figure is exact once the threads that move it are quiet, and while they are not, `pending`
@@ -24,8 +24,14 @@ pub struct Stats {
     #[deprecated(since = "0.2.0", note = "use `handed_back`")]
     pub returned: u64,
     /// Timers refused: `schedule` calls (and sleeps) refused with `Full`, `DelayTooLong` or
-    /// `Shutdown`, and repeating timers whose re-arm met shutdown.
+    /// `Shutdown`, and repeating timers whose re-arm met shutdown. The sum of the three below.
     pub rejected: u64,
+    /// Timers refused with `Full`: the engine held `max_pending` timers.
+    pub rejected_full: u64,
+    /// Timers refused with `DelayTooLong`: due beyond [`max_delay`](crate::TimerEngine::max_delay).
+    pub rejected_too_long: u64,
+    /// Timers refused because the engine had shut down (a re-arm that met shutdown included).
+    pub rejected_shutdown: u64,
     /// Callbacks that panicked (caught; the engine went on).
     pub panicked: u64,
     /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - handed_back`.
@@ -101,16 +107,24 @@ pub struct ShardStats {
 /// assert!(lateness.p99().unwrap() >= Duration::from_millis(8));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// The histogram counts from the engine's start; [`since`](Self::since) gives the timers fired
+/// between two snapshots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lateness {
     /// Bucket 0: no lateness; bucket `i`: `[2^(i-1), 2^i)` nanoseconds.
     buckets: [u64; LATENESS_BUCKETS],
     max_nanos: u64,
+    sum_micros: u64,
 }
 
 impl Lateness {
-    fn new(buckets: [u64; LATENESS_BUCKETS], max_nanos: u64) -> Self {
-        Lateness { buckets, max_nanos }
+    fn new(buckets: [u64; LATENESS_BUCKETS], max_nanos: u64, sum_micros: u64) -> Self {
+        Lateness {
+            buckets,
+            max_nanos,
+            sum_micros,
+        }
     }
 
     fn merge(&mut self, other: &Lateness) {
@@ -118,6 +132,7 @@ impl Lateness {
             *mine += theirs;
         }
         self.max_nanos = self.max_nanos.max(other.max_nanos);
+        self.sum_micros += other.sum_micros;
     }
 
     /// How many timers fired.
@@ -125,9 +140,48 @@ impl Lateness {
         self.buckets.iter().sum()
     }
 
+    /// The lateness of every timer fired, added up, in whole microseconds (each turn's share
+    /// rounded up): with [`count`](Self::count), a mean (and a Prometheus `_sum`).
+    pub fn sum(&self) -> Duration {
+        Duration::from_micros(self.sum_micros)
+    }
+
     /// The largest lateness recorded (zero if none was).
     pub fn max(&self) -> Duration {
         Duration::from_nanos(self.max_nanos)
+    }
+
+    /// The timers fired after `earlier`, a snapshot of the same engine (or shard) taken
+    /// before this one. Counts and sum are exact; `max` is exact if these timers raised the
+    /// largest lateness, else the top of their highest bucket.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build()?;
+    /// engine.schedule(Duration::from_millis(3), || {})?;
+    /// clock.advance(Duration::from_millis(10));
+    /// let before = engine.stats().lateness;
+    /// engine.schedule(Duration::from_millis(1), || {})?;
+    /// clock.advance(Duration::from_millis(1));
+    /// let window = engine.stats().lateness.since(&before);
+    /// assert_eq!(window.count(), 1);
+    /// assert_eq!(window.sum(), Duration::from_millis(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn since(&self, earlier: &Lateness) -> Lateness {
+        let buckets: [u64; LATENESS_BUCKETS] =
+            std::array::from_fn(|i| self.buckets[i].saturating_sub(earlier.buckets[i]));
+        let max_nanos = if self.max_nanos > earlier.max_nanos {
+            self.max_nanos
+        } else {
+            buckets
+                .iter()
+                .rposition(|&n| n > 0)
+                .map_or(0, |top| bucket_top(top).min(self.max_nanos))
+        };
+        let sum_micros = self.sum_micros.saturating_sub(earlier.sum_micros);
+        Lateness::new(buckets, max_nanos, sum_micros)
     }
 
     /// An upper bound on the `q`-quantile (`q` from 0 to 1): the top of the bucket that holds
@@ -207,11 +261,14 @@ impl EngineShared {
             handed_back: 0,
             returned: 0,
             rejected: 0,
+            rejected_full: 0,
+            rejected_too_long: 0,
+            rejected_shutdown: 0,
             panicked: 0,
             pending: 0,
             callbacks_queued: 0,
             callbacks_running: 0,
-            lateness: Lateness::new([0; LATENESS_BUCKETS], 0),
+            lateness: Lateness::new([0; LATENESS_BUCKETS], 0, 0),
             entry_bytes: 0,
             shards: Vec::with_capacity(self.shards.len()),
         };
@@ -228,17 +285,28 @@ impl EngineShared {
             stats.fired += fired;
             stats.cancelled += cancelled;
             stats.handed_back += handed_back;
-            stats.rejected += lanes
-                .iter()
-                .map(|lane| lane.counts().rejected())
-                .sum::<u64>();
+            let rejected = |refusal| {
+                lanes
+                    .iter()
+                    .map(|lane| lane.counts().rejected_for(refusal))
+                    .sum::<u64>()
+            };
+            let (full, too_long, shutdown) = (
+                rejected(Refusal::Full),
+                rejected(Refusal::TooLong),
+                rejected(Refusal::Shutdown),
+            );
+            stats.rejected += full + too_long + shutdown;
+            stats.rejected_full += full;
+            stats.rejected_too_long += too_long;
+            stats.rejected_shutdown += shutdown;
             stats.panicked += shard.callbacks().panicked();
             stats.pending += pending;
             let (queued, running) = shard.callbacks().queued_and_running();
             stats.callbacks_queued += queued;
             stats.callbacks_running += running;
             let (buckets, max) = shard.lateness().snapshot();
-            let lateness = Lateness::new(buckets, max);
+            let lateness = Lateness::new(buckets, max, shard.lateness().sum_micros());
             stats.lateness.merge(&lateness);
             let entry_bytes: u64 = lanes
                 .iter()

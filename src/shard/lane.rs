@@ -19,7 +19,7 @@
 
 use std::ptr::NonNull;
 
-use super::owner::{LaneCounts, Ownership};
+use super::owner::{LaneCounts, Ownership, Refusal};
 use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
@@ -80,14 +80,6 @@ pub(crate) struct Lane {
     /// and given up after a spike (a trim) and when the engine or the lane is dropped.
     slab: Allocator<Entry>,
     shard: Arc<ShardShared>,
-}
-
-/// Why a timer was refused before it was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    Shutdown,
-    TooLong,
-    Full,
 }
 
 impl Lane {
@@ -171,7 +163,7 @@ impl Lane {
         } else {
             Refusal::TooLong
         };
-        self.counts.add_rejected();
+        self.counts.add_rejected(refusal);
         Err(refusal)
     }
 
@@ -185,7 +177,7 @@ impl Lane {
         } else {
             return None;
         };
-        self.counts.add_rejected();
+        self.counts.add_rejected(refusal);
         Some(refusal)
     }
 

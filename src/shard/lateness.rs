@@ -12,7 +12,8 @@
 //!
 //! The tick thread counts the timers a turn fires by deadline tick (a turn fires few distinct
 //! ones), and records them when it hands the turn's batch to the executor, with one clock read:
-//! the lateness is measured at that hand-over.
+//! the lateness is measured at that hand-over. It also adds their lateness to a sum, in
+//! microseconds (each record rounded up), so that the sum does not wrap within centuries.
 
 use crate::sync::Counter;
 
@@ -28,6 +29,8 @@ fn bucket_of(nanos: u64) -> usize {
 pub(crate) struct Lateness {
     buckets: [Counter; BUCKETS],
     max: Counter,
+    /// The sum of the lateness recorded, in microseconds.
+    sum_micros: Counter,
 }
 
 impl Lateness {
@@ -35,6 +38,7 @@ impl Lateness {
         Lateness {
             buckets: std::array::from_fn(|_| Counter::default()),
             max: Counter::default(),
+            sum_micros: Counter::default(),
         }
     }
 
@@ -42,6 +46,9 @@ impl Lateness {
     pub(super) fn record(&self, nanos: u64, count: u64) {
         self.buckets[bucket_of(nanos)].add_single_writer(count);
         self.max.raise_single_writer(nanos);
+        let micros = (u128::from(nanos) * u128::from(count)).div_ceil(1000);
+        self.sum_micros
+            .add_single_writer(u64::try_from(micros).unwrap_or(u64::MAX));
     }
 
     /// The counts per bucket and the largest lateness, in nanoseconds.
@@ -50,6 +57,11 @@ impl Lateness {
             std::array::from_fn(|i| self.buckets[i].get()),
             self.max.get(),
         )
+    }
+
+    /// The sum of the lateness recorded, in microseconds.
+    pub(crate) fn sum_micros(&self) -> u64 {
+        self.sum_micros.get()
     }
 }
 
@@ -82,5 +94,8 @@ mod tests {
         assert_eq!(buckets[20], 1);
         assert_eq!(buckets.iter().sum::<u64>(), 4);
         assert_eq!(max, 1_000_000);
+        assert_eq!(lateness.sum_micros(), 1 + 1_000 + 1);
+        lateness.record(1_500, 4);
+        assert_eq!(lateness.sum_micros(), 1_002 + 6);
     }
 }

@@ -20,9 +20,10 @@ mod signal;
 mod worker;
 
 pub(crate) use self::shared::ShardShared;
-pub(crate) use lane::{Lane, Memory, OneShot, Refusal, TimerKind};
+pub(crate) use lane::{Lane, Memory, OneShot, TimerKind};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]
 pub(crate) use owner::LaneCounts;
+pub(crate) use owner::Refusal;
 pub(crate) use worker::{Shard, Stopped};

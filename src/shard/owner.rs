@@ -17,6 +17,14 @@ use crossbeam_utils::CachePadded;
 
 use crate::sync::{owner_number, AtomicU64, AtomicUsize, Ordering};
 
+/// Why a timer was refused before it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Shutdown,
+    TooLong,
+    Full,
+}
+
 /// `owner` before any thread has claimed the lane.
 const NO_OWNER: usize = usize::MAX;
 /// `owner` once the engine is dropped and has freed the lane's spares: no thread claims it.
@@ -38,7 +46,8 @@ pub(crate) struct LaneCounts {
 struct Tally {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
-    rejected: AtomicU64,
+    /// By reason: `Refusal as usize`.
+    rejected: [AtomicU64; 3],
 }
 
 /// Which counter of a [`Tally`].
@@ -46,7 +55,7 @@ struct Tally {
 enum Count {
     Scheduled,
     Cancelled,
-    Rejected,
+    Rejected(Refusal),
 }
 
 impl Tally {
@@ -54,7 +63,7 @@ impl Tally {
         match count {
             Count::Scheduled => &self.scheduled,
             Count::Cancelled => &self.cancelled,
-            Count::Rejected => &self.rejected,
+            Count::Rejected(refusal) => &self.rejected[refusal as usize],
         }
     }
 }
@@ -185,15 +194,15 @@ impl LaneCounts {
     /// A schedule that raced shutdown and got its callback back: it counts as rejected.
     pub(super) fn unschedule(&self) {
         self.add(Count::Scheduled, u64::MAX);
-        self.add_rejected();
+        self.add_rejected(Refusal::Shutdown);
     }
 
     pub(crate) fn add_cancelled(&self) {
         self.add(Count::Cancelled, 1);
     }
 
-    pub(super) fn add_rejected(&self) {
-        self.add(Count::Rejected, 1);
+    pub(super) fn add_rejected(&self, refusal: Refusal) {
+        self.add(Count::Rejected(refusal), 1);
     }
 
     pub(crate) fn scheduled(&self) -> u64 {
@@ -204,8 +213,8 @@ impl LaneCounts {
         self.read(Count::Cancelled)
     }
 
-    pub(crate) fn rejected(&self) -> u64 {
-        self.read(Count::Rejected)
+    pub(crate) fn rejected_for(&self, refusal: Refusal) -> u64 {
+        self.read(Count::Rejected(refusal))
     }
 }
 
@@ -256,6 +265,9 @@ mod tests {
         counts.unschedule();
         assert_eq!(counts.scheduled(), 2);
         assert_eq!(counts.cancelled(), 2);
-        assert_eq!(counts.rejected(), 2);
+        assert_eq!(counts.rejected_for(Refusal::Shutdown), 2);
+        counts.add_rejected(Refusal::Full);
+        assert_eq!(counts.rejected_for(Refusal::Full), 1);
+        assert_eq!(counts.rejected_for(Refusal::TooLong), 0);
     }
 }
