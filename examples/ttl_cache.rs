@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use shardwheel::{DelayQueue, Key, TimerEngine};
+use shardwheel::{delay_queue::Key, DelayQueue, TimerEngine};
 use tokio::sync::{mpsc, oneshot};
 
 /// The command line.

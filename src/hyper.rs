@@ -30,7 +30,7 @@
 //!
 //! hyper keeps the timer (a clone of the engine: one reference count) for as long as its
 //! builder and connections live, and so keeps the engine running. A sleep never fires early,
-//! as [`TimerEngine::sleep`] says: at the engine's `max_pending` cap it waits for a place, and
+//! as [`TimerEngine::sleep`] says: at the engine's `max_pending` cap it waits for a permit, and
 //! after shutdown hyper's timeouts never fire.
 
 use std::pin::Pin;

@@ -75,6 +75,30 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## What is here
+//!
+//! | item | what it is for |
+//! |---|---|
+//! | [`TimerEngine`], [`Builder`], [`BuildError`] | an engine of your own, and its settings |
+//! | [`default_engine`], [`try_default_engine`] | the process's engine, behind the free functions |
+//! | [`TimerEngine::enter`], [`TimerEngine::scope`] ([`EnterGuard`], [`Scoped`]) | which engine the free functions use here: one per test |
+//! | [`ManualClock`] | time that moves only when a test says so |
+//! | [`schedule`], [`schedule_at`] | run a callback at a deadline |
+//! | [`schedule_repeating`], [`repeating`] ([`RepeatBuilder`], [`Repeat`]) | run it every period; the builder for every other option |
+//! | [`TimerHandle`], [`TimerState`] | cancel, reset or look at a timer |
+//! | [`ScheduleError`], [`ScheduleErrorKind`] | why a timer was refused, with the callback back |
+//! | [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`], [`interval_at`] | as `tokio::time`, under any executor |
+//! | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`], [`MissedTickBehavior`] | the futures and types they return |
+//! | [`DelayQueue`] and [`delay_queue`] | as tokio-util's `DelayQueue` |
+//! | [`Unfired`] | a timer handed back by [`TimerEngine::shutdown`] |
+//! | [`Task`] | a fired callback handed to [`Builder::spawn_callbacks`] |
+//! | [`stats`] | what [`TimerEngine::stats`] reports |
+//! | [`migration`] | each item of `tokio::time`, tokio-util's `DelayQueue` and tower's `timeout`, and its counterpart here |
+//!
+//! The free functions are `tokio::time`'s and the three ways to schedule a callback; each is
+//! the [`TimerEngine`] method of the same name on the engine entered, else the default engine.
+//! Everything else (keyed routing, the `try_` forms, statistics, shutdown) is a method.
+//!
 //! ## Features
 //!
 //! All off by default:
@@ -134,6 +158,9 @@ pub mod metrics;
 
 pub mod design;
 
+#[doc = include_str!("migration.md")]
+pub mod migration {}
+
 #[cfg(all(test, loom))]
 #[path = "../loom-tests/mod.rs"]
 mod loom_models;
@@ -143,15 +170,56 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
+/// Statistics: what [`TimerEngine::stats`] reports.
+pub mod stats {
+    pub use crate::engine::{Lateness, ShardStats, Stats};
+}
+
+/// The delay queue's keys, items and errors ([`DelayQueue`] is at the
+/// root), as tokio-util's `time::delay_queue`.
+pub mod delay_queue {
+    pub use crate::delay::{DelayQueue, Expired, Key, KeyError};
+}
+
+// The engine and its settings.
 pub use callbacks::Task;
-pub use delay::{DelayQueue, Expired, InsertError, Key, KeyError};
 pub use engine::{
-    default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
-    schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
-    try_default_engine, BuildError, Builder, EnterGuard, Lateness, RepeatBuilder, ScheduleError,
-    ScheduleErrorKind, Scoped, ShardStats, Stats, TimerEngine, Unfired,
+    default_engine, try_default_engine, BuildError, Builder, EnterGuard, Scoped, TimerEngine,
+    Unfired,
 };
 pub use time::ManualClock;
-pub use timer::{
-    Elapsed, Interval, MissedTickBehavior, Repeat, Sleep, Timeout, TimerHandle, TimerState,
+// Callbacks on a timer: scheduling, handles, repeating timers, refusals.
+pub use engine::{
+    repeating, schedule, schedule_at, schedule_repeating, RepeatBuilder, ScheduleError,
+    ScheduleErrorKind,
 };
+pub use timer::{Repeat, TimerHandle, TimerState};
+// As tokio::time: sleeps, timeouts, intervals.
+pub use engine::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
+pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout};
+// As tokio-util's DelayQueue.
+pub use delay::DelayQueue;
+
+// The old paths and names, for one release.
+#[allow(deprecated)]
+pub use delay::InsertError;
+#[allow(deprecated)]
+pub use engine::{schedule_repeating_at, schedule_repeating_with};
+/// Moved to [`delay_queue::Expired`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::Expired`")]
+pub type Expired<T> = delay::Expired<T>;
+/// Moved to [`delay_queue::Key`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::Key`")]
+pub type Key = delay::Key;
+/// Moved to [`delay_queue::KeyError`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::KeyError`")]
+pub type KeyError = delay::KeyError;
+/// Moved to [`stats::Stats`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::Stats`")]
+pub type Stats = engine::Stats;
+/// Moved to [`stats::ShardStats`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::ShardStats`")]
+pub type ShardStats = engine::ShardStats;
+/// Moved to [`stats::Lateness`].
+#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::Lateness`")]
+pub type Lateness = engine::Lateness;

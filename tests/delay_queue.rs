@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use proptest::prelude::*;
-use shardwheel::{DelayQueue, Expired, InsertError, ManualClock, TimerEngine};
+use shardwheel::{delay_queue::Expired, DelayQueue, ManualClock, ScheduleError, TimerEngine};
 
 #[test]
 fn a_batch_comes_out_soonest_deadline_first() {
@@ -390,11 +390,11 @@ fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {
 
     assert!(matches!(
         queue.try_insert("far", max * 2),
-        Err(InsertError::DelayTooLong("far"))
+        Err(ScheduleError::DelayTooLong("far"))
     ));
     assert!(matches!(
         queue.try_insert("forever", Duration::MAX),
-        Err(InsertError::DelayTooLong("forever"))
+        Err(ScheduleError::DelayTooLong("forever"))
     ));
     assert_eq!(queue.len(), 3);
 
@@ -441,12 +441,12 @@ fn inserts_after_shutdown_are_handed_back_or_due_at_once() {
     assert_eq!(count.count(), 0);
 
     match queue.try_insert(String::from("kept"), secs(1)) {
-        Err(InsertError::Shutdown(value)) => assert_eq!(value, "kept"),
+        Err(ScheduleError::Shutdown(value)) => assert_eq!(value, "kept"),
         other => panic!("expected Shutdown, got {other:?}"),
     }
     assert!(matches!(
         queue.try_insert_at(1.to_string(), Instant::now()),
-        Err(InsertError::Shutdown(_))
+        Err(ScheduleError::Shutdown(_))
     ));
     assert_eq!(queue.len(), 1);
 
@@ -507,7 +507,7 @@ fn a_full_engine_refuses_and_insert_makes_the_value_due_at_once() {
     let mut other = DelayQueue::new(&engine);
     assert!(matches!(
         other.try_insert("refused", secs(10)),
-        Err(InsertError::Full("refused"))
+        Err(ScheduleError::Full("refused"))
     ));
     assert!(other.is_empty());
     other.insert("due at once", secs(10));
@@ -687,7 +687,7 @@ fn a_far_value_comes_out_only_at_shutdown() {
     queue.insert("near", secs(1));
     assert!(matches!(
         queue.try_insert("refused", max + secs(1)),
-        Err(InsertError::DelayTooLong("refused"))
+        Err(ScheduleError::DelayTooLong("refused"))
     ));
     clock.advance(secs(1));
     assert_eq!(values(drain(&mut queue)), ["near"]);

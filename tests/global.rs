@@ -76,6 +76,7 @@ fn the_free_functions_run_on_one_default_engine() {
 }
 
 #[test]
+#[allow(deprecated)] // The old forms stay one release, and must still work.
 fn the_free_functions_schedule_every_form_of_repeating_timer() {
     let first = Instant::now() + Duration::from_secs(3600);
     let at = shardwheel::schedule_repeating_at(first, SEC, || {}).unwrap();

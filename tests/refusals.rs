@@ -122,6 +122,7 @@ fn a_sleep_at_the_cap_waits_for_a_place_then_ends_at_its_deadline() {
 }
 
 #[test]
+#[allow(deprecated)] // The old forms stay one release, and refuse it too.
 fn a_zero_period_is_refused_with_the_callback() {
     let engine = TimerEngine::builder().build().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

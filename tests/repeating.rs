@@ -73,7 +73,8 @@ fn a_callback_that_doubles_its_period_runs_at_the_expected_instants() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     let timer = engine
-        .schedule_repeating_with(SEC, move |run| {
+        .repeating(SEC)
+        .schedule_with(move |run| {
             r.lock()
                 .unwrap()
                 .push((c.now() - start, run.due() - start, run.period()));
@@ -104,7 +105,8 @@ fn a_new_period_keeps_a_fixed_rate_from_the_run_that_set_it() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     engine
-        .schedule_repeating_with(SEC, move |run| {
+        .repeating(SEC)
+        .schedule_with(move |run| {
             r.lock().unwrap().push(c.now() - start);
             if run.due() - start == 2 * SEC {
                 run.set_period(3 * SEC);
@@ -126,7 +128,9 @@ fn schedule_repeating_at_first_runs_at_the_chosen_instant() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     let timer = engine
-        .schedule_repeating_at(first, SEC, move || r.lock().unwrap().push(c.now() - start))
+        .repeating(SEC)
+        .first_at(first)
+        .schedule(move || r.lock().unwrap().push(c.now() - start))
         .unwrap();
     assert_eq!(timer.deadline(), first);
     for _ in 0..9 {
@@ -152,9 +156,9 @@ fn schedule_repeating_at_a_past_instant_runs_at_once_then_on_its_grid() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     engine
-        .schedule_repeating_at(start - Duration::from_millis(2500), SEC, move || {
-            r.lock().unwrap().push(c.now() - start)
-        })
+        .repeating(SEC)
+        .first_at(start - Duration::from_millis(2500))
+        .schedule(move || r.lock().unwrap().push(c.now() - start))
         .unwrap();
     clock.advance(Duration::ZERO);
     clock.advance(Duration::from_millis(499));
@@ -321,7 +325,8 @@ fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let timer = engine
-        .schedule_repeating_with(SEC, move |run: &mut Repeat| {
+        .repeating(SEC)
+        .schedule_with(move |run: &mut Repeat| {
             if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
                 assert!(run.cancel(), "the first cancel stops the timer");
                 assert!(!run.cancel(), "a second one finds it stopped");
@@ -428,7 +433,9 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
     let (_clock, engine) = manual();
     let too_far = engine.now() + engine.max_delay() * 2;
     let refused = engine
-        .schedule_repeating_at(too_far, SEC, || {})
+        .repeating(SEC)
+        .first_at(too_far)
+        .schedule(|| {})
         .unwrap_err();
     assert!(matches!(
         refused,
@@ -436,7 +443,8 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
     ));
     engine.shutdown();
     let refused = engine
-        .schedule_repeating_with(SEC, |run: &mut Repeat| {
+        .repeating(SEC)
+        .schedule_with(|run: &mut Repeat| {
             run.cancel();
         })
         .unwrap_err();
@@ -478,7 +486,8 @@ fn a_run_made_after_shutdown_cannot_cancel() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     engine
-        .schedule_repeating_with(SEC, move |run| {
+        .repeating(SEC)
+        .schedule_with(move |run| {
             let due = run.due() - start;
             // The run made after shutdown (due at 2 s) tries to cancel.
             let cancelled = due == 2 * SEC && run.cancel();

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::channel::oneshot;
 use futures::task::noop_waker_ref;
-use shardwheel::tower::{BoxError, Overloaded, Timeout, TimeoutLayer};
+use shardwheel::tower::{BoxError, Overloaded, TimeoutLayer, TimeoutService};
 use shardwheel::{Builder, Elapsed, ManualClock, ScheduleErrorKind, TimerEngine};
 use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
@@ -60,7 +60,7 @@ fn answered_later(
 #[test]
 fn a_response_before_the_deadline_is_returned_and_cancels_its_timer() {
     let (clock, engine) = manual();
-    let mut service = Timeout::new(answered_later(), engine.clone(), SEC);
+    let mut service = TimeoutService::new(answered_later(), engine.clone(), SEC);
     let (answer, answered) = oneshot::channel();
     let mut response = Box::pin(call_now(&mut service, answered));
     assert_eq!(
@@ -93,7 +93,7 @@ fn a_response_before_the_deadline_is_returned_and_cancels_its_timer() {
 #[test]
 fn a_deadline_that_passes_first_yields_elapsed() {
     let (clock, engine) = manual();
-    let mut service = Timeout::new(answered_later(), engine.clone(), SEC);
+    let mut service = TimeoutService::new(answered_later(), engine.clone(), SEC);
     let (answer, answered) = oneshot::channel::<&'static str>();
     let mut response = Box::pin(call_now(&mut service, answered));
 
@@ -155,14 +155,14 @@ fn the_inner_services_readiness_passes_through() {
     let (_clock, engine) = manual();
     let mut cx = Context::from_waker(noop_waker_ref());
 
-    let mut failing = Timeout::new(NeverReady { fail: true }, engine.clone(), SEC);
+    let mut failing = TimeoutService::new(NeverReady { fail: true }, engine.clone(), SEC);
     match failing.poll_ready(&mut cx) {
         Poll::Ready(Err(error)) => {
             assert_eq!(error.downcast_ref::<Unavailable>(), Some(&Unavailable))
         }
         other => panic!("expected the inner error, got {other:?}"),
     }
-    let mut waiting = Timeout::new(NeverReady { fail: false }, engine.clone(), SEC);
+    let mut waiting = TimeoutService::new(NeverReady { fail: false }, engine.clone(), SEC);
     assert!(waiting.poll_ready(&mut cx).is_pending());
     // Readiness has no deadline: nothing was scheduled.
     assert_eq!(engine.stats().scheduled, 0);
@@ -172,7 +172,7 @@ fn the_inner_services_readiness_passes_through() {
 fn an_error_of_the_response_passes_through_and_cancels_the_timer() {
     let (_clock, engine) = manual();
     let inner = service_fn(|()| async { Err::<(), _>(Unavailable) });
-    let mut service = Timeout::new(inner, engine.clone(), SEC);
+    let mut service = TimeoutService::new(inner, engine.clone(), SEC);
     let mut response = Box::pin(call_now(&mut service, ()));
     let error: BoxError = match poll_once(&mut response) {
         Poll::Ready(Err(error)) => error,
@@ -267,7 +267,7 @@ fn refused_now<F: Future<Output = Result<T, BoxError>> + Unpin, T: fmt::Debug>(
 fn at_the_cap_a_request_is_refused_as_overloaded_without_calling_the_service() {
     let (clock, engine) = on_manual_clock(TimerEngine::builder().max_pending(1));
     let calls = Arc::new(AtomicUsize::new(0));
-    let mut service = Timeout::new(counted(&calls), engine.clone(), SEC);
+    let mut service = TimeoutService::new(counted(&calls), engine.clone(), SEC);
 
     // The first request takes the engine's only place, and its service is slow.
     let (_slow, slow_answered) = oneshot::channel();
@@ -293,7 +293,7 @@ fn at_the_cap_a_request_is_refused_as_overloaded_without_calling_the_service() {
 fn after_shutdown_a_request_is_refused_as_overloaded_without_calling_the_service() {
     let (_clock, engine) = manual();
     let calls = Arc::new(AtomicUsize::new(0));
-    let mut service = Timeout::new(counted(&calls), engine.clone(), SEC);
+    let mut service = TimeoutService::new(counted(&calls), engine.clone(), SEC);
     assert!(engine.shutdown().is_empty());
 
     let (answer, answered) = oneshot::channel();
@@ -306,8 +306,10 @@ fn after_shutdown_a_request_is_refused_as_overloaded_without_calling_the_service
 
 #[test]
 fn on_the_default_engine_a_quick_request_is_answered() {
-    let service =
-        Timeout::on_default_engine(service_fn(|()| async { Ok::<_, Infallible>("pong") }), SEC);
+    let service = TimeoutService::on_default_engine(
+        service_fn(|()| async { Ok::<_, Infallible>("pong") }),
+        SEC,
+    );
     let reply = futures::executor::block_on(service.oneshot(()));
     assert_eq!(reply.unwrap(), "pong");
     let layer = TimeoutLayer::on_default_engine(SEC);
@@ -330,7 +332,7 @@ fn a_pending_response_keeps_the_engine_running_after_its_service_is_gone() {
     let stopped = Arc::new(AtomicBool::new(false));
     let flag = DropFlag(stopped.clone());
     engine.schedule(SEC * 3600, move || drop(flag)).unwrap();
-    let mut service = Timeout::new(answered_later(), engine, SEC);
+    let mut service = TimeoutService::new(answered_later(), engine, SEC);
     let (_answer, answered) = oneshot::channel();
     let mut response = Box::pin(call_now(&mut service, answered));
     drop(service);

@@ -4,10 +4,10 @@
 use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
-use super::key::{InsertError, Key, KeyError};
+use super::key::{Key, KeyError};
 use super::queue::{DelayQueue, Due, Item, FAR};
 use super::wheel::{InList, Link};
-use crate::engine::{EngineShared, ScheduleErrorKind};
+use crate::engine::{EngineShared, ScheduleError, ScheduleErrorKind};
 
 impl<T> DelayQueue<T> {
     /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
@@ -49,22 +49,22 @@ impl<T> DelayQueue<T> {
     /// As [`insert`](Self::insert), but a value the engine cannot serve is handed back.
     ///
     /// # Errors
-    /// [`InsertError::DelayTooLong`] if `delay` is beyond the engine's range,
-    /// [`InsertError::Shutdown`] if the engine was shut down, [`InsertError::Full`] if the
+    /// [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong) if `delay` is beyond the engine's range,
+    /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown) if the engine was shut down, [`ScheduleError::Full`](crate::ScheduleError::Full) if the
     /// queue's timer had to be armed (or moved earlier) and the engine, at its cap, refused.
     /// Each holds the value.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use shardwheel::InsertError;
+    /// use shardwheel::ScheduleError;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let mut queue = shardwheel::DelayQueue::new(&engine);
     /// assert!(queue.try_insert("ok", Duration::from_secs(1)).is_ok());
     /// let far = engine.max_delay() * 2;
-    /// assert!(matches!(queue.try_insert("far", far), Err(InsertError::DelayTooLong("far"))));
+    /// assert!(matches!(queue.try_insert("far", far), Err(ScheduleError::DelayTooLong("far"))));
     /// assert_eq!(queue.len(), 1);
     /// ```
-    pub fn try_insert(&mut self, value: T, delay: Duration) -> Result<Key, InsertError<T>> {
+    pub fn try_insert(&mut self, value: T, delay: Duration) -> Result<Key, ScheduleError<T>> {
         let (deadline, tick) = self.after(delay);
         self.try_insert_with(value, deadline, tick)
     }
@@ -81,7 +81,7 @@ impl<T> DelayQueue<T> {
     /// let key = queue.try_insert_at(5, Instant::now() + Duration::from_secs(1)).unwrap();
     /// assert_eq!(queue.remove(&key), Ok(5));
     /// ```
-    pub fn try_insert_at(&mut self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
+    pub fn try_insert_at(&mut self, value: T, deadline: Instant) -> Result<Key, ScheduleError<T>> {
         let tick = self.engine.clock().tick_at(deadline);
         self.try_insert_with(value, Some(deadline), tick)
     }
@@ -111,17 +111,17 @@ impl<T> DelayQueue<T> {
         value: T,
         deadline: Option<Instant>,
         tick: Option<u64>,
-    ) -> Result<Key, InsertError<T>> {
+    ) -> Result<Key, ScheduleError<T>> {
         let Some(tick) = tick else {
-            return Err(InsertError::DelayTooLong(value));
+            return Err(ScheduleError::DelayTooLong(value));
         };
         if self.stopped || self.engine.is_shutdown() {
-            return Err(InsertError::Shutdown(value));
+            return Err(ScheduleError::Shutdown(value));
         }
         let due_now = self.is_due(tick);
         if !due_now {
             if let Err(why) = self.cover(tick) {
-                return Err(InsertError::new(why, value));
+                return Err(ScheduleError::of_kind(why, value));
             }
         }
         let generation = self.ids.next();

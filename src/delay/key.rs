@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Instant;
 
-use crate::engine::ScheduleErrorKind;
+use crate::engine::ScheduleError;
 
 /// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
 ///
@@ -151,96 +151,7 @@ impl fmt::Display for KeyError {
 
 impl Error for KeyError {}
 
-/// Why [`DelayQueue::try_insert`](crate::DelayQueue::try_insert) did not take a value. Every
-/// variant hands the value back.
-///
-/// ```
-/// use std::time::Duration;
-/// use shardwheel::InsertError;
-/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-/// let mut queue = shardwheel::DelayQueue::new(&engine);
-/// engine.shutdown();
-/// match queue.try_insert("job", Duration::from_secs(1)) {
-///     Err(InsertError::Shutdown(value)) => assert_eq!(value, "job"),
-///     _ => unreachable!(),
-/// }
-/// assert!(queue.is_empty());
-/// ```
-#[derive(PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InsertError<T> {
-    /// The engine has been shut down.
-    Shutdown(T),
-    /// The engine holds as many pending timers as its cap allows.
-    Full(T),
-    /// The deadline is further away than the engine's range
-    /// ([`TimerEngine::max_delay`](crate::TimerEngine::max_delay)) or than `Instant` can
-    /// represent.
-    DelayTooLong(T),
-}
-
-impl<T> InsertError<T> {
-    /// The value that was not inserted.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let err = queue.try_insert(7, Duration::MAX).unwrap_err();
-    /// assert_eq!(err.into_inner(), 7);
-    /// ```
-    pub fn into_inner(self) -> T {
-        match self {
-            InsertError::Shutdown(value)
-            | InsertError::Full(value)
-            | InsertError::DelayTooLong(value) => value,
-        }
-    }
-
-    /// The error for `value`, refused for `kind`.
-    pub(super) fn new(kind: ScheduleErrorKind, value: T) -> Self {
-        match kind {
-            ScheduleErrorKind::Shutdown => InsertError::Shutdown(value),
-            ScheduleErrorKind::Full => InsertError::Full(value),
-            // A queue's values have no period: only a deadline refuses them otherwise.
-            ScheduleErrorKind::DelayTooLong | ScheduleErrorKind::ZeroPeriod => {
-                InsertError::DelayTooLong(value)
-            }
-        }
-    }
-
-    /// Why the value was refused, without it: an error that is `Send + Sync + 'static`
-    /// whatever the value is.
-    pub fn kind(&self) -> ScheduleErrorKind {
-        match self {
-            InsertError::Shutdown(_) => ScheduleErrorKind::Shutdown,
-            InsertError::Full(_) => ScheduleErrorKind::Full,
-            InsertError::DelayTooLong(_) => ScheduleErrorKind::DelayTooLong,
-        }
-    }
-}
-
-impl<T> From<InsertError<T>> for ScheduleErrorKind {
-    fn from(error: InsertError<T>) -> Self {
-        error.kind()
-    }
-}
-
-impl<T> fmt::Debug for InsertError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            InsertError::Shutdown(_) => "Shutdown",
-            InsertError::Full(_) => "Full",
-            InsertError::DelayTooLong(_) => "DelayTooLong",
-        };
-        write!(f, "{name}(..)")
-    }
-}
-
-impl<T> fmt::Display for InsertError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.kind(), f)
-    }
-}
-
-impl<T> Error for InsertError<T> {}
+/// The old name of the error [`DelayQueue::try_insert`](crate::DelayQueue::try_insert)
+/// returns, now the engine's [`ScheduleError`], with the same variants.
+#[deprecated(since = "0.2.0", note = "use `ScheduleError`")]
+pub type InsertError<T> = ScheduleError<T>;

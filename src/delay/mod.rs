@@ -7,7 +7,7 @@
 //! - `wheel`: the queue's own timing wheel, where values wait for their ticks.
 //! - `values`: where the values live: a vector with a free list, which shrinks as the
 //!   queue empties, keeping what a fill used if it filled a quarter of it.
-//! - `key`: [`Key`], [`Expired`], and the errors [`KeyError`] and [`InsertError`].
+//! - `key`: [`Key`], [`Expired`], and [`KeyError`].
 
 mod expiry;
 mod insert;
@@ -16,5 +16,7 @@ mod queue;
 mod values;
 mod wheel;
 
-pub use key::{Expired, InsertError, Key, KeyError};
+#[allow(deprecated)]
+pub use key::InsertError;
+pub use key::{Expired, Key, KeyError};
 pub use queue::DelayQueue;

@@ -78,13 +78,13 @@ const ID_BLOCK: u64 = 1 << 12;
 /// - A deadline beyond the engine's range ([`TimerEngine::max_delay`]) or beyond what `Instant`
 ///   can represent: [`insert`](Self::insert) keeps the value until the engine shuts down (or
 ///   until it is reset to a nearer deadline, or removed); [`try_insert`](Self::try_insert)
-///   returns [`InsertError::DelayTooLong`](super::InsertError::DelayTooLong) with the value.
+///   returns [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong) with the value.
 /// - An engine shut down: `insert` makes the value due at once; `try_insert` returns
-///   [`InsertError::Shutdown`](super::InsertError::Shutdown) with the value.
+///   [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown) with the value.
 /// - An engine at its cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the
 ///   queue's timer must be armed or moved earlier: `insert` (and a reset) makes
 ///   the value due at once, so nothing waits for a timer that will never run; `try_insert`
-///   returns [`InsertError::Full`](super::InsertError::Full) with the value. If the timer is
+///   returns [`ScheduleError::Full`](crate::ScheduleError::Full) with the value. If the timer is
 ///   refused when a poll re-arms it, the values of the earliest tick come out then.
 /// - When the engine shuts down, the queue's timer is handed back, and dropping (or running)
 ///   it wakes the task polling the queue; from then on every value comes out as if due,

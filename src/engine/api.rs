@@ -34,14 +34,14 @@ pub struct TimerEngine {
 }
 
 impl TimerEngine {
-    pub(super) fn new(core: Arc<EngineShared>, threads: Threads) -> Self {
+    pub(super) fn new(shared: Arc<EngineShared>, threads: Threads) -> Self {
         TimerEngine {
-            engine: StdArc::new(Engine::new(core, threads)),
+            engine: StdArc::new(Engine::new(shared, threads)),
         }
     }
 
     pub(crate) fn shared(&self) -> &Arc<EngineShared> {
-        &self.engine.core
+        &self.engine.shared
     }
 
     pub(super) fn engine(&self) -> &Engine {
@@ -49,8 +49,8 @@ impl TimerEngine {
     }
 
     pub(super) fn add_shard_thread(&self, thread: JoinHandle<Stopped>) {
-        if let Phase::Running(runners) = &mut *self.engine.shutdown.lock() {
-            runners.shard_threads.push(thread);
+        if let Phase::Running(threads) = &mut *self.engine.shutdown.lock() {
+            threads.shard_threads.push(thread);
         }
     }
 
@@ -185,15 +185,11 @@ impl TimerEngine {
         self.repeating(period).schedule(callback)
     }
 
-    /// As [`schedule_repeating`](Self::schedule_repeating), routed by `key`, so a connection's
-    /// heartbeat shares a shard with its other timers.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let heartbeat = engine.schedule_repeating_keyed(42, Duration::from_secs(10), || {}).unwrap();
-    /// assert!(heartbeat.cancel());
-    /// ```
+    /// Use `repeating(period).keyed(key).schedule(callback)`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `repeating(period).keyed(key).schedule(callback)`"
+    )]
     pub fn schedule_repeating_keyed<F>(
         &self,
         key: u64,
@@ -206,20 +202,11 @@ impl TimerEngine {
         self.repeating(period).keyed(key).schedule(callback)
     }
 
-    /// As [`schedule_repeating`](Self::schedule_repeating), the first run due at `first` (at
-    /// once if it is past) and run `n` at `first + n·period`.
-    ///
-    /// # Errors
-    /// As [`schedule`](Self::schedule), for the first run.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let first = engine.now() + Duration::from_secs(60);
-    /// let report = engine.schedule_repeating_at(first, Duration::from_secs(3600), || {}).unwrap();
-    /// assert!(report.deadline() >= first);
-    /// # report.cancel();
-    /// ```
+    /// Use `repeating(period).first_at(first).schedule(callback)`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `repeating(period).first_at(first).schedule(callback)`"
+    )]
     pub fn schedule_repeating_at<F>(
         &self,
         first: Instant,
@@ -232,34 +219,11 @@ impl TimerEngine {
         self.repeating(period).first_at(first).schedule(callback)
     }
 
-    /// As [`schedule_repeating`](Self::schedule_repeating), with a callback handed each run as
-    /// a [`Repeat`], through which it can cancel its timer or change its period.
-    ///
-    /// # Errors
-    /// As [`schedule`](Self::schedule), for the first run.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut tries = 0;
-    /// let retry = engine
-    ///     .schedule_repeating_with(Duration::from_secs(1), move |run| {
-    ///         tries += 1;
-    ///         if tries == 3 {
-    ///             run.cancel(); // gave up
-    ///         } else {
-    ///             run.set_period(run.period() * 2); // back off
-    ///         }
-    ///     })
-    ///     .unwrap();
-    /// let start = clock.now();
-    /// for after in [1, 3, 7] {
-    ///     assert_eq!(clock.advance_to_next(), Some(start + Duration::from_secs(after)));
-    /// }
-    /// assert!(retry.is_cancelled());
-    /// assert_eq!(clock.advance_to_next(), None);
-    /// ```
+    /// Use `repeating(period).schedule_with(callback)`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `repeating(period).schedule_with(callback)`"
+    )]
     pub fn schedule_repeating_with<F>(
         &self,
         period: Duration,
@@ -285,7 +249,7 @@ impl TimerEngine {
     }
 
     /// A future that completes `delay` from now, never before, woken by the engine under any
-    /// executor. Dropping it cancels its timer. At the cap it waits for a place; after shutdown
+    /// executor. Dropping it cancels its timer. At the cap it waits for a permit; after shutdown
     /// it stays pending ([`Sleep::refused`] says why). Beyond [`max_delay`](Self::max_delay)
     /// it never completes.
     ///

@@ -105,7 +105,7 @@ impl TimerEngine {
 
 impl Builder {
     /// The number of shards, each with its own wheel and tick thread. Default: one per
-    /// available core. At most 1024.
+    /// available shared. At most 1024.
     ///
     /// ```
     /// let engine = shardwheel::TimerEngine::builder().shards(3).build().unwrap();
@@ -281,13 +281,13 @@ impl Builder {
     /// ```
     pub fn build(self) -> Result<TimerEngine, BuildError> {
         let pin = self.pin;
-        let (core, shards, pool) = self.assemble()?;
+        let (shared, shards, pool) = self.assemble()?;
         let cpus = if pin {
             Some(crate::pinning::cpus()).filter(|cpus| !cpus.is_empty())
         } else {
             None
         };
-        let engine = TimerEngine::new(core, Threads::with_pool(pool));
+        let engine = TimerEngine::new(shared, Threads::with_pool(pool));
         // Each tick thread says when it has pinned itself (or been refused), so the stats
         // say where it runs from the moment `build` returns.
         let (ready, pinned) = std::sync::mpsc::channel::<()>();
@@ -381,13 +381,13 @@ impl Builder {
             .enumerate()
             .map(|(index, lanes)| Shard::new(lanes.clone(), executor.for_shard(index)))
             .collect();
-        let core = Arc::new(EngineShared {
+        let shared = Arc::new(EngineShared {
             id: engine,
             shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
             clock,
             inflight,
         });
-        Ok((core, shards, pool))
+        Ok((shared, shards, pool))
     }
 }

@@ -100,6 +100,16 @@ impl<F> ScheduleError<F> {
         }
     }
 
+    /// The error of kind `kind`, handing `value` back.
+    pub(crate) fn of_kind(kind: ScheduleErrorKind, value: F) -> Self {
+        match kind {
+            ScheduleErrorKind::Shutdown => ScheduleError::Shutdown(value),
+            ScheduleErrorKind::Full => ScheduleError::Full(value),
+            ScheduleErrorKind::DelayTooLong => ScheduleError::DelayTooLong(value),
+            ScheduleErrorKind::ZeroPeriod => ScheduleError::ZeroPeriod(value),
+        }
+    }
+
     /// The error for a timer that was not queued (see `timer::schedule`), handing `callback`
     /// back.
     pub(super) fn not_queued((refusal, callback): (Refusal, F)) -> Self {

@@ -118,16 +118,11 @@ where
     with_current(|engine| engine.schedule_repeating(period, callback))
 }
 
-/// [`TimerEngine::schedule_repeating_at`] on the [`default_engine`] (or the entered one):
-/// the first run at `first`, then every `period` at a fixed rate.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let first = Instant::now() + Duration::from_secs(60);
-/// let report = shardwheel::schedule_repeating_at(first, Duration::from_secs(3600), || {})?;
-/// assert!(report.cancel());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// Use `repeating(period).first_at(first).schedule(callback)`.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `repeating(period).first_at(first).schedule(callback)`"
+)]
 pub fn schedule_repeating_at<F>(
     first: Instant,
     period: Duration,
@@ -136,12 +131,14 @@ pub fn schedule_repeating_at<F>(
 where
     F: FnMut() + Send + 'static,
 {
-    with_current(|engine| engine.schedule_repeating_at(first, period, callback))
+    repeating(period).first_at(first).schedule(callback)
 }
 
-/// [`TimerEngine::schedule_repeating_with`] on the [`default_engine`] (or the entered one): a
-/// callback that can cancel its timer or change its period through the [`Repeat`] it is
-/// handed.
+/// Use `repeating(period).schedule_with(callback)`.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `repeating(period).schedule_with(callback)`"
+)]
 pub fn schedule_repeating_with<F>(
     period: Duration,
     callback: F,
@@ -149,7 +146,7 @@ pub fn schedule_repeating_with<F>(
 where
     F: FnMut(&mut Repeat) + Send + 'static,
 {
-    with_current(|engine| engine.schedule_repeating_with(period, callback))
+    repeating(period).schedule_with(callback)
 }
 
 /// [`TimerEngine::repeating`] on the [`default_engine`] (or the entered one): a repeating

@@ -22,13 +22,13 @@ impl Builder {
 
     /// Builds an engine whose shards the caller drives by hand, one `turn` at a time.
     pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), crate::BuildError> {
-        let (core, shards, pool): Assembled = self.assemble()?;
-        let runners = Threads {
+        let (shared, shards, pool): Assembled = self.assemble()?;
+        let threads = Threads {
             shard_threads: Vec::new(),
             pool,
             driven: true,
         };
-        Ok((TimerEngine::new(core, runners), shards))
+        Ok((TimerEngine::new(shared, threads), shards))
     }
 }
 
@@ -52,12 +52,12 @@ impl TimerEngine {
 
     /// Shuts down an engine made by `Builder::build_driven`, given back its shards.
     pub(crate) fn shutdown_driven(&self, shards: Vec<Shard>) -> Vec<Unfired> {
-        let runners = match std::mem::replace(&mut *self.engine().shutdown.lock(), Phase::Stopped) {
-            Phase::Running(runners) => runners,
+        let threads = match std::mem::replace(&mut *self.engine().shutdown.lock(), Phase::Stopped) {
+            Phase::Running(threads) => threads,
             _ => return Vec::new(),
         };
         self.engine().stop_shards();
         let stopped = shards.into_iter().map(|s| Some(s.stop())).collect();
-        self.shared().finish_with(runners.pool, stopped)
+        self.shared().finish_with(threads.pool, stopped)
     }
 }

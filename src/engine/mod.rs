@@ -4,7 +4,7 @@
 //! - `api`: [`TimerEngine`] and its scheduling calls.
 //! - `builder`: [`Builder`], the settings, and the assembly of shards, lanes and pool.
 //! - `repeat`: [`RepeatBuilder`], the options of a repeating timer.
-//! - `core`: what the engine's parts share, and the catch-up a manual clock asks for.
+//! - `shared`: [`EngineShared`](shared::EngineShared), what the engine's parts share, and the catch-up a manual clock asks for.
 //! - `routing`: which shard a timer goes to.
 //! - `shutdown`: stopping, joining, and handing back [`Unfired`] timers.
 //! - `closing`: the protocol by which callers of `shutdown` and `drop` meet.
@@ -36,9 +36,10 @@ pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use self::global::{
     default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
-    schedule_repeating_at, schedule_repeating_with, sleep, sleep_until, timeout, timeout_at,
-    try_default_engine,
+    sleep, sleep_until, timeout, timeout_at, try_default_engine,
 };
+#[allow(deprecated)]
+pub use self::global::{schedule_repeating_at, schedule_repeating_with};
 pub use self::repeat::RepeatBuilder;
 pub use self::scope::{EnterGuard, Scoped};
 pub(crate) use self::shared::EngineShared;

@@ -18,7 +18,7 @@ fn kind(refusal: Refusal) -> ScheduleErrorKind {
 
 impl Sleep {
     /// Why the sleep holds no timer and will not end on time: `Shutdown` (it never ends), or
-    /// `Full` (it waits for a place under the cap); `None` while it is timed as asked.
+    /// `Full` (it waits for a permit under the cap); `None` while it is timed as asked.
     ///
     /// ```
     /// use std::time::Duration;

@@ -108,22 +108,22 @@ impl CatchUp for ClockWatch {
     /// fired; again while callbacks keep scheduling timers that are due already, up to
     /// `MAX_ROUNDS` rounds.
     fn catch_up(&self) {
-        let core = &*self.0;
-        let target = core.clock.now_tick();
+        let engine = &*self.0;
+        let target = engine.clock.now_tick();
         for _ in 0..MAX_ROUNDS {
             // Callbacks handed over before this round finish first, so that the timers they
             // schedule are queued before the turns below begin, and those turns fire them.
-            core.inflight.wait_idle();
+            engine.inflight.wait_idle();
             // A turn that was already under way when `start` was read may finish without
             // having seen the new time; the one after it cannot.
-            let start: Vec<u64> = core.shards.iter().map(|s| s.counts().turns()).collect();
-            let fired_before: u64 = core
+            let start: Vec<u64> = engine.shards.iter().map(|s| s.counts().turns()).collect();
+            let fired_before: u64 = engine
                 .shards
                 .iter()
                 .map(|s| s.callbacks().handed_over())
                 .sum();
             loop {
-                let caught_up = core.shards.iter().zip(&start).all(|(shard, &start)| {
+                let caught_up = engine.shards.iter().zip(&start).all(|(shard, &start)| {
                     shard.is_stopped()
                         || (shard.counts().turns() >= start + 2
                             && shard.counts().processed() >= target)
@@ -132,20 +132,20 @@ impl CatchUp for ClockWatch {
                     break;
                 }
                 // An idle shard sleeps until woken, so wake it for each turn waited for.
-                for shard in core.shards.iter() {
+                for shard in engine.shards.iter() {
                     shard.signal().wake();
                 }
                 thread::yield_now();
             }
-            core.inflight.wait_idle();
+            engine.inflight.wait_idle();
             // Done once a whole round fired nothing and left nothing queued: callbacks may
             // have scheduled or re-armed timers that are due already.
-            let fired_after: u64 = core
+            let fired_after: u64 = engine
                 .shards
                 .iter()
                 .map(|s| s.callbacks().handed_over())
                 .sum();
-            let queued = core.shards_with_lanes().any(|(shard, lanes)| {
+            let queued = engine.shards_with_lanes().any(|(shard, lanes)| {
                 !shard.is_stopped() && lanes.iter().any(|lane| lane.has_work())
             });
             if fired_after == fired_before && !queued {
@@ -159,14 +159,15 @@ impl CatchUp for ClockWatch {
     /// queued, so the wheels hold every pending timer.
     fn next_deadline(&self) -> Option<Instant> {
         self.catch_up();
-        let core = &*self.0;
-        let tickets: Vec<u64> = core.shards.iter().map(|s| s.ask_earliest()).collect();
-        core.shards
+        let engine = &*self.0;
+        let tickets: Vec<u64> = engine.shards.iter().map(|s| s.ask_earliest()).collect();
+        engine
+            .shards
             .iter()
             .zip(tickets)
             .filter_map(|(shard, ticket)| earliest_in(shard, ticket))
             .min()
-            .map(|tick| core.clock.instant_of(tick))
+            .map(|tick| engine.clock.instant_of(tick))
     }
 }
 

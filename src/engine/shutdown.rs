@@ -117,7 +117,7 @@ impl fmt::Debug for Unfired {
 
 /// What the clones of a [`TimerEngine`](crate::TimerEngine) share; its drop shuts the engine down.
 pub(super) struct Engine {
-    pub(super) core: Arc<EngineShared>,
+    pub(super) shared: Arc<EngineShared>,
     pub(super) shutdown: Shutdown,
     /// The engine's registration with its manual clock, if it has one and drives its shards
     /// itself: what the clock holds weakly, and the id to unwatch it by.
@@ -125,56 +125,56 @@ pub(super) struct Engine {
 }
 
 impl Engine {
-    pub(super) fn new(core: Arc<EngineShared>, runners: Threads) -> Self {
-        let watch = core
+    pub(super) fn new(shared: Arc<EngineShared>, threads: Threads) -> Self {
+        let watch = shared
             .clock
             .manual()
-            .filter(|_| !runners.driven)
+            .filter(|_| !threads.driven)
             .map(|clock| {
-                let watch = StdArc::new(ClockWatch(core.clone()));
+                let watch = StdArc::new(ClockWatch(shared.clone()));
                 let weak: StdArc<dyn CatchUp> = watch.clone();
                 let id = clock.watch(StdArc::downgrade(&weak));
                 (watch, id)
             });
         Engine {
-            core,
-            shutdown: Shutdown::new(runners),
+            shared,
+            shutdown: Shutdown::new(threads),
             watch,
         }
     }
 
     /// Stops catching up with the manual clock, if the engine was.
     pub(super) fn unwatch_clock(&self) {
-        if let (Some(clock), Some((_, id))) = (self.core.clock.manual(), &self.watch) {
+        if let (Some(clock), Some((_, id))) = (self.shared.clock.manual(), &self.watch) {
             clock.unwatch(*id);
         }
     }
 
     /// See [`TimerEngine::shutdown`](crate::TimerEngine::shutdown).
     pub(super) fn shutdown(&self) -> Vec<Unfired> {
-        let inside = in_callback_of(self.core.id);
+        let inside = in_callback_of(self.shared.id);
         let shutdown = &self.shutdown;
-        let duty = shutdown.begin(inside, |runners| {
-            if runners.driven {
+        let duty = shutdown.begin(inside, |threads| {
+            if threads.driven {
                 // The shards belong to the caller (a driven engine): theirs to stop.
                 return false;
             }
-            crate::trace::shutdown_began(self.core.id);
+            crate::trace::shutdown_began(self.shared.id);
             self.stop_shards();
             true
         });
         match duty {
-            Duty::Finish(runners) => {
+            Duty::Finish(threads) => {
                 let _complete = CompleteOnDrop(shutdown);
-                self.core.finish(runners)
+                self.shared.finish(threads)
             }
-            Duty::FinishElsewhere(runners) => {
-                // If no thread can be had, the runners go with the closure, the shard threads
+            Duty::FinishElsewhere(threads) => {
+                // If no thread can be had, the threads go with the closure, the shard threads
                 // exit on their own (their stop flags are set), and the timers still pending
                 // stay where they are, their memory freed as the handles go.
-                let core = self.core.clone();
+                let shared = self.shared.clone();
                 let finisher =
-                    thread::spawn_named("shardwheel-shutdown", move || core.finish(runners));
+                    thread::spawn_named("shardwheel-shutdown", move || shared.finish(threads));
                 shutdown.finishing(finisher.ok());
                 Vec::new()
             }
@@ -191,28 +191,28 @@ impl Engine {
     /// Sets every shard's `stop` flag and wakes it; stops catching up with a manual clock.
     pub(super) fn stop_shards(&self) {
         self.unwatch_clock();
-        for shard in self.core.shards.iter() {
+        for shard in self.shared.shards.iter() {
             shard.set_stopped();
             shard.signal().wake();
         }
         // SeqCst: pairs with the fence a racing `schedule` passes after its push (see
         // `shard::lane`).
         fence(Ordering::SeqCst);
-        // The sleeps waiting for a place under the cap find the engine stopped.
-        self.core.shards[0].wake_room_waiters();
+        // The sleeps waiting for a permit find the engine stopped.
+        self.shared.shards[0].wake_room_waiters();
     }
 }
 
 impl EngineShared {
     /// Joins the stopped shard threads, waits for callbacks in flight, joins the pool and
     /// hands back what is still pending.
-    fn finish(&self, runners: Threads) -> Vec<Unfired> {
-        let stopped = runners
+    fn finish(&self, threads: Threads) -> Vec<Unfired> {
+        let stopped = threads
             .shard_threads
             .into_iter()
             .map(|thread| thread.join().ok())
             .collect();
-        self.finish_with(runners.pool, stopped)
+        self.finish_with(threads.pool, stopped)
     }
 
     pub(super) fn finish_with(
@@ -269,7 +269,7 @@ impl EngineShared {
 impl Drop for Engine {
     fn drop(&mut self) {
         drop(self.shutdown());
-        for (_, lanes) in self.core.shards_with_lanes() {
+        for (_, lanes) in self.shared.shards_with_lanes() {
             for lane in lanes {
                 lane.free_spares();
             }

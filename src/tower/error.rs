@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::engine::{ScheduleError, ScheduleErrorKind};
 
-/// The error of a request that a [`Timeout`](super::Timeout) service refused without calling
+/// The error of a request that a [`TimeoutService`](super::TimeoutService) service refused without calling
 /// the inner service, because the engine would not hold its deadline: it was at its
 /// `max_pending` cap, or shut down. Load shedding, not a deadline that passed.
 ///
@@ -14,13 +14,13 @@ use crate::engine::{ScheduleError, ScheduleErrorKind};
 ///
 /// ```
 /// use std::time::Duration;
-/// use shardwheel::tower::{Overloaded, Timeout};
+/// use shardwheel::tower::{Overloaded, TimeoutService};
 /// use shardwheel::{ScheduleErrorKind, TimerEngine};
 /// use tower::{service_fn, ServiceExt};
 ///
 /// let engine = TimerEngine::builder().build()?;
 /// let echo = service_fn(|x: u32| async move { Ok::<_, std::convert::Infallible>(x) });
-/// let service = Timeout::new(echo, engine.clone(), Duration::from_secs(1));
+/// let service = TimeoutService::new(echo, engine.clone(), Duration::from_secs(1));
 /// engine.shutdown();
 /// let error = futures::executor::block_on(service.oneshot(7)).unwrap_err();
 /// let overloaded = error.downcast_ref::<Overloaded>().unwrap();

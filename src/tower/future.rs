@@ -1,4 +1,4 @@
-//! [`ResponseFuture`]: the inner response under the engine's [`Timeout`], or a refusal.
+//! [`ResponseFuture`]: the inner response under a [`Timeout`], or a refusal.
 
 use std::fmt;
 use std::future::Future;
@@ -11,7 +11,7 @@ use crate::engine::TimerEngine;
 use crate::timer::Timeout;
 
 pin_project_lite::pin_project! {
-    /// The response of a [`Timeout`](super::Timeout) service: the inner response, the inner
+    /// The response of a [`TimeoutService`](super::TimeoutService): the inner response, the inner
     /// error boxed, [`Elapsed`](crate::Elapsed) boxed if the deadline passed first, or
     /// [`Overloaded`] boxed if the engine refused the deadline (the inner service was then
     /// not called).

@@ -1,10 +1,10 @@
-//! [`TimeoutLayer`]: wraps services in [`Timeout`](super::Timeout)s.
+//! [`TimeoutLayer`]: wraps services in [`TimeoutService`](super::TimeoutService)s.
 
 use std::time::Duration;
 
 use crate::engine::{default_engine, TimerEngine};
 
-/// Puts a deadline on every request of the services it wraps, each a [`Timeout`](super::Timeout) on the same
+/// Puts a deadline on every request of the services it wraps, each a [`TimeoutService`](super::TimeoutService) on the same
 /// engine.
 ///
 /// The layer holds a clone of the engine (one reference count), as does every service it

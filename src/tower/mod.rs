@@ -1,7 +1,7 @@
 //! Tower middleware (the `tower` feature): a deadline on every request of a
 //! [`Service`](tower_service::Service), kept on the engine's timers.
 //!
-//! It mirrors `tower::timeout`: [`TimeoutLayer`] wraps a service in a [`Timeout`], whose
+//! It mirrors `tower::timeout`: [`TimeoutLayer`] wraps a service in a [`TimeoutService`], whose
 //! `poll_ready` is the inner service's and whose `call` starts the request together with a
 //! [`Sleep`](crate::Sleep) on a [`TimerEngine`](crate::TimerEngine). The response future
 //! yields the inner response, or, if the deadline passes first, a [`BoxError`] holding
@@ -11,7 +11,7 @@
 //!
 //! The layer, each service and each response future hold a clone of the engine (one
 //! reference count), so it outlives a service dropped while its responses are under way.
-//! [`TimeoutLayer::on_default_engine`] and [`Timeout::on_default_engine`] use the process's
+//! [`TimeoutLayer::on_default_engine`] and [`TimeoutService::on_default_engine`] use the process's
 //! [`default_engine`](crate::default_engine).
 //!
 //! # Refusals are not timeouts
@@ -32,7 +32,7 @@
 //! never passes.
 //!
 //! - `layer`: [`TimeoutLayer`].
-//! - `service`: [`Timeout`], the service.
+//! - `service`: [`TimeoutService`], the service.
 //! - `future`: [`ResponseFuture`].
 //! - `error`: [`Overloaded`].
 
@@ -44,9 +44,13 @@ mod service;
 pub use self::error::Overloaded;
 pub use self::future::ResponseFuture;
 pub use self::layer::TimeoutLayer;
-pub use self::service::Timeout;
+pub use self::service::TimeoutService;
 
-/// The error of a [`Timeout`] service: the inner service's error,
+/// The old name of [`TimeoutService`].
+#[deprecated(since = "0.2.0", note = "use `TimeoutService`")]
+pub type Timeout<S> = TimeoutService<S>;
+
+/// The error of a [`TimeoutService`] service: the inner service's error,
 /// [`Elapsed`](crate::Elapsed) when the deadline passed first, or [`Overloaded`] when the
 /// engine refused the deadline. The same type as tower's own `BoxError`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,4 +1,4 @@
-//! [`Timeout`]: a service whose every request runs under a deadline.
+//! [`TimeoutService`]: a service whose every request runs under a deadline.
 
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::engine::{default_engine, TimerEngine};
 use crate::timer::Timeout as Deadline;
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
-/// [`TimeoutLayer`] or [`Timeout::new`].
+/// [`TimeoutLayer`] or [`TimeoutService::new`].
 ///
 /// `poll_ready` is the inner service's (its error boxed into a [`BoxError`]): readiness has no
 /// deadline, as in tower. `call` arms the deadline, then calls the inner service; the
@@ -30,7 +30,7 @@ use crate::timer::Timeout as Deadline;
 ///
 /// ```
 /// use std::time::Duration;
-/// use shardwheel::tower::Timeout;
+/// use shardwheel::tower::TimeoutService;
 /// use shardwheel::{Elapsed, TimerEngine};
 /// use tower::{service_fn, ServiceExt};
 ///
@@ -44,19 +44,19 @@ use crate::timer::Timeout as Deadline;
 ///         Ok::<_, std::convert::Infallible>("too late")
 ///     }
 /// });
-/// let service = Timeout::new(slow, engine, Duration::from_millis(10));
+/// let service = TimeoutService::new(slow, engine, Duration::from_millis(10));
 /// let error = futures::executor::block_on(service.oneshot(())).unwrap_err();
 /// assert!(error.downcast_ref::<Elapsed>().is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Timeout<S> {
+pub struct TimeoutService<S> {
     inner: S,
     engine: TimerEngine,
     timeout: Duration,
 }
 
-impl<S> Timeout<S> {
+impl<S> TimeoutService<S> {
     /// Wraps `inner`: each request gets `timeout` from its `call`, on `engine`'s timers.
     ///
     /// ```
@@ -64,11 +64,11 @@ impl<S> Timeout<S> {
     /// use tower::service_fn;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
     /// let echo = service_fn(|x: u32| async move { Ok::<_, std::convert::Infallible>(x) });
-    /// let service = shardwheel::tower::Timeout::new(echo, engine, Duration::from_secs(1));
+    /// let service = shardwheel::tower::TimeoutService::new(echo, engine, Duration::from_secs(1));
     /// assert_eq!(service.timeout(), Duration::from_secs(1));
     /// ```
     pub fn new(inner: S, engine: TimerEngine, timeout: Duration) -> Self {
-        Timeout {
+        TimeoutService {
             inner,
             engine,
             timeout,
@@ -82,19 +82,19 @@ impl<S> Timeout<S> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let service = shardwheel::tower::Timeout::on_default_engine((), Duration::from_secs(1));
+    /// let service = shardwheel::tower::TimeoutService::on_default_engine((), Duration::from_secs(1));
     /// assert_eq!(service.timeout(), Duration::from_secs(1));
     /// ```
     pub fn on_default_engine(inner: S, timeout: Duration) -> Self {
-        Timeout::new(inner, default_engine().clone(), timeout)
+        TimeoutService::new(inner, default_engine().clone(), timeout)
     }
 
-    /// A [`TimeoutLayer`] with these settings, as tower's `Timeout::layer`.
+    /// A [`TimeoutLayer`] with these settings, as tower's `TimeoutService::layer`.
     ///
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let layer = shardwheel::tower::Timeout::<()>::layer(engine, Duration::from_secs(1));
+    /// let layer = shardwheel::tower::TimeoutService::<()>::layer(engine, Duration::from_secs(1));
     /// assert_eq!(layer.timeout(), Duration::from_secs(1));
     /// ```
     pub fn layer(engine: TimerEngine, timeout: Duration) -> TimeoutLayer {
@@ -106,7 +106,7 @@ impl<S> Timeout<S> {
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::Timeout::new((), engine, Duration::from_millis(50));
+    /// let service = shardwheel::tower::TimeoutService::new((), engine, Duration::from_millis(50));
     /// assert_eq!(service.timeout(), Duration::from_millis(50));
     /// ```
     pub fn timeout(&self) -> Duration {
@@ -118,7 +118,7 @@ impl<S> Timeout<S> {
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::Timeout::new((), engine.clone(), Duration::from_secs(1));
+    /// let service = shardwheel::tower::TimeoutService::new((), engine.clone(), Duration::from_secs(1));
     /// let _timer = service.engine().schedule(Duration::from_secs(60), || {}).unwrap();
     /// assert_eq!(engine.pending(), 1, "the same engine");
     /// ```
@@ -131,7 +131,7 @@ impl<S> Timeout<S> {
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::Timeout::new(7, engine, Duration::from_secs(1));
+    /// let service = shardwheel::tower::TimeoutService::new(7, engine, Duration::from_secs(1));
     /// assert_eq!(*service.get_ref(), 7);
     /// ```
     pub fn get_ref(&self) -> &S {
@@ -143,7 +143,7 @@ impl<S> Timeout<S> {
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut service = shardwheel::tower::Timeout::new(7, engine, Duration::from_secs(1));
+    /// let mut service = shardwheel::tower::TimeoutService::new(7, engine, Duration::from_secs(1));
     /// *service.get_mut() += 1;
     /// assert_eq!(*service.get_ref(), 8);
     /// ```
@@ -156,7 +156,7 @@ impl<S> Timeout<S> {
     /// ```
     /// use std::time::Duration;
     /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::Timeout::new("inner", engine, Duration::from_secs(1));
+    /// let service = shardwheel::tower::TimeoutService::new("inner", engine, Duration::from_secs(1));
     /// assert_eq!(service.into_inner(), "inner");
     /// ```
     pub fn into_inner(self) -> S {
@@ -164,7 +164,7 @@ impl<S> Timeout<S> {
     }
 }
 
-impl<S, Request> Service<Request> for Timeout<S>
+impl<S, Request> Service<Request> for TimeoutService<S>
 where
     S: Service<Request>,
     S::Error: Into<BoxError>,
@@ -191,9 +191,9 @@ where
 }
 
 impl<S> Layer<S> for TimeoutLayer {
-    type Service = Timeout<S>;
+    type Service = TimeoutService<S>;
 
-    fn layer(&self, inner: S) -> Timeout<S> {
-        Timeout::new(inner, self.engine().clone(), self.timeout())
+    fn layer(&self, inner: S) -> TimeoutService<S> {
+        TimeoutService::new(inner, self.engine().clone(), self.timeout())
     }
 }
