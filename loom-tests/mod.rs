@@ -14,6 +14,7 @@
 mod cancel_vs_fire;
 mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
+mod cap_waiters;
 mod claims_steal;
 mod delay_inbox;
 mod lookahead;

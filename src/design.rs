@@ -142,8 +142,9 @@
 //! insert, a cancel and a first schedule; reset against fire; a task's poll against the fire
 //! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
-//! slab's frees and trim; claims against a thief; and the look-ahead. What loom cannot see
-//! (the ring's tail and the slab's live count) ThreadSanitizer checks in CI (.ci/sanitizers).
+//! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
+//! give-back; and the look-ahead. What loom cannot see (the ring's tail and the slab's live
+//! count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!

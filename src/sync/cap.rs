@@ -10,11 +10,12 @@
 //! A sleep refused a permit waits for one: it leaves its waker here, and every give-back wakes
 //! all the wakers left (they race for the permits freed; the losers leave theirs again). The
 //! waiter stores `waiting` then reads `used`; the giver subtracts from `used` then reads
-//! `waiting`, all SeqCst: either the giver sees the waker or the waiter sees the room.
+//! `waiting`; each passes a SeqCst fence between its write and its read (a Dekker pair):
+//! either the giver sees the waker or the waiter sees the room.
 
 use std::task::Waker;
 
-use super::{AtomicUsize, Mutex, Ordering};
+use super::{fence, AtomicUsize, Mutex, Ordering};
 
 /// Counts the permits timers hold against a limit.
 pub(crate) struct Cap {
@@ -52,19 +53,21 @@ impl Cap {
             if !waiters.iter().any(|left| left.will_wake(waker)) {
                 waiters.push(waker.clone());
             }
-            // SeqCst: the waiter's half of the pair in the module documentation.
-            self.waiting.store(waiters.len(), Ordering::SeqCst);
+            // Relaxed: ordered by the fence below (and the lock, for other waiters).
+            self.waiting.store(waiters.len(), Ordering::Relaxed);
         }
-        // SeqCst: as above.
-        self.used.load(Ordering::SeqCst) < self.limit
+        // SeqCst: the waiter's half of the Dekker pair in the module documentation.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        self.used.load(Ordering::Relaxed) < self.limit
     }
 
     /// Wakes every task waiting for a permit (one was given back, or the engine shut down).
     pub(crate) fn wake_waiters(&self) {
         let waiters = {
             let mut waiters = self.waiters.lock();
-            // SeqCst: as in `wait_for_room`.
-            self.waiting.store(0, Ordering::SeqCst);
+            // Relaxed: under the lock, which every waiter takes to leave its waker.
+            self.waiting.store(0, Ordering::Relaxed);
             std::mem::take(&mut *waiters)
         };
         waiters.into_iter().for_each(Waker::wake);
@@ -72,10 +75,12 @@ impl Cap {
 
     /// Gives back `count` permits: the one place it is done (see the module documentation).
     fn give_back(&self, count: usize) {
-        // SeqCst: the giver's half of the pair in the module documentation.
-        self.used.fetch_sub(count, Ordering::SeqCst);
-        // SeqCst: as above.
-        if self.waiting.load(Ordering::SeqCst) > 0 {
+        // Relaxed: the count orders nothing else; the fence below orders it before the read.
+        self.used.fetch_sub(count, Ordering::Relaxed);
+        // SeqCst: the giver's half of the Dekker pair in the module documentation.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        if self.waiting.load(Ordering::Relaxed) > 0 {
             self.wake_waiters();
         }
     }
