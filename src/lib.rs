@@ -9,7 +9,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! shardwheel = "0.1"
+//! shardwheel = "0.2"
 //! ```
 //!
 //! The free functions run on the [`default_engine`], started on first use (configure it before
@@ -37,43 +37,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A deadline on every request of a tower service (the `tower` feature):
-//!
-//! ```
-//! # #[cfg(feature = "tower")] {
-//! use std::time::Duration;
-//! use shardwheel::tower::TimeoutLayer;
-//! use tower::{ServiceBuilder, ServiceExt};
-//!
-//! let service = ServiceBuilder::new()
-//!     .layer(TimeoutLayer::on_default_engine(Duration::from_secs(5)))
-//!     .service_fn(|name: &'static str| async move {
-//!         Ok::<_, std::convert::Infallible>(name.len())
-//!     });
-//! assert_eq!(futures::executor::block_on(service.oneshot("hello")).unwrap(), 5);
-//! # }
-//! ```
-//!
-//! A test on a [`ManualClock`], where time moves only when the test says so (code under test
-//! reads the time from [`TimerEngine::now`]):
-//!
-//! ```
-//! use std::sync::atomic::{AtomicBool, Ordering};
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//!
-//! let clock = shardwheel::ManualClock::new();
-//! let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build()?;
-//! let fired = Arc::new(AtomicBool::new(false));
-//! let f = fired.clone();
-//! engine.schedule(Duration::from_secs(30), move || f.store(true, Ordering::SeqCst))?;
-//! clock.advance(Duration::from_secs(29));
-//! assert!(!fired.load(Ordering::SeqCst));
-//! // Jump to the next timer due; returns once its callback has run.
-//! assert_eq!(clock.advance_to_next(), Some(engine.now()));
-//! assert!(fired.load(Ordering::SeqCst));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! A test gets an engine on a [`ManualClock`] of its own, and [`TimerEngine::scope`] points
+//! the free functions at it; see [`migration`] for tokio's paused clock.
 //!
 //! ## What is here
 //!
@@ -119,39 +84,26 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// The layers, lowest first; each imports only from itself and the layers before it here.
-// Events for the rare things (the `tracing` feature):
+// The layers, lowest first (see `design`); each imports only from those before it.
 mod trace;
-// Synchronisation primitives (the loom shim):
 mod sync;
-// Where entries live: counted pointers into blocks of chunks:
 mod slab;
-// Timer entries and their state word; time as ticks:
 mod entry;
 mod time;
-// The queues into a shard; the timing wheel:
 mod queue;
 mod wheel;
-// Where fired callbacks run; where a tick thread runs:
 mod callbacks;
 mod pinning;
-// A shard, its lanes and its tick thread:
 mod shard;
-// Handles, repeating timers, sleeps, intervals:
 mod timer;
-// The public engine:
 mod engine;
-// Tower middleware on the engine's public API (the `tower` feature):
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
-// hyper's `rt::Timer` on the engine (the `hyper` feature):
 #[cfg(feature = "hyper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 pub mod hyper;
-// Structures built on the engine: the delay queue:
 mod delay;
-// The statistics through the `metrics` facade (the `metrics` feature):
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;

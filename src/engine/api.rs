@@ -1,8 +1,5 @@
-//! The engine's public face: [`TimerEngine`] and its scheduling calls.
-//!
-//! Scheduling never touches a wheel. A timer becomes one entry that is pushed onto a queue of
-//! the shard its task hash picks (or its key's hash, for the keyed forms; see `routing`), in
-//! the lane of the calling thread. The shard links it on its next turn.
+//! The engine's public face: [`TimerEngine`] and its scheduling calls (the path of one
+//! schedule is in the design map).
 
 use std::future::IntoFuture;
 use std::thread::JoinHandle;
@@ -21,13 +18,9 @@ use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
-/// `TimerEngine` is `Send + Sync`, and a clone is one more reference to the same engine (one
-/// reference count). Dropping the last clone shuts the engine down as
-/// [`shutdown`](Self::shutdown) does, dropping the timers that never ran: it stops the tick
-/// threads (within a turn), waits for the callbacks running on the engine's pool or tick
-/// threads, and joins the threads the engine started. It never waits for a task to run, so
-/// it is safe on an async runtime's worker thread; it blocks for as long as the slowest
-/// callback then running takes (callbacks that only wake tasks return at once).
+/// A clone is one more reference to the same engine. Dropping the last one shuts the engine
+/// down as [`shutdown`](Self::shutdown) does, dropping the timers that never ran; it waits for
+/// the callbacks running then, never for a task, so it is safe on an async worker thread.
 #[derive(Clone)]
 pub struct TimerEngine {
     engine: StdArc<Engine>,
@@ -82,13 +75,6 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`schedule`](Self::schedule).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule_at(Instant::now() + Duration::from_secs(1), || {}).unwrap();
-    /// assert!(timer.cancel());
-    /// ```
     pub fn schedule_at<F>(
         &self,
         deadline: Instant,
@@ -102,15 +88,6 @@ impl TimerEngine {
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
     /// the same key go to the same shard.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let connection_id = 42;
-    /// let idle = engine.schedule_keyed(connection_id, Duration::from_secs(30), || {}).unwrap();
-    /// let read = engine.schedule_keyed(connection_id, Duration::from_secs(5), || {}).unwrap();
-    /// # idle.cancel(); read.cancel();
-    /// ```
     pub fn schedule_keyed<F>(
         &self,
         key: u64,
@@ -124,13 +101,6 @@ impl TimerEngine {
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let t = engine.schedule_keyed_at(7, Instant::now() + Duration::from_secs(1), || {}).unwrap();
-    /// # t.cancel();
-    /// ```
     pub fn schedule_keyed_at<F>(
         &self,
         key: u64,
@@ -237,13 +207,6 @@ impl TimerEngine {
 
     /// Sets up a repeating timer of period `period`: by default at a fixed rate, its first run
     /// one period from now, routed as [`schedule`](Self::schedule) routes. See [`RepeatBuilder`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let poll = engine.repeating(Duration::from_secs(1)).fixed_delay().schedule(|| {}).unwrap();
-    /// assert!(poll.cancel());
-    /// ```
     pub fn repeating(&self, period: Duration) -> RepeatBuilder<'_> {
         RepeatBuilder::new(self.shared(), period)
     }
@@ -267,40 +230,17 @@ impl TimerEngine {
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
     /// tells a refusal apart.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let deadline = Instant::now() + Duration::from_millis(20);
-    /// futures::executor::block_on(engine.sleep_until(deadline));
-    /// assert!(Instant::now() >= deadline);
-    /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_at(deadline))
     }
 
-    /// As [`sleep`](Self::sleep), but a sleep the engine refuses is an error rather than a
-    /// sleep that has already ended. A delay beyond [`max_delay`](Self::max_delay) is not an
-    /// error here: such a sleep is returned, and ends only at shutdown (as with `sleep`).
+    /// As [`sleep`](Self::sleep), but a sleep the engine would refuse now is an error. A delay
+    /// beyond [`max_delay`](Self::max_delay) is not: that sleep never ends.
     ///
     /// # Errors
-    /// [`ScheduleError::Shutdown`] after shutdown, and [`ScheduleError::Full`] if the engine
-    /// holds as many timers as its cap allows, at the time of the call. The sleep takes its
-    /// timer when first polled; a refusal then is a [`sleep`](Self::sleep)'s.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// use shardwheel::ScheduleError;
-    /// let engine = shardwheel::TimerEngine::builder().max_pending(1).build().unwrap();
-    /// let mut first = engine.try_sleep(Duration::from_secs(60)).unwrap();
-    /// assert!((&mut first).now_or_never().is_none()); // polled: it holds its timer
-    /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Full(()))));
-    /// drop(first);
-    /// engine.shutdown();
-    /// assert!(matches!(engine.try_sleep(Duration::from_secs(60)), Err(ScheduleError::Shutdown(()))));
-    /// ```
+    /// [`ScheduleError::Shutdown`] after shutdown, [`ScheduleError::Full`] at the cap, as of
+    /// the call; a refusal when the sleep is first polled is a [`sleep`](Self::sleep)'s.
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_after(delay))
@@ -311,14 +251,6 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let deadline = engine.now() + Duration::from_millis(5);
-    /// futures::executor::block_on(engine.try_sleep_until(deadline).unwrap());
-    /// assert!(engine.now() >= deadline);
-    /// ```
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_at(deadline))
@@ -343,15 +275,6 @@ impl TimerEngine {
 
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
     /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let deadline = engine.now() + Duration::from_millis(5);
-    /// let slow = engine.timeout_at(deadline, engine.sleep(Duration::from_secs(60)));
-    /// assert!(futures::executor::block_on(slow).is_err());
-    /// assert!(engine.now() >= deadline);
-    /// ```
     pub fn timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -360,23 +283,11 @@ impl TimerEngine {
         Timeout::new(future.into_future(), self.sleep_until(deadline))
     }
 
-    /// As [`timeout`](Self::timeout), but a timeout the engine would refuse now is an error (and
-    /// `future` is dropped). A delay beyond [`max_delay`](Self::max_delay) is not an error
-    /// here: the timeout then never elapses.
+    /// As [`timeout`](Self::timeout), but a timeout the engine would refuse now is an error
+    /// (and `future` is dropped).
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::ScheduleError;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let reply = engine.try_timeout(Duration::from_secs(5), async { "pong" }).unwrap();
-    /// assert_eq!(futures::executor::block_on(reply), Ok("pong"));
-    /// engine.shutdown();
-    /// let refused = engine.try_timeout(Duration::from_secs(5), async { "pong" });
-    /// assert!(matches!(refused, Err(ScheduleError::Shutdown(()))));
-    /// ```
     pub fn try_timeout<F: IntoFuture>(
         &self,
         delay: Duration,
@@ -390,14 +301,6 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let deadline = engine.now() + Duration::from_secs(5);
-    /// let reply = engine.try_timeout_at(deadline, async { 7 }).unwrap();
-    /// assert_eq!(futures::executor::block_on(reply), Ok(7));
-    /// ```
     pub fn try_timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -425,23 +328,8 @@ impl TimerEngine {
         self.interval_at(self.now(), period)
     }
 
-    /// Ticks every `period`, the first tick due at `start`: an [`Interval`], woken by the
-    /// engine under any executor (see its docs for missed ticks, and for an engine that
-    /// refuses its timer). A zero period, which tokio's `interval_at` panics on, is taken as
-    /// one engine tick ([`tick`](Self::tick)); [`try_interval_at`](Self::try_interval_at)
-    /// refuses it.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let start = engine.now() + Duration::from_secs(5);
-    /// let mut interval = engine.interval_at(start, Duration::from_secs(1));
-    /// assert_eq!(interval.tick().now_or_never(), None);
-    /// clock.advance(Duration::from_secs(5));
-    /// assert_eq!(interval.tick().now_or_never(), Some(start));
-    /// ```
+    /// Ticks every `period`, the first tick due at `start`. A zero period (tokio panics) is one
+    /// engine tick; [`try_interval_at`](Self::try_interval_at) refuses it.
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.shared().lane_for_task(), start, period)
     }
@@ -452,15 +340,6 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::ZeroPeriod`] for a zero period, and those of
     /// [`try_sleep`](Self::try_sleep).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::ScheduleError;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(engine.try_interval(Duration::from_secs(1)).is_ok());
-    /// let zero = engine.try_interval(Duration::ZERO);
-    /// assert!(matches!(zero, Err(ScheduleError::ZeroPeriod(()))));
-    /// ```
     pub fn try_interval(&self, period: Duration) -> Result<Interval, ScheduleError<()>> {
         self.try_interval_at(self.now(), period)
     }
@@ -469,13 +348,6 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_interval`](Self::try_interval).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let start = engine.now() + Duration::from_secs(5);
-    /// assert!(engine.try_interval_at(start, Duration::from_secs(1)).is_ok());
-    /// ```
     pub fn try_interval_at(
         &self,
         start: Instant,
@@ -516,54 +388,23 @@ impl TimerEngine {
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
     /// 2.2 years at a 1 ms tick).
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let max = engine.max_delay();
-    /// assert!(engine.schedule(max, || {}).is_ok());
-    /// assert!(engine.schedule(max * 2, || {}).is_err());
-    /// ```
     pub fn max_delay(&self) -> Duration {
         self.shared().clock.max_delay()
     }
 
     /// The engine's tick.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert_eq!(engine.tick(), std::time::Duration::from_millis(1));
-    /// ```
     pub fn tick(&self) -> Duration {
         self.shared().clock.tick()
     }
 
     /// The engine's current time: the system's monotonic clock, or its manual clock.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(engine.now() <= std::time::Instant::now());
-    /// ```
     pub fn now(&self) -> Instant {
         self.shared().clock.now()
     }
 
-    /// The number of timers the engine holds. Without a cap: those neither fired, cancelled
-    /// nor handed back ([`Stats::pending`]), exact whenever the threads scheduling and
-    /// cancelling are quiet and no shard is in a turn. With
-    /// [`max_pending`](crate::Builder::max_pending): what the cap counts, which also holds a
-    /// cancelled timer until its shard drops it (within about a tick) and a fired one until
-    /// its callback begins, so that filling the engine while `pending()` is below the cap
-    /// stops exactly at it.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let a = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// let _b = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert_eq!(engine.pending(), 2);
-    /// a.cancel();
-    /// assert_eq!(engine.pending(), 1);
-    /// ```
+    /// The timers the engine holds: with a cap, the permits held (see
+    /// [`max_pending`](crate::Builder::max_pending)); else those neither fired, cancelled nor
+    /// handed back ([`Stats::pending`]).
     pub fn pending(&self) -> u64 {
         match self.shared().shards[0].cap_used() {
             Some(used) => u64::try_from(used).unwrap_or(u64::MAX),
@@ -585,15 +426,10 @@ impl TimerEngine {
     pub fn stats(&self) -> Stats {
         self.shared().stats()
     }
-}
 
-impl TimerEngine {
-    /// Stops the engine: stops the shards, waits for callbacks in flight (on the engine's own
-    /// pool or tick threads; not those handed to a spawner, see
-    /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks)), and hands back every
-    /// timer that neither fired nor was cancelled. Afterwards `schedule` refuses with
-    /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown). A second call returns an
-    /// empty list.
+    /// Stops the shards, waits for the callbacks running on the engine's own threads, and
+    /// hands back every timer that neither fired nor was cancelled; later schedules are
+    /// refused. A second call returns an empty list.
     ///
     /// ```
     /// use std::time::Duration;
@@ -611,13 +447,6 @@ impl TimerEngine {
 
     /// Whether `shutdown` has been called (or the engine dropped). From then on every
     /// `schedule` is refused.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(!engine.is_shutdown());
-    /// engine.shutdown();
-    /// assert!(engine.is_shutdown());
-    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.shared().is_shutdown()
     }

@@ -38,13 +38,6 @@ pub struct TimeoutLayer {
 
 impl TimeoutLayer {
     /// A layer whose services give every request `timeout`, on `engine`'s timers.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let layer = shardwheel::tower::TimeoutLayer::new(engine, Duration::from_millis(250));
-    /// assert_eq!(layer.timeout(), Duration::from_millis(250));
-    /// ```
     pub fn new(engine: TimerEngine, timeout: Duration) -> Self {
         TimeoutLayer { engine, timeout }
     }
@@ -53,37 +46,16 @@ impl TimeoutLayer {
     ///
     /// # Panics
     /// If the default engine cannot start, as [`default_engine`](crate::default_engine).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let layer = shardwheel::tower::TimeoutLayer::on_default_engine(Duration::from_secs(1));
-    /// assert_eq!(layer.timeout(), Duration::from_secs(1));
-    /// ```
     pub fn on_default_engine(timeout: Duration) -> Self {
         TimeoutLayer::new(default_engine().clone(), timeout)
     }
 
     /// The deadline each request gets, from its `call`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let layer = shardwheel::tower::TimeoutLayer::new(engine, Duration::from_secs(1));
-    /// assert_eq!(layer.timeout(), Duration::from_secs(1));
-    /// ```
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// The engine the services keep their timers on.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let layer = shardwheel::tower::TimeoutLayer::new(engine.clone(), Duration::from_secs(1));
-    /// let _timer = layer.engine().schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert_eq!(engine.pending(), 1, "the same engine");
-    /// ```
     pub fn engine(&self) -> &TimerEngine {
         &self.engine
     }

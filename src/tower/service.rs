@@ -58,15 +58,6 @@ pub struct TimeoutService<S> {
 
 impl<S> TimeoutService<S> {
     /// Wraps `inner`: each request gets `timeout` from its `call`, on `engine`'s timers.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tower::service_fn;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let echo = service_fn(|x: u32| async move { Ok::<_, std::convert::Infallible>(x) });
-    /// let service = shardwheel::tower::TimeoutService::new(echo, engine, Duration::from_secs(1));
-    /// assert_eq!(service.timeout(), Duration::from_secs(1));
-    /// ```
     pub fn new(inner: S, engine: TimerEngine, timeout: Duration) -> Self {
         TimeoutService {
             inner,
@@ -79,86 +70,36 @@ impl<S> TimeoutService<S> {
     ///
     /// # Panics
     /// If the default engine cannot start, as [`default_engine`](crate::default_engine).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let service = shardwheel::tower::TimeoutService::on_default_engine((), Duration::from_secs(1));
-    /// assert_eq!(service.timeout(), Duration::from_secs(1));
-    /// ```
     pub fn on_default_engine(inner: S, timeout: Duration) -> Self {
         TimeoutService::new(inner, default_engine().clone(), timeout)
     }
 
     /// A [`TimeoutLayer`] with these settings, as tower's `TimeoutService::layer`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let layer = shardwheel::tower::TimeoutService::<()>::layer(engine, Duration::from_secs(1));
-    /// assert_eq!(layer.timeout(), Duration::from_secs(1));
-    /// ```
     pub fn layer(engine: TimerEngine, timeout: Duration) -> TimeoutLayer {
         TimeoutLayer::new(engine, timeout)
     }
 
     /// The deadline each request gets.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::TimeoutService::new((), engine, Duration::from_millis(50));
-    /// assert_eq!(service.timeout(), Duration::from_millis(50));
-    /// ```
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// The engine the deadlines are kept on.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::TimeoutService::new((), engine.clone(), Duration::from_secs(1));
-    /// let _timer = service.engine().schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert_eq!(engine.pending(), 1, "the same engine");
-    /// ```
     pub fn engine(&self) -> &TimerEngine {
         &self.engine
     }
 
     /// The inner service.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::TimeoutService::new(7, engine, Duration::from_secs(1));
-    /// assert_eq!(*service.get_ref(), 7);
-    /// ```
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 
     /// The inner service, mutably.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut service = shardwheel::tower::TimeoutService::new(7, engine, Duration::from_secs(1));
-    /// *service.get_mut() += 1;
-    /// assert_eq!(*service.get_ref(), 8);
-    /// ```
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.inner
     }
 
     /// Unwraps the inner service.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let service = shardwheel::tower::TimeoutService::new("inner", engine, Duration::from_secs(1));
-    /// assert_eq!(service.into_inner(), "inner");
-    /// ```
     pub fn into_inner(self) -> S {
         self.inner
     }
