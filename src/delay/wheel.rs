@@ -1,16 +1,9 @@
-//! A delay queue's own timing wheel: where its values wait for their ticks, behind the queue's
-//! one engine timer.
+//! A delay queue's own timing wheel, behind the queue's one engine timer.
 //!
-//! Levels of 64 slots, level n's slots 64^n ticks wide, added as deadlines reach them. A value
-//! due at tick `t` sits in the level of the highest 6-bit group in which `t` differs from
-//! `elapsed` (the tick the wheel has been taken up to), in the slot that group names. Each slot
-//! is a doubly-linked list threaded through the values by index, and each level keeps a bitmap of
-//! its occupied slots: inserting and removing are O(1), finding the next slot due is a scan of
-//! the levels' bitmaps. Taking a slot of level n > 0 moves its values to lower levels (their
-//! ticks now share more with `elapsed`), and hands over those whose tick has come.
-//!
-//! Values whose deadline is beyond the engine's range wait in one more list, `far`, which only
-//! `drain` empties.
+//! Levels of 64 slots, level n's 64^n ticks wide, added as deadlines reach them; a value due
+//! at `t` sits where the shard wheel would put it (see `wheel`), in a doubly-linked list
+//! threaded through the values by index, with a per-level occupancy bitmap. Values beyond the
+//! engine's range wait in one more list, `far`, which only `drain` empties.
 
 use super::values::Values;
 
