@@ -85,28 +85,28 @@
 #![warn(missing_docs)]
 
 // The layers, lowest first (see `design`); each imports only from those before it.
-mod trace;
-mod sync;
-mod slab;
-mod entry;
-mod time;
-mod queue;
-mod wheel;
 mod callbacks;
-mod pinning;
-mod shard;
-mod timer;
+mod delay;
 mod engine;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod tower;
+mod entry;
 #[cfg(feature = "hyper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 pub mod hyper;
-mod delay;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+mod pinning;
+mod queue;
+mod shard;
+mod slab;
+mod sync;
+mod time;
+mod timer;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
+mod trace;
+mod wheel;
 
 pub mod design;
 

@@ -278,3 +278,13 @@ fn the_earliest_deadline_of_every_engine_on_the_clock_counts() {
     drop(b);
     assert_eq!(clock.next_deadline(), Some(start + 7 * SEC));
 }
+
+#[test]
+fn a_new_clock_stands_still_until_advanced_by_exactly_that_much() {
+    let clock = ManualClock::new();
+    assert_eq!(clock.elapsed(), Duration::ZERO);
+    let before = clock.now();
+    clock.advance(Duration::from_millis(5));
+    assert_eq!(clock.now() - before, Duration::from_millis(5));
+    assert_eq!(clock.elapsed(), Duration::from_millis(5));
+}

@@ -372,6 +372,23 @@ fn the_storage_shrinks_as_the_queue_empties() {
 }
 
 #[test]
+fn shrink_to_fit_releases_storage_and_clear_releases_the_engine_timer() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::with_capacity(&engine, 1000);
+    assert!(queue.capacity() >= 1000);
+    let key = queue.insert(1, secs(30));
+    queue.shrink_to_fit();
+    assert!(queue.capacity() < 1000);
+    assert!(queue.contains(&key));
+    let (_count, waker) = counting();
+    assert!(poll(&mut queue, &waker).is_pending());
+    assert_eq!(engine.pending(), 1);
+    queue.clear();
+    assert!(queue.is_empty());
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
 fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {
     let (clock, engine) = manual();
     let mut queue = DelayQueue::new(&engine);
@@ -769,4 +786,17 @@ proptest! {
     fn the_queue_matches_a_model_of_deadlines_across_its_levels(ops in proptest::collection::vec(op(wide_delay(), wide_delay()), 1..80)) {
         check_against_model(ops)?;
     }
+}
+
+#[test]
+fn a_stale_key_s_error_says_so_and_a_refused_insert_hands_its_value_back() {
+    let (_clock, engine) = manual();
+    let mut queue = DelayQueue::new(&engine);
+    let key = queue.insert(1, secs(60));
+    queue.clear();
+    let err = queue.reset(&key, secs(1)).unwrap_err();
+    assert_eq!(err.to_string(), "no value in the delay queue has this key");
+    let refused = queue.try_insert(7, Duration::MAX).unwrap_err();
+    assert_eq!(refused.kind(), shardwheel::ScheduleErrorKind::DelayTooLong);
+    assert_eq!(refused.into_inner(), 7);
 }

@@ -212,6 +212,20 @@ fn reset_immediately_makes_the_next_tick_now() {
 }
 
 #[test]
+fn reset_after_makes_the_next_tick_due_that_long_from_now() {
+    let (clock, engine) = manual();
+    let start = engine.now();
+    let mut interval = engine.interval(MS * 10);
+    assert_eq!(ready_tick(&mut interval, &clock), Some(start));
+    clock.advance(MS * 2);
+    interval.reset_after(MS * 3);
+    no_tick_until(&mut interval, &clock, start + MS * 5);
+    assert_eq!(ready_tick(&mut interval, &clock), Some(start + MS * 5));
+    no_tick_until(&mut interval, &clock, start + MS * 15);
+    assert_eq!(ready_tick(&mut interval, &clock), Some(start + MS * 15));
+}
+
+#[test]
 fn reset_at_moves_the_next_tick_later_or_earlier() {
     let (clock, engine) = manual();
     let start = engine.now();

@@ -269,3 +269,22 @@ fn a_sleep_pushed_later_under_a_cap_keeps_its_place_and_its_deadline() {
     clock.advance(MS * 4);
     assert!(poll_once(&mut sleep, &waker).is_ready());
 }
+
+#[test]
+fn a_timer_reset_at_is_due_at_that_deadline_rounded_up_to_the_tick() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .tick(MS * 4)
+        .build()
+        .unwrap();
+    let start = engine.now();
+    let timer = engine.schedule_at(start + MS * 5, || {}).unwrap();
+    assert_eq!(timer.deadline(), start + MS * 8);
+    assert!(timer.reset_at(start + MS * 9));
+    assert_eq!(timer.deadline(), start + MS * 12);
+    clock.advance(MS * 8);
+    assert!(timer.is_pending());
+    clock.advance(MS * 4);
+    assert!(timer.is_fired());
+}

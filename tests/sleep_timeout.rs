@@ -405,3 +405,50 @@ fn a_sleep_beyond_the_range_is_no_error_and_never_ends() {
     // After the shutdown, a far sleep is refused like any other.
     assert!(engine.try_sleep(far).is_err());
 }
+
+#[test]
+fn a_sleep_s_deadline_is_its_deadline_rounded_up_to_the_tick() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .tick(MS * 4)
+        .build()
+        .unwrap();
+    let start = engine.now();
+    assert_eq!(engine.sleep(MS * 5).deadline(), Some(start + MS * 8));
+    assert_eq!(engine.sleep(MS * 8).deadline(), Some(start + MS * 8));
+}
+
+#[test]
+fn a_timeout_reset_moves_its_deadline_earlier_or_later() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder().manual_clock(&clock).build().unwrap();
+    let waker = Waker::from(Arc::new(CountingWaker::default()));
+    let start = engine.now();
+    let mut timeout = Box::pin(engine.timeout(MS * 10, std::future::pending::<()>()));
+    assert!(poll_once(&mut timeout, &waker).is_pending());
+    timeout.as_mut().reset(MS * 30);
+    assert_eq!(timeout.deadline(), Some(start + MS * 30));
+    timeout.as_mut().reset_at(start + MS * 20);
+    assert_eq!(timeout.deadline(), Some(start + MS * 20));
+    clock.advance(MS * 19);
+    assert!(poll_once(&mut timeout, &waker).is_pending());
+    clock.advance(MS);
+    assert!(matches!(
+        poll_once(&mut timeout, &waker),
+        Poll::Ready(Err(_))
+    ));
+}
+
+#[test]
+fn an_elapsed_timeout_is_a_timed_out_io_error() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let read = async {
+        engine
+            .timeout(Duration::ZERO, std::future::pending::<()>())
+            .await?;
+        Ok::<(), std::io::Error>(())
+    };
+    let error = futures::executor::block_on(read).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+}

@@ -1,5 +1,5 @@
-//! What this layer keeps for each shard: the engine's id and cap, and the counts of the
-//! shard's callbacks handed over, begun, ended and panicked.
+//! Per shard: the engine's id and cap, and counts of callbacks handed over, begun, ended and
+//! panicked.
 
 use crossbeam_utils::CachePadded;
 
@@ -10,8 +10,8 @@ use crate::sync::{thread_number, Arc, Cap, Counter};
 pub(super) enum RunsOn {
     /// The shard's own tick thread (inline callbacks): counted without read-modify-writes.
     TickThread,
-    /// The pool's runner holding this claim of the relay (the only one that may, see `relay`):
-    /// counted without read-modify-writes, as far as the shard has stripes for the claims.
+    /// The pool runner holding this relay claim: counted without read-modify-writes, as far
+    /// as the shard has stripes.
     Pool(usize),
     /// Any other thread.
     Other,
@@ -28,8 +28,7 @@ pub(crate) struct ShardCallbacks {
 }
 
 impl ShardCallbacks {
-    /// A shard's callbacks in engine `engine`, whose pool (if any) has `pool_threads` runner
-    /// claims.
+    /// A shard's callbacks in `engine`, whose pool has `pool_threads` runner claims.
     pub(crate) fn new(engine: u64, cap: Option<Arc<Cap>>, pool_threads: usize) -> Self {
         ShardCallbacks {
             engine,
@@ -75,10 +74,8 @@ impl ShardCallbacks {
 
     /// Callbacks handed over that have not begun, and those running: `(queued, running)`.
     pub(crate) fn queued_and_running(&self) -> (u64, u64) {
-        // Read in the order opposite to the one they move in (handed over, then begun, then
-        // ended), so each figure is mostly read after the one subtracted from it; Relaxed
-        // reads of different counters may still disagree by a callback or two, which
-        // saturates to 0.
+        // Read opposite to the order they move in (handed, begun, ended); Relaxed reads may
+        // still disagree by a callback or two, which saturates to 0.
         let ended = self.runs.ended();
         let (queued, begun) = self.queued_and_begun();
         (queued, begun.saturating_sub(ended))
@@ -95,16 +92,12 @@ impl ShardCallbacks {
     }
 }
 
-/// Callbacks begun and ended, counted in stripes: a burst's callbacks run on many pool
-/// threads at once, and one pair of counters bumped twice by every one of them slows the
-/// burst. The tick thread (inline callbacks) and each of the first `MAX_POOL_STRIPES` runner
-/// claims of the pool (see `relay`) have a stripe to themselves and count there without
-/// read-modify-writes; any other thread counts in the stripe of its thread number.
+/// Callbacks begun and ended, counted in stripes so a burst across pool threads does not
+/// contend. The tick thread and the first `MAX_POOL_STRIPES` runner claims count alone without
+/// read-modify-writes; other threads count in their thread number's stripe.
 pub(super) struct Runs {
     tick_thread: CachePadded<Stripe>,
-    /// By the pool's runner claim: a claim is held by one runner at a time. A runner gives its
-    /// claim back under the relay's lock, and the next is started with it only after the lock
-    /// was taken again to pop it, so each holder's counts are ordered after the last's.
+    /// By runner claim: one runner at a time, each ordered after the last by the relay's lock.
     pool: Box<[CachePadded<Stripe>]>,
     stripes: [CachePadded<Stripe>; RUN_STRIPES],
 }

@@ -1,12 +1,5 @@
-//! Where fired callbacks run: a rayon pool (the default), inline on the shard thread, or a
-//! spawner of the user's own, handed one [`Task`] per callback.
-//!
-//! A shard hands over the callbacks it fired in one tick as one batch. To the pool it goes
-//! through the `relay`: onto the shard's queue, from which runners on pool threads take it
-//! into a range of their own and run one callback at a time, while other runners steal halves
-//! of the range. So a slow callback holds up only itself, never the tick thread; a callback
-//! behind it waits about a tick for another runner while the pool has a thread free. A
-//! spawner gets each callback as a `Task` of its own. Every callback runs under
+//! Where fired callbacks run: a rayon pool (the default, through the `relay`), inline on the
+//! shard thread, or a user's spawner, one [`Task`] per callback. Every callback runs under
 //! `catch_unwind` (see `run`); a panic is counted and the others run on.
 
 use std::fmt;
@@ -34,9 +27,8 @@ pub(crate) enum Executor {
 /// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks): call [`run`](Task::run) on
 /// whatever thread or executor should run it.
 ///
-/// A task is `Send` and runs its callback once. A task dropped without being run runs its
-/// callback in its drop, so a spawner that loses a task (an executor shutting down drops the
-/// work it holds) loses no timer. A panic in the callback is caught and counted in
+/// A task is `Send` and runs its callback once; one dropped unrun runs it in its drop, so a
+/// spawner that loses tasks loses no timer. A panic is caught and counted in
 /// [`Stats::panicked`](crate::Stats::panicked).
 ///
 /// ```
@@ -88,16 +80,15 @@ impl Executor {
         }
     }
 
-    /// Called by the shard at each turn: callbacks handed over in an earlier turn that still
-    /// wait to begin get another runner (see `relay`).
+    /// At each turn: callbacks handed over earlier that still wait get another runner.
     pub(crate) fn look_again(&self) {
         if let Executor::Pool(relay, index) = self {
             relay.look_again(*index);
         }
     }
 
-    /// Whether callbacks this shard handed over still wait to begin, so that the shard must
-    /// look again next tick (see `relay`). Only the pool's can wait on the shard.
+    /// Whether handed callbacks still wait to begin, so the shard looks again next tick (only
+    /// the pool's can).
     pub(crate) fn has_queued(&self) -> bool {
         match self {
             Executor::Pool(relay, index) => relay.has_queued(*index),
@@ -105,10 +96,8 @@ impl Executor {
         }
     }
 
-    /// Runs `batch`, counting panics against `shard`. A one-shot timer keeps its permit under
-    /// the engine's cap until its callback begins, so the cap also bounds what waits for
-    /// a pool thread (a repeating timer keeps its permit until it stops, see
-    /// `timer::repeating`).
+    /// Runs `batch`, counting panics against `shard`. A one-shot keeps its permit until its
+    /// callback begins, so the cap bounds what waits for the pool.
     pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>) {
         match self {
             Executor::Inline => {
@@ -123,8 +112,8 @@ impl Executor {
                         fired: Some(fired),
                         shard: shard.clone(),
                     };
-                    // The spawner is the user's code, on the tick thread: a panic must not
-                    // unwind into the shard. The task, if the unwinding dropped it, has run.
+                    // The spawner is user code on the tick thread: a panic must not unwind
+                    // into the shard. A task the unwinding dropped has run.
                     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| spawn(task))) {
                         shard.add_panicked();
                         crate::trace::spawner_panicked();

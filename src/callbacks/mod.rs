@@ -1,7 +1,5 @@
-//! Where fired callbacks run. A shard hands each turn's fired callbacks over as one batch;
-//! this layer runs them, counts them, and releases their permits. It imports
-//! `sync` and `entry` only, and knows nothing of shards beyond their index and their
-//! [`ShardCallbacks`].
+//! Where fired callbacks run: a shard hands each turn's callbacks over as one batch, and this
+//! layer runs them, counts them and releases their permits. It imports `sync` and `entry` only.
 //!
 //! - `executor`: [`Executor`] (the pool, the tick thread, or a user's spawner) and [`Task`].
 //! - `relay`: the hand-over of batches to the pool's runners, who share them out.

@@ -1,43 +1,25 @@
-//! Handing fired callbacks to the callback pool: a queue of batches per shard, and runners on
-//! the pool that share the batches out (see `claims`) and park when there are none.
-//!
-//! Why not a pool job per batch: at every job a rayon pool wakes a sleeping thread, which
-//! then spins through rounds of `yield_now` before it sleeps again; with a batch every tick,
-//! the spinning pool threads take the cpus the tick threads need. Why batches shared out
-//! rather than a queue entry per callback: a push and a contended pop per callback slow a
-//! burst. BENCHMARKS.md has the figures for both.
+//! Handing fired callbacks to the pool: a queue of batches per shard, and runners on the pool
+//! that share the batches out (see `claims`) and park when there are none. (A pool job per
+//! batch would wake spinning rayon threads every tick; a queue entry per callback would slow a
+//! burst.)
 //!
 //! The protocol, under one mutex (`State`):
 //!
-//! - **Shard** (`hand_over`): push the batch onto its queue, then lock. If a runner is idle,
-//!   notify one; else, if no runner is alive, start one on the pool. A batch of more than one
-//!   callback does this twice, so that a second runner shares it.
-//! - **Shard, each turn** (`look_again`): if callbacks it handed over in an earlier turn have
-//!   not all begun (the runners are stuck in slow callbacks, or were not scheduled for a
-//!   whole tick), lock; notify an idle runner, or else start another runner, up to the pool's
-//!   size. The shard counts what has begun (`ShardCallbacks::queued`), so a
-//!   callback counts as waiting wherever it is: on the queue, in a range, or in the hands of
-//!   a runner moving a batch from the queue into its range or loot into its own.
-//! - **Runner**: each holds a claim of its own (`claims`). It runs the callbacks of its range
-//!   one at a time; when the range is empty it takes a batch off the queues (in turn) into
-//!   it; when they are empty too, it steals half of the fullest range of another runner. When
-//!   there is nothing to take anywhere, it locks and looks again: if a queue or a range has
-//!   callbacks, go on. If another runner is idle already, or the relay is closed, end. Else
-//!   wait, as the idle runner, until notified or until `LINGER` passes with nothing to do,
-//!   and then end.
+//! - **Shard** (`hand_over`): push the batch, then lock; notify an idle runner, else start one
+//!   if none is alive. A batch of several does this twice, so a second runner shares it.
+//! - **Shard, each turn** (`look_again`): if callbacks handed over earlier have not all begun
+//!   (`ShardCallbacks::queued`, wherever they are), lock; notify an idle runner or start
+//!   another, up to the pool's size.
+//! - **Runner**: runs its own claim's range one callback at a time; when empty, takes a batch
+//!   off the queues in turn, else steals half the fullest range. With nothing anywhere it locks
+//!   and looks again: work, go on; another runner idle or relay closed, end; else wait as the
+//!   idle runner until notified or `LINGER` passes, then end.
 //!
-//! A shard pushes before it locks, and a runner looks at the queues and the ranges under the
-//! lock before it waits: whichever of them locks second sees the other's side, so no batch
-//! waits on a queue for a runner that went idle past it. (A batch a runner has taken off a
-//! queue and not yet put in its range is seen by neither; that runner is at work and runs
-//! it.) A slow callback holds up only itself: the rest of its runner's range is there for the
-//! other runners to steal, and if they are all busy, the shard's next turn starts another
-//! runner, which steals from the fullest range first. A shard keeps polling once a tick (every
-//! 250 µs, if the tick is longer) while callbacks it handed over have not all begun
-//! (see `worker`), so it is there to see that even when it has nothing else to do.
-//!
-//! Threads are started through a closure (the pool's `spawn`), which `close` drops, so the
-//! pool can be joined; a shard that hands over callbacks after that runs them itself.
+//! A shard pushes before it locks and a runner looks under the lock before it waits, so
+//! whichever locks second sees the other: no batch waits for a runner that went idle past it.
+//! A slow callback holds up only itself: its range is there to steal, and the shard's next
+//! turn starts another runner (it polls while handed callbacks have not begun, see `worker`).
+//! `close` drops the spawning closure so the pool can be joined; later batches run inline.
 
 use std::time::Duration;
 
@@ -50,8 +32,7 @@ use crate::sync::{in_batches, Arc, Claim, Condvar, Holder, Mutex, SegQueue, StdA
 /// How long an idle runner waits for callbacks before it ends, giving its pool thread back.
 const LINGER: Duration = Duration::from_millis(50);
 
-/// Threads that may wait for callbacks at once: two, so that a batch of several callbacks
-/// finds two runners ready to share it.
+/// Threads that may wait for callbacks at once: two, so a batch finds two runners to share it.
 const IDLE_RUNNERS: usize = 2;
 
 /// A job for the pool.
@@ -82,8 +63,8 @@ struct State {
 }
 
 impl Relay {
-    /// A relay for `shards` (in shard order), starting up to `max_runners` runners with
-    /// `spawn`, and counting the callbacks it holds in `inflight`.
+    /// A relay for `shards`, starting up to `max_runners` runners with `spawn`, counting the
+    /// callbacks it holds in `inflight`.
     pub(crate) fn new(
         shards: Vec<Arc<ShardCallbacks>>,
         spawn: Spawn,
@@ -115,14 +96,13 @@ impl Relay {
         }
         self.find_runner(shard, false);
         if many {
-            // A second runner, to steal half of the first one's range: the batch is shared, and
-            // a slow callback in it holds up none of the rest.
+            // A second runner, to steal half the first one's range.
             self.find_runner(shard, true);
         }
     }
 
-    /// Shard `shard`, at the start of each turn: callbacks it handed over in an earlier turn
-    /// that still wait to begin are stalled, so another runner is started for them.
+    /// Shard `shard`, each turn: callbacks handed over earlier that still wait are stalled;
+    /// start another runner for them.
     pub(crate) fn look_again(self: &StdArc<Self>, shard: usize) {
         if self.has_queued(shard) {
             self.find_runner(shard, true);
@@ -153,15 +133,13 @@ impl Relay {
         spawn(Box::new(move || relay.runner(claim)));
     }
 
-    /// Whether callbacks shard `shard` handed over have not all begun. Called by the shard's
-    /// own thread, which counts what it fires; the counts of what has begun may lag, which
-    /// only makes the shard look once more.
+    /// Whether callbacks shard `shard` handed over have not all begun; called by the shard,
+    /// whose begun counts may lag, which only makes it look once more.
     pub(crate) fn has_queued(&self, shard: usize) -> bool {
         self.shards[shard].queued() > 0
     }
 
-    /// Ends the idle runners, and makes every runner end once the queues and the ranges are
-    /// empty; no runner is started after this. Drops the closure that starts them.
+    /// Ends the idle runners, and every runner once all is empty; none starts after this.
     pub(crate) fn close(&self) {
         let spawn = self.state.lock().spawn.take();
         drop(spawn);
@@ -186,9 +164,8 @@ impl Relay {
         self.inflight.end(ran);
     }
 
-    /// Runs callbacks, as the runner holding claim `claim`, until there are none to take: those
-    /// of `holder`'s range, then a batch off the queues (looking first at `next`'s), then half
-    /// of another runner's range. Returns how many it ran.
+    /// Runs callbacks as the holder of claim `claim` until none is left: its range, then a
+    /// batch off the queues (from `next`'s), then half another's range. Returns how many.
     fn run_all(&self, claim: usize, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
         let mut ran = 0;
         loop {
@@ -205,7 +182,7 @@ impl Relay {
     }
 
     /// A batch off the first non-empty queue from `next` on, with its shard; `next` moves past
-    /// it, so runners take the shards' batches in turn.
+    /// it, so runners take the shards in turn.
     fn pop_any(&self, next: &mut usize) -> Option<(Vec<Fired>, usize)> {
         let shards = self.queues.len();
         (0..shards).find_map(|i| {
@@ -271,10 +248,9 @@ impl State {
 }
 
 /// Counts callbacks handed to the pool and not yet run, so shutdown and a manual clock can
-/// wait for callbacks in flight. (Tasks handed to a spawner are not counted: they run when the
-/// user's executor runs them, which may need the very thread that would wait.) A runner counts
-/// the callbacks it ran when it finds nothing left to take, so the count reaches zero only
-/// once nothing is queued and nothing runs.
+/// wait for them (a spawner's tasks are not counted: they may need the waiting thread). A
+/// runner counts what it ran when it finds nothing left, so zero means nothing queued or
+/// running.
 pub(crate) struct Inflight {
     callbacks: Mutex<usize>,
     idle: Condvar,

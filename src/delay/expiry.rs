@@ -16,33 +16,10 @@ use crate::shard::Refusal;
 use crate::timer::Sleep;
 
 impl<T> DelayQueue<T> {
-    /// The next value whose deadline has passed, soonest first.
-    ///
-    /// - `Ready(Some(expired))`: a value expired; it is out of the queue, and its key names
-    ///   nothing any more.
-    /// - `Pending`: no value has expired yet; the task is woken when one does (or when the last
-    ///   value is removed, or when a value is made due at once).
-    /// - `Ready(None)`: the queue is empty. The task is not woken by a later insert.
-    ///
-    /// Cancel safe, and so is the stream's `next()`: a value leaves the queue only in the
-    /// `Ready` that yields it, so a `next()` dropped before it completes takes nothing out.
-    ///
-    /// ```
-    /// use std::task::{Context, Poll};
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    /// assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
-    /// queue.insert("x", Duration::from_secs(1));
-    /// assert!(queue.poll_expired(&mut cx).is_pending());
-    /// clock.advance(Duration::from_secs(1));
-    /// match queue.poll_expired(&mut cx) {
-    ///     Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "x"),
-    ///     _ => unreachable!(),
-    /// }
-    /// ```
+    /// The next value whose deadline has passed, soonest first: `Ready(Some)` takes it out
+    /// (its key names nothing after); `Pending` wakes the task when one is due, the last is
+    /// removed or one is made due at once; `Ready(None)`: empty, not woken by a later insert.
+    /// Cancel safe, as is the stream's `next()`: only the yielding `Ready` takes a value out.
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
         let mut looked_again = false;
         loop {
@@ -127,7 +104,7 @@ impl<T> DelayQueue<T> {
             let current = self
                 .values
                 .get(due.index, due.generation)
-                .is_some_and(|item| item.link.place == InList::Due(due.arm));
+                .is_some_and(|item| item.link.list == InList::Due(due.arm));
             if !current {
                 continue;
             }

@@ -1,5 +1,5 @@
-//! Inserting, removing and resetting a [`DelayQueue`]'s values: placing them in the queue's
-//! wheel, and keeping the queue's one engine timer no later than the earliest of them.
+//! Inserting, removing and resetting a [`DelayQueue`]'s values, keeping the queue's one
+//! engine timer no later than the earliest of them.
 
 use std::cmp::Reverse;
 use std::time::{Duration, Instant};
@@ -10,37 +10,15 @@ use super::wheel::{InList, Link};
 use crate::engine::{EngineShared, ScheduleError, ScheduleErrorKind};
 
 impl<T> DelayQueue<T> {
-    /// Holds `value` until `delay` from now (by the engine's clock), and returns its key.
-    ///
-    /// Never fails: a delay beyond the engine's range keeps the value until the engine shuts
-    /// down, and an engine that refuses the timer (shut down, or at its cap) makes the value
-    /// due at once. See [When the engine refuses](Self#when-the-engine-refuses), and
+    /// Holds `value` until `delay` from now and returns its key. Never fails: see
+    /// [When the engine refuses](Self#when-the-engine-refuses), and
     /// [`try_insert`](Self::try_insert) to be told instead.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("request 1", Duration::from_secs(30));
-    /// assert!(queue.deadline(&key).is_some());
-    /// assert_eq!(queue.len(), 1);
-    /// ```
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
         let (deadline, tick) = self.after(delay);
         self.insert_with(value, deadline, tick)
     }
 
-    /// Holds `value` until `deadline`, and returns its key. A deadline already past makes the
-    /// value due at once (or on the engine's next turn). As [`insert`](Self::insert) otherwise.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let at = Instant::now() + Duration::from_secs(30);
-    /// let key = queue.insert_at("request 1", at);
-    /// assert_eq!(queue.deadline(&key), Some(at));
-    /// ```
+    /// Holds `value` until `deadline` (a past one is due at once), as [`insert`](Self::insert).
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
         let tick = self.engine.clock().tick_at(deadline);
         self.insert_with(value, Some(deadline), tick)
@@ -49,21 +27,10 @@ impl<T> DelayQueue<T> {
     /// As [`insert`](Self::insert), but a value the engine cannot serve is handed back.
     ///
     /// # Errors
-    /// [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong) if `delay` is beyond the engine's range,
-    /// [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown) if the engine was shut down, [`ScheduleError::Full`](crate::ScheduleError::Full) if the
-    /// queue's timer had to be armed (or moved earlier) and the engine, at its cap, refused.
+    /// [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong) beyond the engine's
+    /// range, [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown) after shutdown,
+    /// [`ScheduleError::Full`](crate::ScheduleError::Full) if arming the timer hit the cap.
     /// Each holds the value.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::ScheduleError;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// assert!(queue.try_insert("ok", Duration::from_secs(1)).is_ok());
-    /// let far = engine.max_delay() * 2;
-    /// assert!(matches!(queue.try_insert("far", far), Err(ScheduleError::DelayTooLong("far"))));
-    /// assert_eq!(queue.len(), 1);
-    /// ```
     pub fn try_insert(&mut self, value: T, delay: Duration) -> Result<Key, ScheduleError<T>> {
         let (deadline, tick) = self.after(delay);
         self.try_insert_with(value, deadline, tick)
@@ -74,20 +41,12 @@ impl<T> DelayQueue<T> {
     /// # Errors
     /// As [`try_insert`](Self::try_insert).
     ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.try_insert_at(5, Instant::now() + Duration::from_secs(1)).unwrap();
-    /// assert_eq!(queue.remove(&key), Ok(5));
-    /// ```
     pub fn try_insert_at(&mut self, value: T, deadline: Instant) -> Result<Key, ScheduleError<T>> {
         let tick = self.engine.clock().tick_at(deadline);
         self.try_insert_with(value, Some(deadline), tick)
     }
 
-    /// The deadline `delay` from now and its tick (`None`: beyond `Instant`, or beyond the
-    /// engine's range), from one cheap read of the clock (see `TickClock::deadline_after`).
+    /// The deadline `delay` from now and its tick (`None`: beyond `Instant` or the range).
     fn after(&self, delay: Duration) -> (Option<Instant>, Option<u64>) {
         self.engine.clock().deadline_after(delay)
     }
@@ -137,8 +96,7 @@ impl<T> DelayQueue<T> {
         Ok(Key::new(index, generation))
     }
 
-    /// Whether `tick` has been reached by the wheel (which an empty wheel first catches up to
-    /// the present).
+    /// Whether the wheel has reached `tick` (an empty wheel first catches up to now).
     fn is_due(&mut self, tick: u64) -> bool {
         if self.wheel.is_empty() {
             self.wheel.catch_up(self.engine.clock().now_tick());
@@ -146,8 +104,8 @@ impl<T> DelayQueue<T> {
         tick <= self.wheel.elapsed()
     }
 
-    /// Places the loose value at `index` by `tick` (`None`: beyond the engine's range), with
-    /// the queue's timer armed no later; due at once if the engine refuses the timer.
+    /// Places the loose value at `index` by `tick` (`None`: beyond the range), with the timer
+    /// armed no later; due at once if the engine refuses the timer.
     fn settle(&mut self, index: usize, generation: u64, tick: Option<u64>) {
         if !self.stopped && self.engine.is_shutdown() {
             self.stopped = true;
@@ -212,21 +170,10 @@ impl<T> DelayQueue<T> {
         }
     }
 
-    /// Takes the value of `key` out of the queue. Removing the last value lets the queue's
-    /// engine timer go.
+    /// Takes the value of `key` out; removing the last one lets the engine timer go.
     ///
     /// # Errors
     /// [`KeyError`] if `key` names no value in the queue (see [Keys](Self#keys)).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("request 1", Duration::from_secs(30));
-    /// assert_eq!(queue.remove(&key), Ok("request 1")); // the response came in time
-    /// assert!(queue.remove(&key).is_err());
-    /// assert_eq!(engine.pending(), 0);
-    /// ```
     pub fn remove(&mut self, key: &Key) -> Result<T, KeyError> {
         let item = self
             .values
@@ -240,37 +187,16 @@ impl<T> DelayQueue<T> {
     }
 
     /// As [`remove`](Self::remove), with `None` for a key that names no value.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert(1, Duration::from_secs(30));
-    /// assert_eq!(queue.try_remove(&key), Some(1));
-    /// assert_eq!(queue.try_remove(&key), None);
-    /// ```
+    /// As [`remove`](Self::remove), with `None` for a key that names no value.
     pub fn try_remove(&mut self, key: &Key) -> Option<T> {
         self.remove(key).ok()
     }
 
-    /// Moves the deadline of `key`'s value to `delay` from now, whether or not its old deadline
-    /// has passed (a value that expired but was not yet yielded is held again). Only a new
-    /// earliest deadline moves the queue's engine timer; a refusal is treated as
-    /// [`insert`](Self::insert) treats it.
+    /// Moves `key`'s value to `delay` from now, even if it expired but was not yet yielded.
+    /// Only a new earliest deadline moves the engine timer; refusals are as for `insert`.
     ///
     /// # Errors
     /// [`KeyError`] if `key` names no value in the queue.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("idle connection", Duration::from_secs(30));
-    /// clock.advance(Duration::from_secs(20));
-    /// queue.reset(&key, Duration::from_secs(30)).unwrap(); // it saw traffic
-    /// assert_eq!(queue.deadline(&key), Some(clock.now() + Duration::from_secs(30)));
-    /// ```
     pub fn reset(&mut self, key: &Key, delay: Duration) -> Result<(), KeyError> {
         let (deadline, tick) = self.after(delay);
         self.reset_to(key, deadline, tick)
@@ -280,16 +206,6 @@ impl<T> DelayQueue<T> {
     ///
     /// # Errors
     /// [`KeyError`] if `key` names no value in the queue.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert("a", Duration::from_secs(30));
-    /// let sooner = Instant::now() + Duration::from_secs(1);
-    /// queue.reset_at(&key, sooner).unwrap();
-    /// assert_eq!(queue.deadline(&key), Some(sooner));
-    /// ```
     pub fn reset_at(&mut self, key: &Key, deadline: Instant) -> Result<(), KeyError> {
         let tick = self.engine.clock().tick_at(deadline);
         self.reset_to(key, Some(deadline), tick)
@@ -327,7 +243,7 @@ pub(super) fn push_due<T>(
     item: &mut Item<T>,
 ) {
     *arms += 1;
-    item.link.place = InList::Due(*arms);
+    item.link.list = InList::Due(*arms);
     due.push(Reverse(Due {
         deadline: item.deadline.unwrap_or(now),
         generation,

@@ -7,22 +7,9 @@ use std::time::Instant;
 use crate::engine::ScheduleError;
 
 /// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
-///
-/// A key names one value in one queue, once: after the value is removed, expires (is yielded
-/// by `poll_expired`) or is cleared, the key names nothing, even when the cell that held the
-/// value holds another one, and it never names a value of another queue. Calls with such a key
-/// return [`KeyError`] or `None`; none panics.
-///
-/// ```
-/// use std::time::Duration;
-/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-/// let mut queue = shardwheel::DelayQueue::new(&engine);
-/// let key = queue.insert("a", Duration::from_secs(60));
-/// assert_eq!(queue.remove(&key), Ok("a"));
-/// let other = queue.insert("b", Duration::from_secs(60)); // may reuse the cell
-/// assert!(queue.remove(&key).is_err());
-/// assert!(queue.contains(&other));
-/// ```
+/// A key names one value in one queue, once: after the value is removed, yielded or cleared
+/// it names nothing, even if its cell is reused. Calls with such a key return [`KeyError`] or
+/// `None`; none panics.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
     index: usize,
@@ -49,9 +36,8 @@ impl fmt::Debug for Key {
     }
 }
 
-/// A value whose deadline passed, as [`DelayQueue::poll_expired`] yields it.
-///
-/// [`DelayQueue::poll_expired`]: crate::DelayQueue::poll_expired
+/// A value whose deadline passed, as
+/// [`DelayQueue::poll_expired`](crate::DelayQueue::poll_expired) yields it.
 ///
 /// ```
 /// use std::time::Duration;
@@ -85,55 +71,33 @@ impl<T> Expired<T> {
     }
 
     /// The value.
-    ///
-    /// See [`Expired`] for an example.
     pub fn get_ref(&self) -> &T {
         &self.value
     }
 
     /// The value, to change.
-    ///
-    /// See [`Expired`] for an example.
     pub fn get_mut(&mut self) -> &mut T {
         &mut self.value
     }
 
     /// The value, taken out.
-    ///
-    /// See [`Expired`] for an example.
     pub fn into_inner(self) -> T {
         self.value
     }
 
     /// The key the value had (it names nothing in the queue any more).
-    ///
-    /// See [`Expired`] for an example.
     pub fn key(&self) -> Key {
         self.key
     }
 
-    /// The deadline the value was given (by its insert or its last reset), as asked: not
-    /// rounded to the engine's tick. A value yielded because the engine let its timer go (see
-    /// [`DelayQueue`](crate::DelayQueue#when-the-engine-refuses)) may come out before it.
-    ///
-    /// See [`Expired`] for an example.
+    /// The deadline as given (not rounded). A value let out because the engine let its timer
+    /// go (see [`DelayQueue`](crate::DelayQueue#when-the-engine-refuses)) may come out before.
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
 }
 
-/// A key that names no value in the queue: its value was removed, expired or cleared, or the
-/// key is another queue's.
-///
-/// ```
-/// use std::time::Duration;
-/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-/// let mut queue = shardwheel::DelayQueue::new(&engine);
-/// let key = queue.insert(1, Duration::from_secs(60));
-/// queue.clear();
-/// let err = queue.reset(&key, Duration::from_secs(1)).unwrap_err();
-/// assert_eq!(err.to_string(), "no value in the delay queue has this key");
-/// ```
+/// A key that names no value in the queue (removed, expired, cleared, or another queue's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyError(());
 

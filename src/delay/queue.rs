@@ -1,8 +1,5 @@
-//! [`DelayQueue`]: values held until their deadlines in a wheel of the queue's own, behind one
-//! engine timer.
-//!
-//! This file holds the type, its construction, storage and size; `insert` holds inserting,
-//! removing and resetting values, `expiry` polling for the expired ones.
+//! [`DelayQueue`]: its type, construction, storage and size (`insert` and `expiry` hold the
+//! rest).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -22,9 +19,8 @@ use crate::timer::Sleep;
 const ID_BLOCK: u64 = 1 << 12;
 
 /// A queue of values, each held until its deadline and then yielded by
-/// [`poll_expired`](Self::poll_expired) (or as a [`Stream`](futures_core::Stream) of [`Expired`](super::Expired) values), its expiry
-/// driven by the engine's timers: no runtime of its own is needed, and it works under any
-/// executor.
+/// [`poll_expired`](Self::poll_expired) or as a [`Stream`](futures_core::Stream) of
+/// [`Expired`](super::Expired) values; driven by the engine's timers, under any executor.
 ///
 /// ```
 /// use std::time::Duration;
@@ -50,77 +46,58 @@ const ID_BLOCK: u64 = 1 << 12;
 ///
 /// # The engine
 ///
-/// The queue keeps a link to the engine it was made with, not a borrow: it outlives the
-/// `&TimerEngine` it was made from, and even the engine itself (see below). Its values wait in
-/// a timing wheel of its own, in ticks of the engine's clock; the queue has one engine sleep
-/// (a [`Sleep`](crate::Sleep)) at its earliest deadline, which takes its timer when the queue
-/// is polled and wakes the task polling it. So an insert, remove or reset touches the engine
-/// only when the queue's earliest deadline moves earlier (or the queue fills or empties), and
-/// [`TimerEngine::pending`] counts a non-empty queue that has been polled as one timer.
+/// The queue keeps a link to its engine, not a borrow, and may outlive it. Values wait in a
+/// wheel of the queue's own; one engine [`Sleep`](crate::Sleep) sits at the earliest deadline,
+/// so only a move of that deadline earlier (or filling or emptying) touches the engine, and
+/// [`TimerEngine::pending`] counts a polled non-empty queue as one timer.
 ///
 /// # Order
 ///
-/// A poll takes out every value whose tick has come, and yields them soonest deadline first;
-/// values with equal deadlines come out in the order they were inserted. A value never comes
-/// out before its deadline (except as below), and at most one tick plus scheduling noise after
-/// it.
+/// A poll yields every value whose tick has come, soonest deadline first, equal deadlines in
+/// insertion order: never early (except as below), at most a tick plus noise late.
 ///
 /// # Keys
 ///
-/// A [`Key`] names one value in one queue, once. Every call that takes a key returns
-/// [`KeyError`](super::KeyError) (or `None`) for a key that names nothing any more (its value was removed,
-/// expired or cleared, even if its cell now holds another value) or that is another queue's;
-/// none panics. [`remove`](Self::remove) returns `Result<T, KeyError>`,
-/// [`try_remove`](Self::try_remove) the same as an `Option`.
+/// A [`Key`] names one value in one queue, once. A key of a removed, expired or cleared value,
+/// or of another queue, gets [`KeyError`](super::KeyError) (or `None`); nothing panics.
 ///
 /// # When the engine refuses
 ///
-/// - A deadline beyond the engine's range ([`TimerEngine::max_delay`]) or beyond what `Instant`
-///   can represent: [`insert`](Self::insert) keeps the value until the engine shuts down (or
-///   until it is reset to a nearer deadline, or removed); [`try_insert`](Self::try_insert)
-///   returns [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong) with the value.
-/// - An engine shut down: `insert` makes the value due at once; `try_insert` returns
-///   [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown) with the value.
-/// - An engine at its cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the
-///   queue's timer must be armed or moved earlier: `insert` (and a reset) makes
-///   the value due at once, so nothing waits for a timer that will never run; `try_insert`
-///   returns [`ScheduleError::Full`](crate::ScheduleError::Full) with the value. If the timer is
-///   refused when a poll re-arms it, the values of the earliest tick come out then.
-/// - When the engine shuts down, the queue's timer is handed back, and dropping (or running)
-///   it wakes the task polling the queue; from then on every value comes out as if due,
-///   soonest first (its [`Expired::deadline`](super::Expired::deadline) is still the one it was given).
+/// - Beyond [`TimerEngine::max_delay`] or `Instant`: [`insert`](Self::insert) keeps the value
+///   until shutdown (or a reset or remove); [`try_insert`](Self::try_insert) returns
+///   [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong).
+/// - Shut down: `insert` makes the value due at once; `try_insert` returns
+///   [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown).
+/// - At the cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the timer must be
+///   armed or moved earlier: `insert` and `reset` make the value due at once; `try_insert`
+///   returns [`ScheduleError::Full`](crate::ScheduleError::Full). A re-arm refused at a poll
+///   brings the earliest tick's values out.
+/// - At shutdown the timer is handed back, waking the polling task; every value then comes
+///   out as if due, soonest first, keeping its [`Expired::deadline`](super::Expired::deadline).
 ///
 /// # Waking
 ///
-/// `poll_expired` on an empty queue returns `Ready(None)`, and a task waiting on a queue (it
-/// polled and got `Pending`) is woken when the last value is removed or the queue is cleared,
-/// so that it sees `Ready(None)`. It is also woken when an insert or reset makes a value due at
-/// once. A task that got `Ready(None)` is not woken by a later insert: poll again after one.
+/// An empty queue polls `Ready(None)`. A task that got `Pending` is woken when the last value
+/// is removed, the queue is cleared, or a value is made due at once; one that got
+/// `Ready(None)` is not woken by a later insert.
 ///
 /// # Storage
 ///
-/// Values are stored once, in a store of cells, which shrinks as the queue empties. When its
-/// length falls to a quarter of its capacity, the free cells at its end are dropped, and the
-/// storage shrinks to the cells left (not below the capacity the queue was made with,
-/// [`with_capacity`](Self::with_capacity), none for [`new`](Self::new)) if that frees at least
-/// half of it. When the queue empties, it keeps its storage for the next fill if its values
-/// filled at least a quarter of it, and otherwise gives it back down to the capacity it was
-/// made with: an empty queue holds that capacity, or at most four times what its last fill
-/// used if that is more. A queue refilled to a size it held before, whose last drain left its
-/// storage whole (as one that takes its values out oldest first does), grows nothing.
-/// [`shrink_to_fit`](Self::shrink_to_fit) releases what it can at once, and
-/// [`clear`](Self::clear) goes back to the capacity the queue was made with.
+/// Values live once in a store of cells. When the length falls to a quarter of the capacity,
+/// the free end is dropped if that frees half. An emptied queue keeps its storage if the fill
+/// used a quarter of it, else goes back to the capacity it was made with
+/// ([`with_capacity`](Self::with_capacity)). [`shrink_to_fit`](Self::shrink_to_fit) releases
+/// what it can; [`clear`](Self::clear) goes back to the made-with capacity.
 ///
 /// `DelayQueue<T>` is `Send` when `T` is, and `Sync` when `T` is.
 pub struct DelayQueue<T> {
     pub(super) engine: Arc<EngineShared>,
     pub(super) values: Values<Item<T>>,
     pub(super) wheel: DelayWheel,
-    /// The values taken out of the wheel, soonest first. A record is checked against its
-    /// value's place when it comes out: a value reset or removed since leaves it stale.
+    /// The values taken out of the wheel, soonest first; a record left stale by a reset or
+    /// remove is dropped when it comes out.
     pub(super) due: BinaryHeap<Reverse<Due>>,
-    /// The queue's one engine timer (see [`armed`](Self::armed)); `None` while the queue is
-    /// empty, or after the engine refused it.
+    /// The queue's one engine timer; `None` while empty, or after the engine refused it.
     pub(super) sleep: Option<Sleep>,
     /// The task that polled last and got `Pending`.
     pub(super) waker: Option<Waker>,
@@ -152,8 +129,7 @@ impl<T> Linked for Item<T> {
     }
 }
 
-/// A value due, ordered as the queue yields it: by deadline, then by insertion (the key's
-/// generation, taken from an increasing counter).
+/// A value due, ordered as yielded: by deadline, then by insertion (the key's generation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Due {
     pub(super) deadline: Instant,
@@ -187,26 +163,12 @@ impl<T> DelayQueue<T> {
         Some(sleep.tick().unwrap_or(FAR))
     }
 
-    /// An empty queue whose values expire on `engine`'s timers. The queue does not borrow the
-    /// engine: it may outlive the reference, and the engine too (see
-    /// [When the engine refuses](Self#when-the-engine-refuses)).
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let queue: shardwheel::DelayQueue<u32> = shardwheel::DelayQueue::new(&engine);
-    /// assert!(queue.is_empty());
-    /// ```
+    /// An empty queue whose values expire on `engine`'s timers; it may outlive the engine.
     pub fn new(engine: &TimerEngine) -> Self {
         DelayQueue::with_capacity(engine, 0)
     }
 
     /// An empty queue with room for `capacity` values, which it keeps when it shrinks.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let queue: shardwheel::DelayQueue<u32> = shardwheel::DelayQueue::with_capacity(&engine, 100);
-    /// assert!(queue.capacity() >= 100);
-    /// ```
     pub fn with_capacity(engine: &TimerEngine, capacity: usize) -> Self {
         let engine = engine.shared().clone();
         let elapsed = engine.clock().now_tick();
@@ -223,43 +185,18 @@ impl<T> DelayQueue<T> {
         }
     }
 
-    /// The deadline of `key`'s value, as given to its insert or last reset (not rounded to
-    /// the engine's tick). `None` if `key` names no value in the queue, or if the value's
-    /// deadline is further away than `Instant` can represent ([`contains`](Self::contains)
-    /// tells the two apart).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert((), Duration::from_secs(30));
-    /// assert!(queue.deadline(&key).unwrap() > engine.now());
-    /// let forever = queue.insert((), Duration::MAX);
-    /// assert_eq!(queue.deadline(&forever), None);
-    /// assert!(queue.contains(&forever));
-    /// ```
+    /// The deadline of `key`'s value as given (not rounded). `None` if `key` names no value or
+    /// the deadline is beyond `Instant` ([`contains`](Self::contains) tells them apart).
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
         self.values
             .get(key.index(), key.generation())
             .and_then(|item| item.deadline)
     }
 
-    /// The key of the value the queue yields next: the earliest deadline, the first inserted
-    /// of those equal (tokio-util's `DelayQueue::peek`). Its cost grows with the values
-    /// expired and not yet yielded, and with those sharing the earliest slot of the wheel.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// assert_eq!(queue.peek(), None);
-    /// queue.insert("later", Duration::from_secs(60));
-    /// let sooner = queue.insert("sooner", Duration::from_secs(5));
-    /// assert_eq!(queue.peek(), Some(sooner));
-    /// ```
+    /// The key of the value yielded next: earliest deadline, first inserted of equals. Costs
+    /// with the values due and not yet yielded, and those in the earliest wheel slot.
     pub fn peek(&self) -> Option<Key> {
-        // A value due (taken out of the wheel) comes before every value in it; a record whose
-        // value was reset or removed since is stale.
+        // A value due comes before every value in the wheel; stale records are skipped.
         let due = self
             .due
             .iter()
@@ -267,7 +204,7 @@ impl<T> DelayQueue<T> {
             .filter(|due| {
                 self.values
                     .get(due.index, due.generation)
-                    .is_some_and(|item| item.link.place == InList::Due(due.arm))
+                    .is_some_and(|item| item.link.list == InList::Due(due.arm))
             })
             .min();
         if let Some(due) = due {
@@ -285,116 +222,46 @@ impl<T> DelayQueue<T> {
     }
 
     /// Whether `key` names a value in the queue (one not yet removed, yielded or cleared).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert(1, Duration::from_secs(30));
-    /// assert!(queue.contains(&key));
-    /// queue.remove(&key).unwrap();
-    /// assert!(!queue.contains(&key));
-    /// ```
+    /// Whether `key` names a value in the queue (not yet removed, yielded or cleared).
     pub fn contains(&self, key: &Key) -> bool {
         self.values.get(key.index(), key.generation()).is_some()
     }
 
     /// The number of values in the queue, expired but not yet yielded ones included.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// queue.insert('a', Duration::from_secs(30));
-    /// queue.insert('b', Duration::from_secs(30));
-    /// assert_eq!(queue.len(), 2);
-    /// ```
+    /// The number of values in the queue, expired but not yet yielded ones included.
     pub fn len(&self) -> usize {
         self.values.len()
     }
 
     /// Whether the queue holds no value.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let queue = shardwheel::DelayQueue::<u8>::new(&engine);
-    /// assert!(queue.is_empty());
-    /// ```
+    /// Whether the queue holds no value.
     pub fn is_empty(&self) -> bool {
         self.values.len() == 0
     }
 
     /// Makes room for at least `additional` values more than the queue holds, so that
-    /// inserting them does not grow its storage (tokio-util's `DelayQueue::reserve`). The
-    /// room is kept as storage a fill grew is (see [Storage](Self#storage)).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// queue.reserve(1000);
-    /// let room = queue.capacity();
-    /// assert!(room >= 1000);
-    /// for i in 0..1000 {
-    ///     queue.insert(i, Duration::from_secs(60));
-    /// }
-    /// assert_eq!(queue.capacity(), room);
-    /// ```
+    /// Makes room for `additional` more values, kept as a fill's storage is
+    /// (see [Storage](Self#storage)).
     pub fn reserve(&mut self, additional: usize) {
         self.values.reserve(additional);
     }
 
     /// How many values the queue's values has room for without growing (free cells between
-    /// held values included).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let keys: Vec<_> = (0..1000).map(|i| queue.insert(i, Duration::from_secs(30))).collect();
-    /// assert!(queue.capacity() >= 1000);
-    /// for key in &keys {
-    ///     queue.remove(key).unwrap();
-    /// }
-    /// assert!(queue.capacity() >= 1000); // kept for the next fill
-    /// let key = queue.insert(0, Duration::from_secs(30));
-    /// queue.remove(&key).unwrap();
-    /// assert_eq!(queue.capacity(), 0); // a small fill gave it back
-    /// ```
+    /// How many values the store has room for without growing (free cells included).
     pub fn capacity(&self) -> usize {
         self.values.capacity()
     }
 
     /// Releases what storage the queue can: all of it if the queue is empty, else the free
-    /// cells after its last value (below the capacity it was made with, too).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::with_capacity(&engine, 1000);
-    /// queue.insert(1, Duration::from_secs(30));
-    /// queue.shrink_to_fit();
-    /// assert!(queue.capacity() < 1000);
-    /// ```
+    /// Releases what storage it can: all if empty, else the free cells after the last value.
     pub fn shrink_to_fit(&mut self) {
         self.values.shrink_to_fit();
         self.due.shrink_to_fit();
     }
 
     /// Removes every value and releases the storage down to the capacity the queue was made
-    /// with (and the queue's engine timer). Every key handed out so far names nothing
-    /// afterwards. Wakes a task waiting on the queue, which then sees `Ready(None)`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut queue = shardwheel::DelayQueue::new(&engine);
-    /// let key = queue.insert(1, Duration::from_secs(30));
-    /// queue.clear();
-    /// assert!(queue.is_empty());
-    /// assert!(!queue.contains(&key));
-    /// assert_eq!(engine.pending(), 0);
-    /// ```
+    /// Removes every value, releases storage down to the made-with capacity and the engine
+    /// timer, and wakes a waiting task. Every key handed out so far names nothing after.
     pub fn clear(&mut self) {
         let held = self.values.len() > 0;
         let elapsed = self.wheel.elapsed();
@@ -404,8 +271,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// The queue holds no value any more: drops its engine timer and what is left of the
-    /// values due (all stale), keeping no more room for them than the values kept, and wakes
-    /// the waiting task if `wake`.
+    /// The queue is empty: drops its timer and the (stale) values due, and wakes the waiting
+    /// task if `wake`.
     pub(super) fn emptied(&mut self, wake: bool) {
         self.sleep = None;
         self.due.clear();
@@ -418,15 +285,9 @@ impl<T> DelayQueue<T> {
     }
 }
 
-// The queue never pins its values (they move in and out of the values freely), so pinning the
-// queue promises nothing about them.
+// The queue never pins its values, so pinning it promises nothing about them.
 impl<T> Default for DelayQueue<T> {
     /// An empty queue on the [`default_engine`](crate::default_engine).
-    ///
-    /// ```
-    /// let queue: shardwheel::DelayQueue<u32> = shardwheel::DelayQueue::default();
-    /// assert!(queue.is_empty());
-    /// ```
     fn default() -> Self {
         DelayQueue::new(crate::default_engine())
     }

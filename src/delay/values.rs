@@ -1,19 +1,9 @@
 //! Where a delay queue keeps its values: a vector of cells, each holding a value with its
 //! generation (the id in its key) or a link in the free list of vacant cells.
 //!
-//! The values shrinks as the queue empties, with hysteresis, so that a queue filled and drained
-//! again and again keeps its storage while the storage a spike grew goes back:
-//! - When its length falls to a quarter of its capacity, the vacant cells at its end are
-//!   dropped, and the storage shrinks to the cells left (not below the floor, what the queue
-//!   was made with) if that frees at least half of it.
-//! - When it empties altogether, it keeps its storage if its values filled at least a quarter
-//!   of it since it was last empty, and otherwise gives it back down to the floor. An empty
-//!   values so holds the floor, or at most four times what its last fill used if that is more.
-//!
-//! A compaction walks the whole vector, so after one the next waits until the length has
-//! halved again (or the vector has grown): a queue that hovers at one length does not compact
-//! on every remove. A compaction that drops a vacant end also rebuilds the free list lowest
-//! index first, so new values fill the front and leave the end free to be dropped.
+//! It shrinks as told in `DelayQueue`'s Storage docs (a quarter-full compaction, a fill
+//! hysteresis when emptied). After a compaction the next waits until the length halves again;
+//! one that drops a vacant end rebuilds the free list lowest index first, so the front fills.
 
 use std::mem;
 
@@ -137,8 +127,7 @@ impl<V> Values<V> {
         }
     }
 
-    /// Takes out the value at `index`, if its generation is `generation`, and shrinks the
-    /// storage if that left it mostly empty (see the module docs).
+    /// Takes out the value at `index` if its generation matches; shrinks as the module says.
     pub(super) fn remove(&mut self, index: usize, generation: u64) -> Option<V> {
         self.get(index, generation)?;
         let cell = self.cells.get_mut(index)?;
@@ -160,8 +149,7 @@ impl<V> Values<V> {
         Some(value)
     }
 
-    /// Makes room for at least `additional` values more than the values holds, vacant cells
-    /// counted. The room counts as a fill: an emptied values keeps it (see the module docs).
+    /// Makes room for `additional` more values; the room counts as a fill.
     pub(super) fn reserve(&mut self, additional: usize) {
         let vacant = self.cells.len() - self.len;
         self.cells.reserve(additional.saturating_sub(vacant));
@@ -170,8 +158,7 @@ impl<V> Values<V> {
 
     /// Drops every value and shrinks the storage to the floor.
     pub(super) fn clear(&mut self) {
-        // The values is empty before any value is dropped, so that it stays consistent even if
-        // a value's `Drop` panics.
+        // Emptied before any value is dropped, so a panicking `Drop` leaves it consistent.
         let mut cells = mem::take(&mut self.cells);
         self.len = 0;
         self.free = NONE;
@@ -183,8 +170,7 @@ impl<V> Values<V> {
         self.cells = cells;
     }
 
-    /// Shrinks the storage as far as it goes: to nothing if the values is empty, else to its
-    /// last occupied cell.
+    /// Shrinks the storage as far as it goes: to nothing if empty, else to the last value.
     pub(super) fn shrink_to_fit(&mut self) {
         if self.len == 0 {
             self.release(0);
@@ -194,8 +180,8 @@ impl<V> Values<V> {
         }
     }
 
-    /// The last value has been removed: keeps the storage if the values filled at least a
-    /// quarter of it, else frees it down to the floor.
+    /// The last value was removed: keeps the storage if a quarter was filled, else frees it
+    /// down to the floor.
     fn keep_or_release(&mut self) {
         let capacity = self.cells.capacity();
         let keep = if self.peak.saturating_mul(4) >= capacity {
@@ -215,8 +201,7 @@ impl<V> Values<V> {
         self.peak = 0;
     }
 
-    /// Drops the vacant cells at the end and rebuilds the free list lowest index first; the
-    /// caller decides how far to shrink the storage.
+    /// Drops the vacant end and rebuilds the free list lowest index first.
     fn compact(&mut self) {
         if matches!(self.cells.last(), Some(Held::Occupied { .. })) {
             // No vacant end to drop: spare the walk.

@@ -1,16 +1,9 @@
-//! A delay queue's own timing wheel: where its values wait for their ticks, behind the queue's
-//! one engine timer.
+//! A delay queue's own timing wheel, behind the queue's one engine timer.
 //!
-//! Levels of 64 slots, level n's slots 64^n ticks wide, added as deadlines reach them. A value
-//! due at tick `t` sits in the level of the highest 6-bit group in which `t` differs from
-//! `elapsed` (the tick the wheel has been taken up to), in the slot that group names. Each slot
-//! is a doubly-linked list threaded through the values by index, and each level keeps a bitmap of
-//! its occupied slots: inserting and removing are O(1), finding the next slot due is a scan of
-//! the levels' bitmaps. Taking a slot of level n > 0 moves its values to lower levels (their
-//! ticks now share more with `elapsed`), and hands over those whose tick has come.
-//!
-//! Values whose deadline is beyond the engine's range wait in one more list, `far`, which only
-//! `drain` empties.
+//! Levels of 64 slots, level n's 64^n ticks wide, added as deadlines reach them; a value due
+//! at `t` sits where the shard wheel would put it (see `wheel`), in a doubly-linked list
+//! threaded through the values by index, with a per-level occupancy bitmap. Values beyond the
+//! engine's range wait in one more list, `far`, which only `drain` empties.
 
 use super::values::Values;
 
@@ -24,21 +17,21 @@ const NONE: usize = usize::MAX;
 /// Where a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum InList {
-    /// In no list (being placed or moved).
+    /// In no list (being linked or moved).
     Loose,
     /// In slot `slot` of level `level`.
-    DelayWheel { level: u8, slot: u8 },
+    Wheel { level: u8, slot: u8 },
     /// In the list of values beyond the engine's range.
     Far,
     /// Among the values due, under this arm (an older record of the value is stale).
     Due(u64),
 }
 
-/// A value's tick, place and neighbours in its list.
+/// A value's tick, the list it is in, and its neighbours there.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Link {
     pub(super) tick: u64,
-    pub(super) place: InList,
+    pub(super) list: InList,
     prev: usize,
     next: usize,
 }
@@ -46,7 +39,7 @@ pub(super) struct Link {
 impl Link {
     pub(super) const LOOSE: Link = Link {
         tick: 0,
-        place: InList::Loose,
+        list: InList::Loose,
         prev: NONE,
         next: NONE,
     };
@@ -79,13 +72,13 @@ fn link_of<E: Linked>(values: &mut Values<E>, index: usize) -> Option<&mut Link>
     values.get_at_mut(index).map(|(_, item)| item.link())
 }
 
-/// Pushes the value at `index` on the list at `head`, as `place`.
-fn push<E: Linked>(values: &mut Values<E>, head: &mut usize, index: usize, place: InList) {
+/// Pushes the value at `index` on the list at `head`, as `list`.
+fn push<E: Linked>(values: &mut Values<E>, head: &mut usize, index: usize, list: InList) {
     if let Some(first) = link_of(values, *head) {
         first.prev = index;
     }
     if let Some(link) = link_of(values, index) {
-        link.place = place;
+        link.list = list;
         link.prev = NONE;
         link.next = *head;
     }
@@ -144,11 +137,11 @@ impl DelayWheel {
         }
         let row = &mut self.levels[level];
         row.occupied |= 1 << slot;
-        let place = InList::DelayWheel {
+        let list = InList::Wheel {
             level: level as u8,
             slot: slot as u8,
         };
-        push(values, &mut row.heads[slot], index, place);
+        push(values, &mut row.heads[slot], index, list);
         self.len += 1;
         true
     }
@@ -161,8 +154,8 @@ impl DelayWheel {
     /// Unlinks a value whose link was `link` from its list (if it is in one). The value may
     /// already be out of the values: only its neighbours are touched.
     pub(super) fn unlink<E: Linked>(&mut self, values: &mut Values<E>, link: &Link) {
-        let head = match link.place {
-            InList::DelayWheel { level, slot } => {
+        let head = match link.list {
+            InList::Wheel { level, slot } => {
                 self.len -= 1;
                 let row = &mut self.levels[usize::from(level)];
                 if link.prev == NONE && link.next == NONE {

@@ -1,19 +1,12 @@
 //! Type-erased timer callbacks, one pointer wide.
 //!
-//! A [`CallbackBox`] is a thin owning pointer to a header that names the callback's
-//! [`VTable`]. A callback that captures something is stored in one heap block, the header
-//! followed by the value; a callback that captures nothing (a zero-sized type) costs no
-//! allocation: its box points at a header in static memory, and the value is conjured back
-//! when it runs. Against `Box<dyn Callback>` this halves the pointer (8 bytes instead of 16),
-//! which keeps a timer's entry at 32 bytes (see `node`).
+//! A [`CallbackBox`] is a thin owning pointer to a header naming the callback's [`VTable`]: one
+//! heap block (header, then value), or for a zero-sized callback a static header and no
+//! allocation. Half a `Box<dyn Callback>`, it keeps an entry small (see `node`).
 //!
-//! [`CallbackCell`] is the entry's field that holds the callback: the box while the timer is
-//! pending, and once the winner of the lifecycle CAS has taken it, the link of an unlink stack.
-//! Both share one word: a box's pointer is at least 2-aligned, so its low bit is clear, and an
-//! empty cell sets it.
-//!
-//! All the `unsafe` of type erasure is in this file: the layout ([`Heap`]), the per-type
-//! functions in the vtable, and the tag of the cell.
+//! [`CallbackCell`] holds the box while the timer is pending, and once the CAS winner took it,
+//! an unlink-stack link, in one word: a box pointer's low bit is clear, an empty cell sets it.
+//! All the `unsafe` of type erasure ([`Heap`], the vtable functions, the cell's tag) is here.
 
 use std::alloc::Layout;
 use std::any::TypeId;
@@ -29,8 +22,8 @@ use crate::sync::drop_then_free;
 pub(crate) trait Callback: Send + Sized + 'static {
     /// Runs the callback once.
     fn call(self);
-    /// Runs a repeating timer's callback, which re-arms `entry` afterwards with `this` (the
-    /// same box, so re-arming allocates nothing). A one-shot callback just runs.
+    /// Runs a repeating timer's callback, which re-arms `entry` with `this` (the same box, no
+    /// allocation). A one-shot callback just runs.
     fn call_repeating(this: Boxed<Self>, entry: EntryRef) {
         drop(entry);
         this.into_inner().call()
@@ -106,8 +99,7 @@ unsafe fn drop_boxed<C: Callback>(header: NonNull<Header>) {
     drop(unsafe { Boxed::<C>::from_header(header) });
 }
 
-/// A callback of a known type in its box: what [`Callback::call_repeating`] receives, so a
-/// repeating timer can reach its state and put the same box back into its entry.
+/// A callback of a known type in its box, as [`Callback::call_repeating`] receives it.
 pub(crate) struct Boxed<C: Callback> {
     header: NonNull<Header>,
     _owns: PhantomData<C>,
@@ -133,8 +125,7 @@ impl<C: Callback> Boxed<C> {
     }
 
     /// # Safety
-    /// `header` is the header of a live box of `C` made by [`Boxed::new`], which the caller
-    /// gives up.
+    /// `header` is the header of a live box of `C` made by [`Boxed::new`], given up.
     unsafe fn from_header(header: NonNull<Header>) -> Self {
         Boxed {
             header,
@@ -157,8 +148,7 @@ impl<C: Callback> Boxed<C> {
     pub(crate) fn into_inner(self) -> C {
         let this = ManuallyDrop::new(self);
         // SAFETY: the box owns a live `C` at `value()` (for a zero-sized `C`, any aligned
-        // non-null pointer reads one, and `new` forgot the original); `this` is not dropped,
-        // so the value is moved out exactly once.
+        // non-null pointer reads one); `this` is not dropped, so it moves out once.
         let value = unsafe { this.value().as_ptr().read() };
         this.free();
         value
@@ -167,9 +157,7 @@ impl<C: Callback> Boxed<C> {
     /// Frees the heap block, whose value has been moved out or dropped.
     fn free(&self) {
         if !is_static::<C>() {
-            // SAFETY: the block was allocated by `Box::new` as a `Heap<C>` in `new`, so with
-            // the global allocator and this layout; the value in it is gone and not dropped
-            // again.
+            // SAFETY: allocated by `Box::new` as a `Heap<C>` in `new`; its value is gone.
             unsafe {
                 std::alloc::dealloc(self.header.cast::<u8>().as_ptr(), Layout::new::<Heap<C>>())
             };
@@ -202,8 +190,7 @@ impl<C: Callback> std::ops::DerefMut for Boxed<C> {
 
 impl<C: Callback> Drop for Boxed<C> {
     fn drop(&mut self) {
-        // SAFETY: the box owns a live `C`, dropped once here; then its block is freed, also if
-        // the drop panics.
+        // SAFETY: the box owns a live `C`, dropped once; its block is freed even on panic.
         unsafe { drop_then_free(self.value().as_ptr(), || self.free()) };
     }
 }
@@ -231,8 +218,7 @@ impl CallbackBox {
         self.run(None)
     }
 
-    /// Runs the callback; with `entry`, as a repeating timer's run that re-arms it (see
-    /// [`Callback::call_repeating`]).
+    /// Runs the callback; with `entry`, as a repeating run that re-arms it.
     fn run(self, entry: Option<EntryRef>) {
         let this = ManuallyDrop::new(self);
         // SAFETY: the vtable is the one of the box's own type, and `this` gives the box up.
@@ -289,8 +275,7 @@ pub(crate) struct Fired {
 }
 
 impl Fired {
-    /// `callback`, taken from its entry by the shard's PENDING→FIRED; with the entry if it
-    /// repeats, for the runner to re-arm it.
+    /// `callback`, taken by the shard's PENDING→FIRED; with the entry if it repeats.
     pub(crate) fn new(callback: CallbackBox, rearm: Option<EntryRef>) -> Self {
         Fired { callback, rearm }
     }
@@ -310,8 +295,8 @@ const EMPTY: usize = 1;
 
 const _: () = assert!(mem::align_of::<Header>() > EMPTY);
 
-/// One word that holds either a callback or, once it is taken, an optional link to a `L`
-/// (an unlink stack's next entry). `L` must be at least 2-aligned.
+/// One word holding a callback or, once taken, an optional link to a 2-aligned `L` (an
+/// unlink stack's next entry).
 pub(crate) struct CallbackCell<L> {
     word: *mut (),
     _links: PhantomData<NonNull<L>>,
@@ -354,8 +339,8 @@ impl<L> CallbackCell<L> {
         let header = self.callback()?;
         // The word alone: assigning a whole cell would drop this one, still full.
         self.word = Self::empty_word(None);
-        // SAFETY: a full cell's word came from `CallbackBox::into_raw` in `full`, and the
-        // cell, now empty, no longer owns it.
+        // SAFETY: a full cell's word came from `CallbackBox::into_raw`; the cell no longer
+        // owns it.
         Some(unsafe { CallbackBox::from_raw(header) })
     }
 

@@ -2,39 +2,26 @@
 //!
 //! Ground rules, which every other module relies on:
 //!
-//! 1. An entry is a single reference-counted block ([`EntryRef`], see `slab`) holding the packed
-//!    state word, the two intrusive links of the wheel slot it sits in, the callback in its
-//!    one-word box (a callback that captures nothing is zero-sized and costs no allocation of
-//!    its own). An entry that no one else holds any more may be reused for a new timer (see
-//!    `queue::recycle`).
-//! 2. Two fields are written by more than one thread. The state word ([`StateWord`]) is
-//!    written by whoever schedules, cancels, resets, fires or hands back the timer; every
-//!    change to it goes through a single compare-and-swap loop (`Entry::transition`, in this
-//!    file) except the shard's clearing of LINKED (`mark_unlinked`, one `fetch_and`, or a
-//!    plain store once the lifecycle is final), and leaving `Pending` is one successful
-//!    transition (`cancel`, `fire`,
-//!    `give_back`) that exactly one party wins. The `next` link is written by producers while
-//!    the entry waits in an inbound queue (the producer that appends after it links it), by
-//!    the shard while it is in a wheel or being given back for reuse; it is atomic, and each
-//!    phase has one writer at a time (rule 4).
-//! 3. The winner of that CAS, and only the winner, owns the callback from then on: the
-//!    canceller drops it, the shard runs it, shutdown hands it back. Losers never touch it.
-//!    The emptied cell stays the winner's: a canceller that must tell the shard to unlink the
-//!    entry uses it as the link of its lane's unlink stack (see `queue::unlink`), and the
-//!    shard that takes the entry off that stack owns it after that.
-//!    A repeating timer (the REPEATING bit) is the one exception to "once": its runner
-//!    re-arms it, FIRED→PENDING, putting the callback back before the CAS that publishes it;
-//!    a cancel while it runs is FIRED→CANCELLED and leaves the callback to the runner.
-//! 4. The `next` link carries the entry first through its shard's inbound queue (where
-//!    producers write it, see `queue::inbound`) and then through the wheel slot list it is
-//!    linked into; `prev` is used by the wheel only. While an entry is in a wheel, both belong
-//!    to the shard thread that owns that wheel and no other thread touches them. The shard
-//!    records where it linked the entry in the state word (the `LINKED` bit, level and slot),
-//!    so a canceller can tell whether the shard must be told to unlink it.
+//! 1. An entry is one counted block ([`EntryRef`], see `slab`): the state word, the two
+//!    intrusive links of its wheel slot, and the callback in its one-word box. An entry no one
+//!    else holds may be reused (see `queue::recycle`).
+//! 2. The state word ([`StateWord`]) is written by whoever schedules, cancels, resets, fires
+//!    or hands back the timer, always through one CAS loop (`Entry::transition`) except the
+//!    shard's clearing of LINKED (`mark_unlinked`). Leaving `Pending` is one transition
+//!    (`cancel`, `fire`, `give_back`) that exactly one party wins.
+//! 3. The winner, and only the winner, owns the callback: the canceller drops it, the shard
+//!    runs it, shutdown hands it back. The emptied cell stays the winner's: a canceller uses it
+//!    as the link of its lane's unlink stack (`queue::unlink`), and the shard that pops it owns
+//!    it then. A repeating timer is the exception to "once": its runner re-arms it
+//!    (FIRED→PENDING), putting the callback back before the publishing CAS; a cancel while it
+//!    runs is FIRED→CANCELLED and leaves the callback to the runner.
+//! 4. `next` carries the entry through its shard's inbound queue (producers write it, see
+//!    `queue::inbound`), then through its wheel slot list; `prev` is the wheel's. In a wheel,
+//!    both are the owning shard thread's alone. The shard records where it linked the entry in
+//!    the state word (LINKED, level, slot), so a canceller knows whether to ask for an unlink.
 //!
-//! The design follows the single-word state machine of Netty's `HashedWheelTimeout`
-//! (PENDING→CANCELLED / PENDING→FIRED by CAS) and tokio's `TimerShared`, with the deadline and the
-//! wheel position packed into the same word.
+//! After Netty's `HashedWheelTimeout` and tokio's `TimerShared`, with the deadline and wheel
+//! position packed into the same word.
 
 use std::ptr::NonNull;
 
@@ -43,8 +30,7 @@ use super::state::{Lifecycle, SlotId, StateWord};
 use crate::slab::SlabArc;
 use crate::sync::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
 
-/// A shared reference to an entry: held by the timer's handle, by a queue in transit, and by
-/// the wheel while the entry is linked.
+/// A shared reference to an entry: held by its handle, a queue in transit, and the wheel.
 pub(crate) type EntryRef = SlabArc<Entry>;
 
 /// A scheduled timer. See the module documentation for who may touch which field.
@@ -53,27 +39,23 @@ pub(crate) struct Entry {
     /// The next entry in the inbound queue, then in the wheel slot list (ground rule 4).
     pub(crate) next: AtomicPtr<Entry>,
     prev: UnsafeCell<Option<NonNull<Entry>>>,
-    /// The callback until the winner of the lifecycle CAS takes it, then empty, with room for
-    /// the link of an unlink stack (ground rule 3): one word either way.
+    /// The callback until the CAS winner takes it; then room for an unlink-stack link (rule 3).
     callback: UnsafeCell<CallbackCell<Entry>>,
 }
 
-/// A copy of an entry's slot-list links, for the wheel to read and change (see
-/// [`Entry::with_links`]).
+/// A copy of an entry's slot-list links (see [`Entry::with_links`]).
 pub(crate) struct Links {
     pub(crate) next: Option<NonNull<Entry>>,
     pub(crate) prev: Option<NonNull<Entry>>,
 }
 
-// SAFETY: the `prev` link is read and written only by the shard thread that owns the wheel the
-// entry is linked into (ground rule 4), and the callback cell only by the single winner of the
-// lifecycle CAS (ground rule 3); the callback itself is `Send`. Everything else is atomic.
+// SAFETY: `prev` is touched only by the shard owning the entry's wheel (rule 4), the callback
+// cell only by the CAS winner (rule 3); the callback is `Send`; the rest is atomic.
 unsafe impl Send for Entry {}
 // SAFETY: as above; shared references from other threads only reach the atomic state word.
 unsafe impl Sync for Entry {}
 
-/// The outcome of a lifecycle CAS won by the caller: the word it replaced, and the callback the
-/// caller now owns.
+/// A lifecycle CAS won by the caller: the word it replaced, and the callback it now owns.
 pub(super) type Won = (StateWord, CallbackBox);
 
 impl Entry {
@@ -81,8 +63,7 @@ impl Entry {
         Entry::with_word(StateWord::pending(deadline), Some(callback))
     }
 
-    /// A repeating timer's entry; its callback is installed with [`Entry::install`] once the
-    /// callback can name the entry.
+    /// A repeating timer's entry; its callback is installed with [`Entry::install`] later.
     pub(crate) fn new_repeating(deadline: u64) -> Self {
         Entry::with_word(StateWord::pending(deadline).repeating(), None)
     }
@@ -99,8 +80,7 @@ impl Entry {
         }
     }
 
-    /// Installs the callback of an entry made by `new_repeating`. `&mut`: before the entry is
-    /// shared with anyone.
+    /// Installs a `new_repeating` entry's callback, before the entry is shared (`&mut`).
     pub(crate) fn install(&mut self, callback: CallbackBox) {
         // SAFETY: `&mut self` proves no other reference to the entry exists.
         self.callback
@@ -109,17 +89,14 @@ impl Entry {
 
     /// The current state word.
     pub(crate) fn state(&self) -> StateWord {
-        // Acquire: pairs with the AcqRel CASes below, so a thread that sees a resolved lifecycle
-        // also sees everything its winner did before resolving.
+        // Acquire: pairs with the AcqRel CASes below; a resolved lifecycle shows its winner's
+        // writes.
         StateWord::from_bits(self.state.load(Ordering::Acquire))
     }
 
-    /// The one compare-and-swap loop through which every transition of the state word goes
-    /// (all but the shard's unmarking: `mark_unlinked`, a `fetch_and`, and
-    /// `mark_unlinked_resolved`, a store once no one else writes the word). Reads the
-    /// word, asks `step` for its successor (`None`: refused, the word stays) and swaps it in;
-    /// on a lost race, asks again with the competitor's word. Returns the word replaced, or
-    /// the word `step` refused.
+    /// The one CAS loop for every state transition (see rule 2): asks `step` for the successor
+    /// (`None`: refused) and swaps it in, retrying on the competitor's word. Returns the word
+    /// replaced, or the word `step` refused.
     #[inline]
     fn transition(
         &self,
@@ -130,10 +107,9 @@ impl Entry {
             let Some(next) = step(current) else {
                 return Err(current);
             };
-            // AcqRel on success: Acquire to see the callback cell as the previous writer left
-            // it (the scheduler, or a re-arming runner), Release so that whoever later reads
-            // the new word also sees this thread's writes before it. Acquire on failure: the
-            // next attempt reads the competitor's word.
+            // AcqRel on success: Acquire sees the callback cell as the last writer left it,
+            // Release publishes this thread's writes with the new word. Acquire on failure:
+            // the retry reads the competitor's word.
             match self.state.compare_exchange_weak(
                 current.bits(),
                 next.bits(),
@@ -146,8 +122,8 @@ impl Entry {
         }
     }
 
-    /// Moves the lifecycle from `Pending` to `to` if `accept` holds for the current word,
-    /// clearing the link when `unlink` is set. On success the caller owns the callback.
+    /// `Pending` → `to` if `accept` holds, clearing the link if `unlink`; the caller then owns
+    /// the callback.
     fn resolve(
         &self,
         to: Lifecycle,
@@ -162,10 +138,9 @@ impl Entry {
     }
 
     fn take_callback(&self) -> CallbackBox {
-        // SAFETY: only a just-won lifecycle CAS leads here (or a failed re-arm, whose caller
-        // owns the cell as `rearm` explains), so no other thread reads or writes the cell now
-        // (ground rule 3). A repeating timer's cell is refilled only by `rearm`, which its
-        // owner calls before publishing PENDING again.
+        // SAFETY: only a just-won lifecycle CAS (or a failed re-arm, see `rearm`) leads here, so
+        // no other thread touches the cell (rule 3); a repeating timer's cell is refilled only
+        // by `rearm`, before PENDING is published again.
         match self.callback.with_mut(|cell| unsafe { (*cell).take() }) {
             Some(callback) => callback,
             None => {
@@ -174,11 +149,9 @@ impl Entry {
         }
     }
 
-    /// PENDING→CANCELLED. On success returns the replaced word (its link tells whether the
-    /// shard holds the entry in its wheel) and the callback, for the canceller to drop.
-    ///
-    /// A repeating timer whose callback is running (FIRED) can be cancelled too: then there
-    /// is no callback to hand over (the runner owns it, and drops it when its re-arm fails).
+    /// PENDING→CANCELLED: the replaced word (its link tells whether the wheel holds the entry)
+    /// and the callback to drop. A running repeating timer (FIRED) cancels with no callback
+    /// (the runner drops it when its re-arm fails).
     pub(crate) fn cancel(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
         let running = |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Fired;
         // A runner's re-arm fails on the word this leaves.
@@ -191,15 +164,14 @@ impl Entry {
         Ok((before, Some(self.take_callback())))
     }
 
-    /// Moves a pending timer's deadline to `deadline`. Returns the word it replaced. A shard
-    /// whose FIRED transition fails on the new word reads the new deadline.
+    /// Moves a pending timer's deadline; returns the replaced word. A shard's FIRED
+    /// transition failing on the new word reads the new deadline.
     pub(crate) fn reset(&self, deadline: u64) -> Result<StateWord, StateWord> {
         self.transition(|word| word.is_pending().then(|| word.with_deadline(deadline)))
     }
 
-    /// Ends a repeating timer whose runner gives up (the engine stopped, the next run is out of
-    /// range, or the callback panicked): FIRED stays, without the REPEATING bit, so the timer
-    /// reads as fired and done and a later `cancel` answers false. Fails if it was cancelled.
+    /// Ends a repeating timer whose runner gives up: FIRED without REPEATING, so it reads as
+    /// fired and a later `cancel` answers false. Fails if it was cancelled.
     pub(crate) fn retire(&self) {
         // Races `cancel`; whichever is first decides.
         let _ = self.transition(|word| {
@@ -207,16 +179,14 @@ impl Entry {
         });
     }
 
-    /// Re-arms a repeating timer after its run: FIRED→PENDING with the next `deadline`, handing
-    /// the callback back to the entry. Fails, returning the callback, if the timer was
-    /// cancelled (or handed back) while it ran.
+    /// Re-arms a repeating timer after its run: FIRED→PENDING at `deadline`, the callback back
+    /// in the entry. Fails, returning the callback, if cancelled or handed back meanwhile.
     pub(crate) fn rearm(&self, deadline: u64, callback: CallbackBox) -> Result<(), CallbackBox> {
         // SAFETY: while a repeating timer is FIRED its runner (the caller) owns the cell:
         // a cancel in that state leaves it alone, and nothing else leaves FIRED.
         self.callback
             .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
-        // The Release half of the transition publishes the callback written above to whoever
-        // wins the next one.
+        // The transition's Release publishes the callback to the next winner.
         let rearmed = self.transition(|word| {
             (word.lifecycle() == Lifecycle::Fired).then(|| {
                 word.with_lifecycle(Lifecycle::Pending)
@@ -235,9 +205,8 @@ impl Entry {
         self.resolve(Lifecycle::Fired, true, |word| word.deadline() <= elapsed)
     }
 
-    /// PENDING→HANDED_BACK: at shutdown, or by a `schedule` that raced it. The link is left for
-    /// the shard (or shutdown) to clear when it takes the entry out of its wheel, so LINKED
-    /// keeps meaning "linked".
+    /// PENDING→HANDED_BACK, at shutdown or by a racing `schedule`. The link is left for whoever
+    /// unlinks the entry, so LINKED keeps meaning "linked".
     pub(crate) fn give_back(&self) -> Result<Won, StateWord> {
         self.resolve(Lifecycle::HandedBack, false, |_| true)
     }
@@ -245,20 +214,17 @@ impl Entry {
     /// Records that the shard linked the entry at `at`, if the word is still `seen`.
     pub(crate) fn mark_linked(&self, seen: StateWord, at: SlotId) -> Result<(), StateWord> {
         debug_assert!(seen.is_pending());
-        // A canceller that later reads LINKED must see the entry as linked (the transition's
-        // Release); a failure hands the shard the competitor's word.
+        // The transition's Release: a canceller reading LINKED sees the entry linked; a
+        // failure hands the shard the competitor's word.
         self.transition(|word| (word == seen).then(|| seen.with_link(at)))
             .map(|_| ())
     }
 
-    /// Clears the link after the shard has unlinked the entry; returns the word it
-    /// replaced. A cancel that comes later finds the entry unlinked; one that came earlier is
-    /// in the word returned (and then its canceller pushed an unlink request, see
-    /// `queue::unlink`).
+    /// Clears the link after the shard unlinked the entry; returns the replaced word, in which
+    /// an earlier cancel shows (its canceller pushed an unlink request, `queue::unlink`).
     pub(crate) fn mark_unlinked(&self) -> StateWord {
-        // AcqRel: Release keeps the unlink that came before it ordered ahead for a thread that
-        // reads the word; Acquire, because a cancel seen in the old word hands this thread the
-        // entry's count.
+        // AcqRel: Release orders the unlink before it for readers of the word; Acquire, as a
+        // cancel seen in the old word hands this thread the entry's count.
         StateWord::from_bits(
             self.state
                 .fetch_and(!StateWord::PLACED_BIT, Ordering::AcqRel),
@@ -269,7 +235,8 @@ impl Entry {
     ///
     /// # Safety
     /// The caller won the cancel that emptied the callback cell and has not yet published the
-    /// entry on a stack (ground rule 3), so it alone touches the cell.
+    /// The caller won the cancel that emptied the cell and has not yet published the entry on
+    /// a stack (rule 3).
     pub(crate) unsafe fn set_unlink_next(&self, next: Option<NonNull<Entry>>) {
         // SAFETY: by this function's contract.
         self.callback
@@ -279,8 +246,7 @@ impl Entry {
     /// The entry's link on an unlink stack.
     ///
     /// # Safety
-    /// The caller took the entry off the stack (with the Acquire that pairs with the push), so
-    /// it alone touches the cell.
+    /// The caller took the entry off the stack (Acquire pairing with the push).
     pub(crate) unsafe fn unlink_next(&self) -> Option<NonNull<Entry>> {
         // SAFETY: by this function's contract.
         match self.callback.with_mut(|cell| unsafe { (*cell).link() }) {
@@ -304,9 +270,8 @@ impl Entry {
         }
     }
 
-    /// As [`mark_unlinked`](Self::mark_unlinked), for an entry whose lifecycle ended as
-    /// `word` (cancelled or handed back): no one else writes such a word any more, so a plain
-    /// store does, with no read-modify-write.
+    /// As [`mark_unlinked`](Self::mark_unlinked), for an entry whose lifecycle ended as `word`:
+    /// no one else writes it any more, so a plain store does.
     pub(crate) fn mark_unlinked_resolved(&self, word: StateWord) {
         debug_assert!(matches!(
             word.lifecycle(),
@@ -321,8 +286,8 @@ impl Entry {
     /// Runs `f` on the entry's slot-list links.
     ///
     /// # Safety
-    /// The caller is the shard thread that owns the wheel this entry is linked into, or is about
-    /// to be linked into (ground rule 4); no reference from an earlier call is still alive.
+    /// The caller is the shard thread owning the wheel this entry is (or is about to be)
+    /// linked into (rule 4), and no reference from an earlier call is alive.
     pub(crate) unsafe fn with_links<R>(&self, f: impl FnOnce(&mut Links) -> R) -> R {
         // SAFETY: by this function's contract.
         let mut links = unsafe { self.links() };

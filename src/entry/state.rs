@@ -1,7 +1,5 @@
-//! The packed state word of a timer entry.
-//!
-//! One `u64` holds everything about an entry that more than one thread may read or change, so
-//! that every transition is a single compare-and-swap:
+//! The packed state word of a timer entry: everything more than one thread may read or change
+//! in one `u64`, so every transition is a single CAS:
 //!
 //! ```text
 //!  63                                 13 12      7 6   4  3   2   1 0
@@ -10,13 +8,10 @@
 //! +-------------------------------------+--------+-----+---+---+-----+
 //! ```
 //!
-//! - `life` (2 bits): [`Lifecycle`]. An entry starts `Pending`; exactly one party moves it out
-//!   of `Pending`, and that party alone owns the callback from then on.
-//! - `LNK` (1 bit): the entry is linked into its shard's wheel. Only the shard sets it.
-//! - `REP` (1 bit): the timer repeats (set at creation, never changed).
-//! - `level`, `slot`: where in the wheel it is linked, meaningful only while `LNK` is set.
-//! - `deadline`: the tick at or after which the timer fires (51 bits: at a 1 ms tick, over
-//!   70,000 years; at the shortest tick, 1 µs, 71 years from the engine's start).
+//! - `life`: [`Lifecycle`]; one party moves it out of `Pending` and owns the callback.
+//! - `LNK`: linked into the shard's wheel (only the shard sets it), at `level`, `slot`.
+//! - `REP`: the timer repeats (fixed at creation).
+//! - `deadline`: the tick at or after which the timer fires (51 bits).
 
 /// Where an entry is in its life. Moving out of `Pending` is final and happens once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,5 @@
-//! The cpus the process may use, and the one way the crate sets a thread's affinity.
-//!
-//! On Linux `sched_setaffinity` sets the calling thread's set of cpus, one cpu (pinning) or
-//! many (unpinning). `core_affinity` lists the cpus everywhere and pins elsewhere, where a
-//! thread once pinned stays pinned: it sets one cpu at a time, and cannot widen a set.
+//! The cpus the process may use, and the one way the crate sets a thread's affinity: on Linux
+//! `sched_setaffinity` (one cpu or many); elsewhere `core_affinity`, which cannot widen a set.
 
 /// The cpus the process may run on, as the system numbers them.
 pub(crate) fn cpus() -> Vec<usize> {
@@ -21,9 +18,8 @@ pub(super) fn set_current(cpus: &[usize]) -> bool {
     if !cpus.iter().any(|&cpu| cpu < size) {
         return false;
     }
-    // SAFETY: an all-zero `cpu_set_t` is a valid empty set; `CPU_SET` writes bits inside it
-    // for ids below `CPU_SETSIZE` (checked); `sched_setaffinity` only reads the set, for the
-    // calling thread (pid 0), with its true size.
+    // SAFETY: an all-zero `cpu_set_t` is a valid empty set; `CPU_SET` writes within it for ids
+    // below `CPU_SETSIZE` (checked); `sched_setaffinity` only reads it, for this thread.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for &cpu in cpus.iter().filter(|&&cpu| cpu < size) {

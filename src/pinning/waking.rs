@@ -1,21 +1,11 @@
-//! Asking the kernel to wake a tick thread on time.
+//! Asking the kernel to wake a tick thread on time, with two requests it may refuse (a refusal
+//! leaves the default and is no error):
 //!
-//! A tick thread sleeps for a tick at a time while timers come due, so two kernel settings
-//! bound how late it wakes:
-//!
-//! - **Timer slack.** Linux lets a sleep's timer fire up to the thread's slack late (50 µs by
-//!   default), to batch wake-ups. Against a 100 µs tick that is half a tick; the thread asks
-//!   for a slack of a hundredth of its tick, between 1 µs and the default (`PR_SET_TIMERSLACK`).
-//! - **Scheduling slice.** Under the EEVDF scheduler (Linux 6.6 and later) a thread that wakes
-//!   on a cpu busy with another thread waits until the running thread's slice is used up,
-//!   about 3 ms by default: the whole of a 1 ms tick's budget. A thread may ask for a shorter
-//!   slice for itself (`sched_setattr` with `sched_runtime`, Linux 6.12 and later, no
-//!   privilege needed); a thread with a short slice gets an earlier virtual deadline when it
-//!   wakes and is picked sooner. The tick thread asks for its tick, within the kernel's
-//!   range of 100 µs to 100 ms. Its share of the cpu does not change, only how soon it is
-//!   picked. Older kernels ignore the request.
-//!
-//! Both are requests the kernel may refuse; a refusal leaves the default and is not an error.
+//! - **Timer slack** (`PR_SET_TIMERSLACK`): a sleep may fire up to the slack late; the thread
+//!   asks for a hundredth of its tick, between 1 µs and the default.
+//! - **Scheduling slice** (`sched_setattr` with `sched_runtime`, Linux 6.12+): under EEVDF a
+//!   waking thread waits out the running thread's slice; a shorter slice of its own gets it
+//!   picked sooner, without changing its share. It asks for its tick, within the kernel's range.
 
 use std::time::Duration;
 
@@ -52,8 +42,7 @@ pub(crate) struct Granted {
 #[cfg(all(target_os = "linux", not(miri)))]
 pub(crate) fn tune_current_thread(tick: Duration) -> Granted {
     let slack = u64::try_from(slack_for(tick).as_nanos()).unwrap_or(u64::MAX);
-    // SAFETY: `PR_SET_TIMERSLACK` takes its value as an unsigned long and changes only the
-    // calling thread's timer slack.
+    // SAFETY: `PR_SET_TIMERSLACK` takes an unsigned long and changes only this thread's slack.
     let slack = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong) } == 0;
     Granted {
         slack,
@@ -76,8 +65,8 @@ fn set_slice(slice: Duration) -> bool {
     let size = std::mem::size_of::<libc::sched_attr>();
     // SAFETY: an all-zero `sched_attr` is a valid value of the plain C struct.
     let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    // SAFETY: `sched_getattr` for the calling thread (pid 0) writes at most `size` bytes, the
-    // struct's true size, into `attr`; flags must be 0.
+    // SAFETY: `sched_getattr` for this thread (pid 0) writes at most `size` bytes, the
+    // struct's true size; flags must be 0.
     let got = unsafe {
         libc::syscall(
             libc::SYS_sched_getattr,
@@ -87,16 +76,15 @@ fn set_slice(slice: Duration) -> bool {
             0,
         )
     };
-    // Only the fair class takes a slice this way; a real-time or deadline policy the user
-    // chose is left alone.
+    // Only the fair class takes a slice this way; a user's real-time policy is left alone.
     if got != 0 || attr.sched_policy != libc::SCHED_OTHER as u32 {
         return false;
     }
     attr.size = size as u32;
     attr.sched_flags = 0;
     attr.sched_runtime = u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
-    // SAFETY: `sched_setattr` for the calling thread only reads `attr`, whose `size` is the
-    // struct's true size; its policy and nice value are the ones just read.
+    // SAFETY: `sched_setattr` for this thread only reads `attr` (true `size`), with the policy
+    // and nice value just read.
     let set = unsafe {
         libc::syscall(
             libc::SYS_sched_setattr,

@@ -1,13 +1,9 @@
 //! Pinning a tick thread to its cpu, and unpinning it when its turns keep beginning late.
 //!
-//! A pinned thread cannot leave a cpu that another busy thread shares: the scheduler gives it
-//! its share of that cpu and no more, while other cpus may be idle. So [`LagWatch`] compares
-//! when each turn begins with the tick the thread meant to wake at. After `STRIKES` turns in a
-//! row that begin more than `LATE` (and at least two ticks) late, it widens the thread's
-//! affinity to every cpu the process may use, and the thread stays unpinned from then on. A
-//! turn woken early by new work counts neither way; a manual clock's jumps are not watched.
-//! The time a turn itself takes counts, so long turns of slow inline callbacks can unpin an
-//! idle cpu too: harmless beyond the pinning lost.
+//! A pinned thread sharing a cpu with a busy thread gets its share and no more, while other
+//! cpus may idle. [`LagWatch`] compares each turn's start with the tick it meant to wake at;
+//! after `STRIKES` turns in a row more than `LATE` (and two ticks) late it widens the affinity
+//! to every cpu for good. Turns woken early count neither way; manual clocks are not watched.
 
 use super::affinity;
 use crate::sync::{AtomicUsize, Counter, Ordering};
@@ -39,9 +35,8 @@ impl Pinning {
     }
 
     fn set_pinned(&self, cpu: Option<usize>) {
-        // Relaxed: a statistic, written by the tick thread alone; `build` waits for the
-        // thread to drop a channel's sender after pinning, which orders it before `build`
-        // returns.
+        // Relaxed: a statistic, written by the tick thread alone; `build` waits for the thread
+        // to drop a channel's sender after pinning, ordering it before `build` returns.
         self.pinned
             .store(cpu.map_or(0, |cpu| cpu + 1), Ordering::Relaxed);
     }
@@ -79,8 +74,8 @@ impl LagWatch {
         }
     }
 
-    /// A turn begins at tick `now`, having meant to begin at tick `meant` (`None`: it slept
-    /// until woken). Counts a late turn, and unpins the thread after `STRIKES` in a row.
+    /// A turn begins at tick `now`, meant for `meant` (`None`: slept until woken); unpins the
+    /// thread after `STRIKES` late turns in a row.
     pub(crate) fn observe(&mut self, meant: Option<u64>, now: u64, pinning: &Pinning) {
         let Some(meant) = meant else {
             return;

@@ -1,16 +1,10 @@
-//! The inbound queue of new timers: an intrusive multi-producer, single-consumer queue threaded
-//! through the entries' own `next` links, so queueing a timer allocates nothing.
+//! The inbound queue: Vyukov's intrusive MPSC queue threaded through the entries' `next` links,
+//! so queueing a timer allocates nothing.
 //!
-//! This is Dmitry Vyukov's intrusive MPSC node-based queue. Producers append with one atomic
-//! swap of `back` followed by a store to the old back entry's `next`; the single consumer (the
-//! shard thread, or shutdown once the shard thread is gone) walks from `front`. A stub entry
-//! owned by the queue keeps it from ever being empty of nodes. Between a producer's swap and
-//! its store the chain is briefly broken; the consumer then sees [`Pop::Busy`] and tries again
-//! on a later turn, which is why the shard polls while any lane is not empty.
-//!
-//! Each queued entry carries one strong count (from `EntryRef::into_raw`), handed to whoever
-//! pops it. An entry leaves the queue before the shard links it into a wheel, so its `next`
-//! link serves the queue and then the wheel, never both.
+//! Producers swap `back` and then store the old back's `next`; the consumer walks from
+//! `front`, with a stub node keeping the queue non-empty. Between swap and store the chain is
+//! broken and the consumer sees [`Pop::Busy`], so the shard polls while a lane is non-empty.
+//! Each entry carries one strong count; it leaves the queue before the wheel uses `next`.
 
 use std::ptr;
 
@@ -70,9 +64,8 @@ impl Inbound {
         let node_ref = unsafe { &*node };
         // Relaxed: published by the Release half of the swap below.
         node_ref.next.store(ptr::null_mut(), Ordering::Relaxed);
-        // AcqRel: Release publishes the node (its cleared `next`, and the entry as the scheduler
-        // wrote it) to the next producer and to the consumer; Acquire orders this thread after
-        // the previous producer, whose node it is about to link to.
+        // AcqRel: Release publishes the node (cleared `next`, the entry) to the next producer
+        // and the consumer; Acquire orders this after the previous producer's node.
         let previous = self.back.swap(node, Ordering::AcqRel);
         // SAFETY: `previous` is still in the queue (the consumer never takes the last node
         // while its `next` is null), so it is live.
@@ -101,8 +94,7 @@ impl Inbound {
             let mut next = (*first).next.load(Ordering::Acquire);
             if first == stub {
                 if next.is_null() {
-                    // Nothing linked behind the stub: empty, unless a producer has swapped
-                    // itself in and not linked yet.
+                    // Nothing behind the stub: empty, unless a producer is mid-push.
                     return if self.back.load(Ordering::Acquire) == stub {
                         Pop::Empty
                     } else {
@@ -117,8 +109,8 @@ impl Inbound {
                 *front = next;
                 return Pop::Entry(EntryRef::from_raw(first));
             }
-            // `first` is the last node linked. Unless a producer has swapped in a later one
-            // (and not linked it yet), put the stub behind it so `first` can be taken.
+            // `first` is the last node linked: unless a producer is mid-push, put the stub
+            // behind it so `first` can be taken.
             if first != self.back.load(Ordering::Acquire) {
                 return Pop::Busy;
             }
@@ -135,8 +127,7 @@ impl Inbound {
 
 impl Drop for Inbound {
     fn drop(&mut self) {
-        // `&mut self`: no producer is pushing, so the queue is consistent and this thread is its
-        // only consumer.
+        // `&mut self`: no producer is pushing; this thread is the only consumer.
         // SAFETY: as above.
         while let Pop::Entry(entry) = unsafe { self.pop() } {
             drop(entry);

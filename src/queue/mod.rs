@@ -1,11 +1,8 @@
 //! The lock-free queues that carry timers into a shard, and entries back out of it.
 //!
-//! Every queue into the shard here has many producers or one, and a single consumer: the shard
-//! thread (or shutdown, once that thread is gone). The consumer's calls are `unsafe` with that
-//! contract, or, for the take-all unlink stack, safe (any thread may take a whole chain), and
-//! only the shard layer reaches them (through `shard::lane`). The recycler runs the other way:
-//! the shard gives dead entries back and the lane's owner, a producer thread, takes them (its
-//! calls too are reached only through `shard::lane`).
+//! Each queue into the shard has one consumer, the shard thread (or shutdown once it is gone),
+//! whose calls are `unsafe` with that contract (the take-all unlink stack: safe). The recycler
+//! runs the other way, from the shard to the lane's owner. Only `shard::lane` reaches them.
 //!
 //! - `inbound`: [`Inbound`], new timers from any thread (Vyukov's intrusive MPSC queue).
 //! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).

@@ -1,29 +1,17 @@
-//! Recycling entries: in the RPC pattern a timer that is scheduled and cancelled costs no
-//! allocation and no free.
+//! Recycling entries: a timer scheduled and cancelled costs no allocation and no free.
 //!
-//! Nearly every RPC timeout is cancelled, most of them while the entry still waits in its
-//! shard's inbound queue. The shard is then the last holder of the entry, and freeing it there
-//! is a free across threads: the producer allocated it. Instead the shard hands entries that
-//! no one else holds back to their lane, and the lane's owner (the first thread that scheduled
-//! through it, see `shard::lane`) reuses them for its next timers:
+//! Most RPC timeouts are cancelled while still in the inbound queue, leaving the shard as last
+//! holder, and a free there would cross threads. So the shard hands unshared dead entries back
+//! to their lane, whose owner (see `shard::lane`) reuses them:
 //!
-//! - During a turn the shard collects the lane's dead, unshared entries in a `Vec`; at the end
-//!   of the turn it links them through their `next` links and pushes the whole chain onto the
-//!   lane's `returned` stack (a take-all stack, `sync::stack`) with one compare-and-swap
-//!   ([`Recycler::give`]).
-//! - The owner keeps a private stash. When it runs dry, the owner takes the whole stack with
-//!   one swap, then reuses entries from the stash one by one with no atomic operation at all
+//! - At the end of a turn the shard links a lane's dead entries through `next` and pushes the
+//!   chain onto the lane's take-all `returned` stack with one CAS ([`Recycler::give`]).
+//! - The owner draws from a private stash, refilled by taking the whole stack with one swap
 //!   ([`Recycler::take`]).
 //!
-//! The stack has one pusher (the shard thread), and every consumer takes all of it at once. The shard
-//! gives a lane at most `KEEP_PER_TURN` (in `shard::worker`, four times [`RETURN_LIMIT`])
-//! entries in a turn, and puts more than [`RETURN_LIMIT`] on a lane's stack only once it has
-//! seen the stack emptied; past that it frees them as usual. A lane therefore holds a few
-//! turns' worth of spare entries at most: the stack's and the stash it was emptied into.
-//!
-//! Spare entries are freed when the engine goes away. Shutdown empties the stacks once the shard
-//! threads have been joined. `TimerEngine`'s `drop` empties the stashes: no call on the engine
-//! can be in progress then, so no owner is using a stash.
+//! The shard gives a lane at most `KEEP_PER_TURN` (`shard::worker`) a turn, and more than
+//! [`RETURN_LIMIT`] only after seeing the stack emptied; past that it frees them. Shutdown
+//! empties the stacks after joining the shards; `TimerEngine`'s `drop` empties the stashes.
 
 use std::ptr;
 
@@ -56,9 +44,8 @@ impl Recycler {
         }
     }
 
-    /// Shard thread: pushes `spares` (each unshared, resolved and unlinked) onto the stack.
-    /// Returns whether the stack was empty before, that is, the owner took everything given
-    /// before.
+    /// Shard thread: pushes `spares` (each unshared, resolved and unlinked) onto the stack;
+    /// returns whether the stack was empty before.
     pub(crate) fn give(&self, spares: &mut Vec<EntryRef>) -> bool {
         let mut chain: *mut Entry = ptr::null_mut();
         let mut last: *mut Entry = ptr::null_mut();
@@ -67,8 +54,8 @@ impl Recycler {
             if last.is_null() {
                 last = node;
             }
-            // SAFETY: `node` carries the strong count `into_raw` took over, and the shard was
-            // its only holder, so this thread alone writes its `next` link.
+            // SAFETY: `node` carries the count `into_raw` took and the shard was its only
+            // holder, so this thread alone writes its `next`.
             // Relaxed: published by the push below.
             unsafe { (*node).next.store(chain, Ordering::Relaxed) };
             chain = node;
@@ -85,7 +72,7 @@ impl Recycler {
 
     /// Whether the stack is empty (the owner took everything given so far). Any thread.
     pub(crate) fn is_drained(&self) -> bool {
-        // A hint for how many more entries the shard may give; no data is read through it.
+        // A hint; nothing is read through it.
         self.returned.is_empty()
     }
 
@@ -109,9 +96,8 @@ impl Recycler {
             let next = (*head).next.load(Ordering::Relaxed);
             *stash = next;
             if !next.is_null() {
-                // Start loading the next spare now, a whole schedule before it is needed: it
-                // was last written by the shard on another core. Its allocation (the count just
-                // before the entry, then the entry) may straddle two cache lines: fetch both.
+                // Prefetch the next spare (written by the shard on another cpu), both
+                // cache lines its count and entry may straddle.
                 prefetch(next.cast::<u8>().wrapping_sub(std::mem::size_of::<usize>()));
                 prefetch(
                     next.cast::<u8>()

@@ -1,25 +1,10 @@
-//! The owner's ring: a bounded single-producer, single-consumer queue of new timers from a
-//! lane's owner thread to its shard.
+//! The owner's ring: a bounded SPSC queue of new timers from a lane's owner thread to its
+//! shard (a Lamport ring; the producer caches `head`, as Rigtorp's `SPSCQueue`).
 //!
-//! The owner of a lane (see `shard::lane`) is the one thread that pushes here, so a push is a
-//! store of the entry's pointer into the next cell and a Release store of `tail`, with no
-//! read-modify-write at all. The shard reads the cells between `head` and `tail` in one pass.
-//! Unlike the linked inbound queue, where each entry's address is known only once the entry
-//! before it has been read, the cells give the shard every address at once, so the cache
-//! misses on entries just written by the other cpu overlap instead of queueing up one
-//! behind another (the shard also prefetches each entry as it reads its cell). When the ring
-//! is full, the owner falls back to the inbound queue: the shard takes timers from both, and
-//! their order does not matter.
-//!
-//! A busy shard takes its queues once a tick, so the ring should hold a tick's worth of one
-//! thread's timers. At 4096 cells (32 KiB) it does up to 4 M schedules a second per thread; in
-//! one interleaved run of rpc-churn, 1024 cells gave 14.9 M ops/s, 4096 gave 16.3 and 16384
-//! gave 16.1 (medians of 5).
-//!
-//! This is the classic Lamport ring buffer, with the producer keeping a cached copy of `head`
-//! so that it reads the consumer's index only when the ring looks full (as in Rigtorp's
-//! `SPSCQueue`). Each queued pointer carries one strong count of its entry (from
-//! `EntryRef::into_raw`), handed to whoever takes it.
+//! A push is a store of the pointer and a Release store of `tail`, no read-modify-write. The
+//! shard reads every cell between `head` and `tail` at once, so its cache misses overlap
+//! (unlike the linked inbound queue). A full ring sends the owner to the inbound queue; order
+//! between the two does not matter. Each pointer carries one strong count of its entry.
 
 use std::ptr;
 
@@ -74,8 +59,7 @@ impl Ring {
             if tail.wrapping_sub(*seen) < RING_CELLS {
                 return false;
             }
-            // Acquire: pairs with the consumer's Release store, so the cells it has read are
-            // free to overwrite.
+            // Acquire: pairs with the consumer's Release store; read cells are free to reuse.
             *seen = self.head.load(Ordering::Acquire);
             tail.wrapping_sub(*seen) >= RING_CELLS
         });
@@ -85,11 +69,8 @@ impl Ring {
         let node = EntryRef::into_raw(entry).cast_mut();
         // Relaxed: published by the Release store of `tail` below.
         self.cells[tail % RING_CELLS].store(node, Ordering::Relaxed);
-        // Release: the one edge that publishes the entry. The consumer's Acquire load of
-        // `tail` sees the cell and the entry as written before the push; nothing else orders
-        // them (the cell store is Relaxed, and the entry was written by plain stores). loom's
-        // model does not catch this store made Relaxed; ThreadSanitizer does (CI's sanitizer
-        // step reports a data race on the taken entry).
+        // Release: the one edge publishing the entry to the consumer's Acquire of `tail`
+        // (cell and entry writes are plain). loom misses this made Relaxed; TSan catches it.
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         Ok(())
     }
@@ -115,12 +96,11 @@ impl Ring {
             let node = self.cells[head.wrapping_add(i) % RING_CELLS].load(Ordering::Relaxed);
             // The caller handles every entry taken next: start their cache misses together.
             prefetch(node);
-            // SAFETY: the producer stored a pointer carrying a strong count in every cell
-            // between `head` and `tail`, and only the consumer takes it.
+            // SAFETY: every cell between `head` and `tail` holds a counted pointer, taken
+            // only by the consumer.
             out.push(unsafe { EntryRef::from_raw(node) });
         }
-        // Release: the producer's Acquire load of `head` sees these cells read before it
-        // reuses them.
+        // Release: the producer's Acquire of `head` sees these cells read before reuse.
         self.head.store(head.wrapping_add(n), Ordering::Release);
         n
     }

@@ -1,30 +1,16 @@
 //! The unlink stack: how a cancel tells the shard to take a timer out of its wheel.
 //!
-//! A timer cancelled after its shard linked it into the wheel still holds its slot, and its
-//! memory, until the shard unlinks it; the shard must hear of it within about a tick. The
-//! canceller has just won the lifecycle CAS and emptied the entry's callback cell, which is
-//! then its own (ground rule 3 of `entry::node`), so the cell serves as the link of a
-//! take-all stack (`sync::stack`), one per lane:
+//! A timer cancelled after linking holds its slot and memory until the shard unlinks it. The
+//! canceller owns the emptied callback cell (rule 3 of `entry::node`), which serves as the link
+//! of a per-lane take-all stack (`sync::stack`): the canceller pushes with one Release CAS, no
+//! allocation; the shard takes the whole chain with one Acquire swap per turn and owns its
+//! cells. Order does not matter: the shard re-reads each state word.
 //!
-//! - a canceller writes the current top into its entry's cell and swings the top to the entry
-//!   with one compare-and-swap (Release), with no allocation;
-//! - the shard takes the whole stack with one swap (Acquire) per turn, and then owns every
-//!   cell on the chain.
-//!
-//! The order
-//! of the chain does not matter: the shard re-reads each entry's state word when it handles it.
-//!
-//! The push takes no reference count. The entry is linked in the wheel, which holds a count
-//! for it, and from the cancel on that count belongs to the request: the wheel never lets a
-//! cancelled entry that is still marked LINKED go on its own (see `Wheel::settle` and
-//! `Wheel::drain`). It unlinks such an entry when it meets it and leaves the count to the
-//! request; the shard releases the count when it takes the request (`Wheel::unlink_cancelled`).
-//! Requests left on the stack when the lane goes away are released with it: by then the wheel
-//! has been drained, which unmarked every entry it held.
-//!
-//! A queue with cells of its own (crossbeam's `SegQueue`, say) would cost the canceller two
-//! read-modify-writes and the shard two more per cancel on cache lines that both sides write,
-//! and a count taken and released besides; this stack costs one CAS in all.
+//! The push takes no count: from the cancel on, the wheel's count belongs to the request. The
+//! wheel never lets a cancelled, still-LINKED entry go on its own (`Wheel::settle`,
+//! `Wheel::drain`): it unlinks it and leaves the count, which the shard releases on taking the
+//! request (`Wheel::unlink_cancelled`). Requests left when the lane goes are released with it,
+//! after the wheel was drained.
 
 use std::ptr::{self, NonNull};
 
@@ -53,9 +39,8 @@ impl Unlinks {
     /// Pushes `entry` for the shard to unlink. Any thread.
     ///
     /// # Safety
-    /// The caller won the cancel of `entry` that emptied its callback cell (so it owns the
-    /// cell), the cancel found the entry LINKED (so the wheel's count now belongs to this
-    /// request), and the entry has not been pushed before.
+    /// The caller won the cancel that emptied `entry`'s cell, the cancel found it LINKED (the
+    /// wheel's count is now the request's), and it was not pushed before.
     pub(crate) unsafe fn push(&self, entry: &EntryRef) {
         let node = EntryRef::as_ptr(entry).cast_mut();
         self.stack.push_chain(node, |top| {
@@ -65,9 +50,8 @@ impl Unlinks {
         });
     }
 
-    /// Takes every request pushed so far into `out` (the entries, each standing for the count
-    /// its request owns); returns how many. Any thread (the shard, or shutdown): each call
-    /// takes a whole chain.
+    /// Takes every request so far into `out` (each entry standing for its request's count);
+    /// returns how many. Any thread: each call takes a whole chain.
     pub(crate) fn take_all(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
         let mut node = self.stack.take_all();
         let before = out.len();
@@ -84,8 +68,7 @@ impl Unlinks {
     /// Takes every request and releases the counts they own; returns how many.
     ///
     /// # Safety
-    /// No wheel holds any entry on the stack linked: each was unlinked, and unmarked, when its
-    /// shard met it or when its wheel was drained.
+    /// No wheel holds any entry on the stack linked (each was unlinked and unmarked).
     pub(crate) unsafe fn release_all(&self) -> usize {
         let mut left = Vec::new();
         let released = self.take_all(&mut left);
@@ -99,17 +82,16 @@ impl Unlinks {
 
     /// Whether nothing is waiting to be unlinked.
     pub(crate) fn is_empty(&self) -> bool {
-        // A shard about to sleep reads this after the fence of the sleep protocol (see
-        // `shard::signal`), which orders it; elsewhere it is a hint.
+        // Ordered by the sleep protocol's fence when a shard is about to sleep (see
+        // `shard::signal`); elsewhere a hint.
         self.stack.is_empty()
     }
 }
 
 impl Drop for Unlinks {
     fn drop(&mut self) {
-        // SAFETY: a lane outlives the wheel of its shard's thread: the shard's own references
-        // to its lanes are dropped after its wheel has been dropped or drained (see
-        // `shard::Stopped`), and draining unlinks and unmarks every entry.
+        // SAFETY: a lane outlives its shard's wheel (dropped or drained first, see
+        // `shard::Stopped`), and draining unmarks every entry.
         unsafe { self.release_all() };
     }
 }

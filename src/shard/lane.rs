@@ -1,21 +1,18 @@
 //! Lanes: the inbound side of a shard, and the one path by which a timer gets onto it.
 //!
-//! A shard has a lane for each thread that schedules into it (see `lanes`; past the lane
-//! table's capacity threads share them), so that the queue tails and counters are each touched
-//! mostly by one thread. A lane carries the queues into the shard: the owner's ring and
-//! `inserts` (new timers, see `queue::ring` and `queue::inbound`), `unlinks` (timers cancelled
-//! after the shard linked them, see `queue::unlink`) and `changes` (timers reset to an earlier
-//! deadline; crossbeam's `SegQueue`, since a linked entry's links belong to the wheel). Its
-//! owner (see `owner`) reuses its spares and carves entries from its chunks. A timer handle
-//! keeps its lane alive, so a cancel reaches the shard even after the engine is gone.
+//! A shard has a lane per scheduling thread (see `lanes`; past the table's capacity threads
+//! share), so queue tails and counters are mostly one thread's. A lane carries the owner's
+//! ring and `inserts` (new timers), `unlinks` (cancelled after linking) and `changes` (reset
+//! earlier; a `SegQueue`, since a linked entry's links are the wheel's). Its owner (see
+//! `owner`) reuses spares and carves entries from its chunks. A handle keeps its lane alive.
 //!
-//! [`Lane::schedule`] admits a timer (taking its permit), builds its entry where the caller's
-//! [`Memory`] says, and queues it: the producer's half of the shutdown hand-off. Shutdown sets
-//! the shard's `stop` flag and passes a SeqCst fence; a producer pushes, passes a SeqCst fence
-//! (inside `Signal::notify`) and reads `stop` again. If it now sees shutdown, it tries
-//! PENDING→HANDED_BACK itself and, if it wins, takes the callback back. A producer that did
-//! not see `stop` pushed before shutdown emptied the queues, so every timer is fired,
-//! cancelled, handed back or refused, once.
+//! # Shutdown hand-off
+//!
+//! [`Lane::schedule`] admits (takes a permit), builds the entry per [`Memory`] and queues it.
+//! Shutdown sets `stop` and passes a SeqCst fence; a producer pushes, passes a SeqCst fence
+//! (in `Signal::notify`) and reads `stop` again: if set, it tries PENDING→HANDED_BACK and,
+//! winning, takes the callback back. A producer that missed `stop` pushed before shutdown
+//! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
 
 use std::ptr::NonNull;
 
@@ -26,8 +23,7 @@ use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permits, SegQueue};
 
-/// What a timer runs: handed to [`Lane::schedule`], which builds its entry from it once the
-/// timer is admitted, or hands its value back on a refusal.
+/// What a timer runs: [`Lane::schedule`] builds its entry once admitted, or hands it back.
 pub(crate) trait TimerKind {
     /// What a refusal hands back to the caller.
     type Value;
@@ -76,8 +72,8 @@ pub(crate) struct Lane {
     changes: SegQueue<EntryRef>,
     counts: LaneCounts,
     spares: Recycler,
-    /// The chunks the owner's new entries are carved from (see `slab`): used by the owner,
-    /// and given up after a spike (a trim) and when the engine or the lane is dropped.
+    /// The chunks the owner's entries are carved from (see `slab`); given up after a spike
+    /// and when the engine or lane is dropped.
     slab: Allocator<Entry>,
     shard: Arc<ShardShared>,
 }
@@ -105,8 +101,7 @@ impl Lane {
         &self.counts
     }
 
-    /// Whether the engine caps its pending timers: a timer given up may then not be had
-    /// again.
+    /// Whether the engine caps its pending timers.
     pub(crate) fn is_capped(&self) -> bool {
         self.shard.has_cap()
     }
@@ -116,9 +111,9 @@ impl Lane {
         self.slab.bytes()
     }
 
-    /// Admits a timer due at `tick` (`None`: beyond the wheel's range), builds its entry from
-    /// `kind` in `memory` and queues it. A refusal, at admission or by a shutdown racing the
-    /// queueing, hands the kind's value back with its reason.
+    /// Admits a timer due at `tick` (`None`: beyond range), builds its entry from `kind` in
+    /// `memory` and queues it. A refusal (at admission or by a racing shutdown) hands the value
+    /// back with its reason.
     #[inline]
     pub(crate) fn schedule<K: TimerKind>(
         lane: &Arc<Self>,
@@ -142,15 +137,15 @@ impl Lane {
         }
     }
 
-    /// Queues a repeating timer's entry again, re-armed after its run, with the permit it
-    /// holds. If shutdown raced it and this call won the entry back, the timer stops here.
+    /// Queues a repeating timer's re-armed entry with its permit; if a racing shutdown won it
+    /// back here, the timer stops.
     pub(crate) fn requeue(lane: &Arc<Self>, entry: &EntryRef) {
         let permit = Permits::reclaim(lane.shard.cap(), 1);
         drop(lane.enqueue(Lane::ownership(lane), entry, permit));
     }
 
-    /// Checks that the shard takes a timer due at `tick` (`None`: too far away), and takes a
-    /// permit. A refusal is counted.
+    /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
+    /// permit; a refusal is counted.
     #[inline]
     fn admit(&self, tick: Option<u64>) -> Result<(u64, Permits<'_>), Refusal> {
         let refusal = if self.shard.is_stopped() {
@@ -167,8 +162,7 @@ impl Lane {
         Err(refusal)
     }
 
-    /// The refusal [`admit`](Self::admit) would give a timer in range now (shut down, or no
-    /// permit), without taking one. A refusal is counted.
+    /// The refusal [`admit`](Self::admit) would give now, without taking a permit (counted).
     pub(crate) fn refusal_now(&self) -> Option<Refusal> {
         let refusal = if self.shard.is_stopped() {
             Refusal::Shutdown
@@ -181,10 +175,9 @@ impl Lane {
         Some(refusal)
     }
 
-    /// Queues `entry`, admitted by [`admit`](Self::admit) with `permit`, for the shard;
-    /// `ownership` is the calling thread's for this lane. If shutdown raced the push and this
-    /// call won the entry back (PENDING→HANDED_BACK), the permit is given back and the
-    /// callback comes back as the error (see the module docs).
+    /// Queues `entry`, admitted with `permit`; `ownership` is the calling thread's for this
+    /// lane. A shutdown racing the push that this call wins back returns the permit and the
+    /// callback as the error (see the module's shutdown hand-off).
     #[inline]
     fn enqueue(
         &self,
@@ -202,8 +195,8 @@ impl Lane {
         } else {
             self.inserts.push(entry.clone());
         }
-        // `notify` passes a SeqCst fence before it reads the sleep word; the `stop` read
-        // below is after that fence too, which is what the shutdown hand-off relies on.
+        // `notify` passes a SeqCst fence before reading the sleep word; the `stop` read below
+        // follows it, as the shutdown hand-off needs.
         self.shard.signal().notify();
         if self.shard.stop_seen_after_fence() {
             fence(Ordering::SeqCst);
@@ -221,8 +214,7 @@ impl Lane {
     /// Asks the shard to unlink `entry`, whose cancel (by the caller) found it linked.
     ///
     /// # Safety
-    /// As `Unlinks::push`: the caller won the cancel that emptied the callback cell, the
-    /// cancel found the entry LINKED, and the entry has not been pushed before.
+    /// As `Unlinks::push`.
     pub(crate) unsafe fn request_unlink(&self, entry: &EntryRef) {
         // SAFETY: by this function's contract.
         unsafe { self.unlinks.push(entry) };
@@ -248,8 +240,7 @@ impl Lane {
     /// Takes every entry on the owner's ring into `out`; returns how many.
     ///
     /// # Safety
-    /// The caller is the lane's one consumer: its shard thread, or shutdown once that thread
-    /// is gone.
+    /// The caller is the lane's one consumer (its shard thread, or shutdown after it).
     pub(super) unsafe fn take_from_ring(&self, out: &mut Vec<EntryRef>) -> usize {
         // SAFETY: by this function's contract.
         unsafe { self.ring.take(usize::MAX, out) }
@@ -274,23 +265,20 @@ impl Lane {
         self.spares.is_drained()
     }
 
-    /// Takes every entry still queued into `out`, releases the unlink requests, drops the
-    /// changes and frees the spares given back, once the shard has stopped for good. Returns
-    /// how many unlink requests it released: timers cancelled while linked, which the engine
-    /// now drops.
+    /// Once the shard stopped for good: takes every queued entry into `out`, releases the
+    /// unlink requests (returning how many: timers the engine now drops), drops the changes
+    /// and frees the spares.
     ///
     /// # Safety
-    /// The shard thread has left its loop for good (this thread is the queues' only consumer),
-    /// and the shard's wheel has been drained (so no wheel holds an entry with a request).
+    /// The shard thread has left its loop for good and its wheel has been drained.
     pub(super) unsafe fn empty_after_stop(&self, out: &mut Vec<EntryRef>) -> usize {
         loop {
             // SAFETY: by this function's contract this thread is the only consumer.
             match unsafe { self.pop_insert() } {
                 Pop::Entry(entry) => out.push(entry),
                 Pop::Empty => break,
-                // A producer is between its swap and its link. Entries pushed after it are
-                // reachable only through it, and their producers may not have seen the stop
-                // flag: wait for the link (a store away).
+                // A producer is mid-push; entries after it are reachable only through it,
+                // and may have missed `stop`: wait for the link.
                 Pop::Busy => thread::yield_now(),
             }
         }
@@ -300,17 +288,13 @@ impl Lane {
         // unmarked every entry.
         let released = unsafe { self.unlinks.release_all() };
         while self.changes.pop().is_some() {}
-        // The shard gives no more spares: free them now rather than with the lane, which
-        // handles may keep alive long after.
+        // Free the spares now, not with the lane, which handles may keep alive.
         self.spares.free_returned();
         released
     }
 
-    /// When the engine is dropped: frees the owner's stash of spare entries and gives up the
-    /// lane's chunks (each freed once its last timer is), rather than leaving both to the lane,
-    /// which handles and sleeps may keep alive long after. Only if no other thread owns the
-    /// lane, which then closes to owners; a lane another thread owns keeps both until it is
-    /// dropped itself.
+    /// When the engine is dropped: frees the owner's stash and gives up the lane's chunks,
+    /// if no other thread owns the lane (which then closes to owners).
     pub(crate) fn free_spares(&self) {
         if self.counts.close(owner_number()) {
             // SAFETY: the lane is closed, and was owned by no other thread: no thread is in
@@ -335,9 +319,8 @@ impl Lane {
             || !self.changes.is_empty()
     }
 
-    /// `entry`, in a spare entry reused or a block of the lane's chunks if the calling thread
-    /// owns the lane (as `ownership` says, taken by this thread for this lane), or in a block
-    /// of its own if it does not.
+    /// `entry` in a spare or a chunk block if the calling thread owns the lane (per
+    /// `ownership`), else in a block of its own.
     #[inline]
     fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
         if !ownership.mine() {
@@ -356,9 +339,9 @@ impl Lane {
                 }
                 None => unreachable!("a spare entry is held by its lane alone"),
             },
-            // SAFETY: as above: the owner alone allocates from the lane's chunks, and each
-            // earlier allocation happened before this one (on this thread, or on the previous
-            // owner's before its Release hand-over, which this thread's claim acquired).
+            // SAFETY: as above: the owner alone allocates here, each earlier allocation before
+            // this one (this thread's, or the previous owner's Release hand-over, acquired by
+            // this thread's claim).
             None => unsafe { self.slab.alloc(entry) },
         }
     }

@@ -1,26 +1,17 @@
-//! A shard's lanes: one for each thread that schedules into the shard, made by its first
-//! schedule there.
+//! A shard's lanes: one per thread scheduling into it, made by its first schedule there.
 //!
-//! A thread's lane is the one at its lane index (`sync::lane_index`, modulo the table's
-//! capacity). Indices are small and reused as threads come and go, so a shard has about as
-//! many lanes as threads have scheduled into it at once, and each thread owns its lane: no
-//! thread takes the shared paths because lanes ran out (up to `CAPACITY` threads at once).
+//! A thread's lane is at its lane index (`sync::lane_index`, modulo the capacity); indices are
+//! small and reused, so up to `CAPACITY` concurrent threads each own a lane.
 //!
-//! Making a lane: the first schedule through an empty row takes `made`'s lock (once per
-//! thread and shard), makes the lane, appends it to `made`, publishes the new length in
-//! `count`, writes the lane into its row and only then sets the row's `ready` flag
-//! (Release), which every later schedule through the row reads (Acquire) without a lock. A
-//! row is written once and a lane never removed before the table is dropped, so a reference
-//! read from a ready row lives as long as the table. (The lane sits in the row itself, one
-//! load nearer than behind a pointer: this lookup is on every schedule.)
+//! Making a lane: the first schedule through an empty row takes `made`'s lock, makes the lane,
+//! appends it to `made`, publishes the length in `count`, writes the row and only then sets
+//! the row's `ready` (Release), which later schedules read (Acquire) without a lock. Rows are
+//! written once and lanes never removed, so a ready row's reference lives as long as the table.
 //!
-//! Finding new lanes: the shard thread keeps its own list and adds the lanes made since
-//! ([`Lanes::refresh`]) at the start of each turn, and again after it announces a sleep. A
-//! producer stores `count` before its push, and its push before the SeqCst fence and read
-//! of the sleep word in `Signal::notify`; the shard reads `count` after the fence that
-//! follows its announcement. So either the producer sees the announcement and wakes the
-//! shard, or the shard finds the new lane and its timer (the Dekker pair of `signal`).
-//! Shutdown takes every lane once the shard thread is gone ([`Lanes::all`]).
+//! Finding new lanes: the shard adds those made since ([`Lanes::refresh`]) each turn and after
+//! announcing a sleep. A producer stores `count` before its push, and pushes before the fence
+//! in `Signal::notify`; the shard reads `count` after its announcement's fence: the Dekker pair
+//! of `signal`. Shutdown takes every lane once the thread is gone ([`Lanes::all`]).
 
 use super::lane::Lane;
 use super::shared::ShardShared;
@@ -46,14 +37,13 @@ pub(crate) struct Lanes {
 struct Row {
     /// Set once `lane` holds the lane; never cleared.
     ready: AtomicBool,
-    /// Written once, under `made`'s lock, before `ready` is set; read only after `ready` is
-    /// seen set.
+    /// Written once under `made`'s lock before `ready` is set; read only after.
     lane: UnsafeCell<Option<Arc<Lane>>>,
 }
 
-// SAFETY: `lane` is written once, by a thread holding the table's lock, before the Release store
-// of `ready`; every reader first sees `ready` set with an Acquire load (or holds the lock), and
-// nothing writes it afterwards. `Arc<Lane>` is `Send + Sync`.
+// SAFETY: `lane` is written once under the lock before `ready`'s Release store; readers see
+// `ready` with Acquire (or hold the lock), and nothing writes it after. `Arc<Lane>` is
+// `Send + Sync`.
 unsafe impl Sync for Row {}
 // SAFETY: as above.
 unsafe impl Send for Row {}
@@ -100,8 +90,8 @@ impl Lanes {
             made.push(new.clone());
             // Release: with the lock, orders the list before a reader that acquires `count`.
             self.count.store(made.len(), Ordering::Release);
-            // SAFETY: `ready` is unset and this thread holds the lock: no other thread reads
-            // or writes the cell (see `Row`).
+            // SAFETY: `ready` is unset and this thread holds the lock: no one else touches
+            // the cell (see `Row`).
             unsafe { *row.lane.get() = Some(new) };
             // Release: publishes the lane to the schedules that acquire `ready`.
             row.ready.store(true, Ordering::Release);
@@ -110,11 +100,10 @@ impl Lanes {
         row.get()
     }
 
-    /// Appends to `known` (the lanes this caller knew, in the order they were made) the
-    /// lanes made since; whether there were any.
+    /// Appends to `known` (in order made) the lanes made since; whether there were any.
     pub(crate) fn refresh(&self, known: &mut Vec<Arc<Lane>>) -> bool {
-        // Acquire: pairs with the Release in `make`; read after the shard's sleep fence, it
-        // is the shard's half of the Dekker pair in the module docs.
+        // Acquire: pairs with `make`'s Release; after the shard's sleep fence, its half of
+        // the Dekker pair.
         if self.count.load(Ordering::Acquire) == known.len() {
             return false;
         }
@@ -133,8 +122,7 @@ impl Row {
     /// The lane, once `ready` has been seen set.
     #[inline]
     fn get(&self) -> &Arc<Lane> {
-        // SAFETY: the caller saw `ready` set (Acquire), so the cell was written and is never
-        // written again (see `Row`).
+        // SAFETY: `ready` was seen set (Acquire): the cell is written, never again.
         match unsafe { &*self.lane.get() } {
             Some(lane) => lane,
             None => unreachable!("a ready row holds its lane"),

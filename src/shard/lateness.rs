@@ -1,19 +1,10 @@
-//! How late a shard fires its timers: a histogram with one bucket per power of two of
-//! nanoseconds, written by the tick thread alone and read by `stats`.
+//! How late a shard fires its timers: a histogram, one bucket per power of two of nanoseconds,
+//! written by the tick thread alone and read by `stats`.
 //!
-//! A timer's lateness is counted from the start of the tick *before* its deadline tick to the
-//! moment its shard fires it. A deadline ahead is rounded up to a tick, so the requested
-//! deadline lies within that tick before: the figure is never below how late the shard was
-//! against the requested deadline, and at most one tick above it. (A delay of zero is due at
-//! the current tick, up to two ticks above; a deadline already past when scheduled is due at
-//! the current tick too, and counts from there, not from the deadline.) That makes it
-//! comparable with lateness a caller measures against its own deadlines. It does not include
-//! the wait for a pool thread.
-//!
-//! The tick thread counts the timers a turn fires by deadline tick (a turn fires few distinct
-//! ones), and records them when it hands the turn's batch to the executor, with one clock read:
-//! the lateness is measured at that hand-over. It also adds their lateness to a sum, in
-//! microseconds (each record rounded up), so that the sum does not wrap within centuries.
+//! Lateness counts from the start of the tick *before* the deadline tick to the hand-over of
+//! the turn's batch (one clock read; the pool wait is not included). The requested deadline
+//! lies in that tick, so the figure is at most a tick above the lateness against it (a zero or
+//! past deadline counts from the current tick). A sum is kept in microseconds, rounded up.
 
 use crate::sync::Counter;
 

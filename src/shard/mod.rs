@@ -1,13 +1,11 @@
 //! A shard: one timing wheel, the tick thread that alone touches it, and the lanes through
-//! which everyone else reaches it. It imports the layers below it: callbacks (where its fired
-//! callbacks go), pinning (where its thread runs), and the wheel, queues and entries.
+//! which everyone else reaches it. It imports callbacks, pinning, the wheel, queues, entries.
 //!
-//! - `worker`: [`Shard`], the tick thread's own state and its loop (turn, poll, sleep).
-//! - `core`: [`ShardShared`], what the shard shares: its stop flag, counters, clock, cap, signal.
-//! - `lane`: [`Lane`], the queues into the shard from one producer thread (or a group, past
-//!   `lanes`' capacity), with the admission and queueing of a timer (the producer's half of
-//!   the shutdown hand-off).
-//! - `lanes`: [`Lanes`], a shard's lanes, made as threads first schedule into it.
+//! - `worker`: [`Shard`], the tick thread's state and loop (turn, poll, sleep).
+//! - `core`: [`ShardShared`], its stop flag, counters, clock, cap, signal.
+//! - `lane`: [`Lane`], the queues from one producer thread, and admission (the producer's half
+//!   of the shutdown hand-off).
+//! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 

@@ -1,15 +1,9 @@
 //! A lane's owner and counters.
 //!
-//! The first thread that schedules through a lane becomes its *owner*, until it exits. The
-//! owner counts with a plain load and store where every other thread needs a read-modify-write,
-//! queues through the lane's single-producer ring, and alone reuses the lane's spare entries and
-//! carves new ones from its chunks; other threads' entries are blocks of their own.
-//!
-//! Ownership passes on when the owner exits: a thread-local record of the lanes a thread owns
-//! gives them up in its destructor (a Release store of `NO_OWNER`), and the next thread to
-//! schedule through the lane claims it (an Acquire CAS), taking over the owner's private state
-//! (its counter cells, the ring's producer side, the spares, the chunks) as it was left.
-//! Without it, a short-lived first thread would keep a lane for good.
+//! The first thread to schedule through a lane owns it until it exits: it counts with a plain
+//! load and store, queues through the SPSC ring, and alone reuses spares and carves entries
+//! from the lane's chunks. At exit a thread-local record gives its lanes up (Release store of
+//! `NO_OWNER`); the next scheduler claims one (Acquire CAS), taking over the private state.
 
 use std::marker::PhantomData;
 
@@ -30,11 +24,8 @@ const NO_OWNER: usize = usize::MAX;
 /// `owner` once the engine is dropped and has freed the lane's spares: no thread claims it.
 const CLOSED: usize = usize::MAX - 1;
 
-/// Counters written by the threads that schedule and cancel through a lane, and the lane's
-/// owner. The owner's counts go to `own`, which no other thread writes; everyone else's go to
-/// `others`; a reader adds the two. Relaxed throughout: they are statistics, exact once the
-/// threads that wrote them are quiet. Each part has a cache line of its own: `owner` is read
-/// on every call and written once, `own` is written by the owner alone, `others` by any thread.
+/// Counters of a lane: the owner's go to `own`, others' to `others`; a reader adds the two.
+/// Relaxed throughout (statistics, exact once quiet). Each part has its own cache line.
 pub(crate) struct LaneCounts {
     /// The thread number of the lane's owner, or `NO_OWNER`.
     owner: CachePadded<AtomicUsize>,
@@ -80,13 +71,13 @@ impl LaneCounts {
     /// Whether the calling thread owns the lane (without claiming it).
     #[inline]
     fn is_owner(&self) -> bool {
-        // Relaxed: only the owner itself can match its own number, and it wrote that value (or
-        // acquired the lane when it claimed it, see `claim`).
+        // Relaxed: only the owner can match its own number, which it wrote (or acquired in
+        // `claim`).
         owner_number().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
     }
 
-    /// Whether the calling thread owns the lane; if no thread does, it claims it and
-    /// `record`s the claim for its exit (false: the thread is exiting, and the claim undone).
+    /// Whether the calling thread owns the lane; if none does, claims it and `record`s the
+    /// claim (false: the thread is exiting, claim undone).
     #[inline]
     pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> Ownership {
         let Some(me) = owner_number() else {
@@ -114,9 +105,8 @@ impl LaneCounts {
 
     /// Claims the lane for the thread numbered `me` if no thread owns it.
     pub(crate) fn claim(&self, me: usize) -> bool {
-        // Acquire on success: pairs with the Release in `give_up`, so this thread sees the
-        // previous owner's private state (counter cells, ring producer index, spare stash) as
-        // it left it. Relaxed on failure: another thread owns the lane; nothing is read.
+        // Acquire on success: pairs with `give_up`'s Release; the previous owner's private
+        // state is seen as left. Relaxed on failure: nothing is read.
         self.owner
             .compare_exchange(NO_OWNER, me, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
@@ -124,8 +114,8 @@ impl LaneCounts {
 
     /// Gives up the lane, if the thread numbered `me` owns it.
     pub(crate) fn give_up(&self, me: usize) {
-        // Release: publishes this owner's private state to the next owner's `claim`. Relaxed on
-        // failure: another thread owns the lane, and nothing is read.
+        // Release: publishes this owner's private state to the next `claim`. Relaxed on
+        // failure: nothing is read.
         let _ = self
             .owner
             .compare_exchange(me, NO_OWNER, Ordering::Release, Ordering::Relaxed);
@@ -137,11 +127,10 @@ impl LaneCounts {
         !matches!(self.owner.load(Ordering::Relaxed), NO_OWNER | CLOSED)
     }
 
-    /// Closes the lane to owners if no thread but the caller (numbered `me`) owns it; false
-    /// if another thread does.
+    /// Closes the lane to owners unless another thread than `me` owns it (then false).
     pub(crate) fn close(&self, me: Option<usize>) -> bool {
-        // Acquire on success: pairs with the Release in `give_up` (or, for the caller's own
-        // lane, program order), so the caller sees the last owner's private state.
+        // Acquire on success: pairs with `give_up`'s Release (or program order for the caller's
+        // own lane).
         let mut owner = self.owner.load(Ordering::Acquire);
         loop {
             if owner != NO_OWNER && Some(owner) != me {
@@ -185,8 +174,7 @@ impl LaneCounts {
         own.wrapping_add(self.others.get(count).load(Ordering::Relaxed))
     }
 
-    /// Counts a timer scheduled by the calling thread, `mine` telling whether it owns the
-    /// lane (see [`Lane::ownership`]).
+    /// Counts a timer scheduled by the calling thread; `mine`: it owns the lane.
     pub(crate) fn add_scheduled(&self, mine: bool) {
         self.add_as(mine, Count::Scheduled, 1);
     }
@@ -218,11 +206,9 @@ impl LaneCounts {
     }
 }
 
-/// What [`Lane::ownership`] found for the calling thread, so that a call reads it once. Made
-/// only there: a thread that holds `Ownership(true)` for a lane owns it until it exits, so the
-/// value stays true for as long as the call that asked lasts.
-/// Not `Send`: it speaks for the thread that asked. (It speaks for one lane too, which the
-/// callers keep by passing it only with the lane it came from.)
+/// What [`Lane::ownership`] found for the calling thread, read once per call. `true` stays
+/// true while the call lasts (an owner owns until exit). Not `Send`: it speaks for the thread
+/// (and for the lane it came from).
 #[derive(Clone, Copy)]
 pub(super) struct Ownership(bool, PhantomData<*const ()>);
 

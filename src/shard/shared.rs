@@ -1,5 +1,5 @@
-//! What a shard shares with everyone who reaches it: producers, cancellers, the executor, the
-//! engine. The shard thread's own state (its wheel) is in `worker`.
+//! What a shard shares with producers, cancellers, the executor and the engine (its wheel is
+//! in `worker`).
 
 use crossbeam_utils::CachePadded;
 
@@ -23,8 +23,8 @@ pub(crate) struct ShardShared {
     lookahead: Lookahead,
 }
 
-/// A manual clock's question to the shard thread, which alone may read its wheel: the
-/// earliest deadline pending there. Asked by ticket; answered after a complete turn.
+/// A manual clock's question to the shard thread: the earliest deadline in its wheel, asked
+/// by ticket and answered after a complete turn.
 #[derive(Default)]
 struct Lookahead {
     /// The last ticket handed out.
@@ -63,8 +63,8 @@ impl ShardCounts {
     }
     /// The tick of the shard's last complete turn (one that emptied every queue).
     pub(crate) fn processed(&self) -> u64 {
-        // Acquire: pairs with `finish_turn`, so a manual clock that sees the turn also sees
-        // the batch of that turn registered as in flight.
+        // Acquire: pairs with `finish_turn`; a manual clock seeing the turn sees its batch in
+        // flight.
         self.processed.load(Ordering::Acquire)
     }
     /// How many complete turns the shard has made.
@@ -125,14 +125,14 @@ impl ShardShared {
         &self.clock
     }
 
-    /// Tells the shard to stop: its thread leaves its loop, and producers that see the flag
-    /// take back what they queue. The caller wakes the shard and passes a SeqCst fence.
+    /// Tells the shard to stop; producers seeing the flag take back what they queue. The
+    /// caller wakes the shard and passes a SeqCst fence.
     pub(crate) fn set_stopped(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// The `stop` flag as a producer reads it after its push (see `Lane::enqueue`): Relaxed,
-    /// ordered by the fence the producer passed just before.
+    /// The `stop` flag as a producer reads it after its push: Relaxed, ordered by the fence
+    /// it just passed (see `Lane::enqueue`).
     pub(super) fn stop_seen_after_fence(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
@@ -162,13 +162,13 @@ impl ShardShared {
         self.cap().is_none_or(Cap::has_room)
     }
 
-    /// Leaves `waker` to be woken when a place under the cap is freed or the engine shuts
-    /// down; returns whether a place is free now (then the caller tries again).
+    /// Leaves `waker` for when a permit is given back or the engine shuts down; returns whether a
+    /// permit is free now.
     pub(crate) fn wait_for_room(&self, waker: &std::task::Waker) -> bool {
         self.cap().is_none_or(|cap| cap.wait_for_room(waker))
     }
 
-    /// Wakes every task waiting for a place under the cap (see `wait_for_room`).
+    /// Wakes every task waiting for a permit (see `wait_for_room`).
     pub(crate) fn wake_room_waiters(&self) {
         if let Some(cap) = self.cap() {
             cap.wake_waiters();
@@ -180,18 +180,16 @@ impl ShardShared {
         self.cap().is_some()
     }
 
-    /// Asks the shard for the earliest deadline pending in its wheel; returns the ticket to
-    /// collect the answer by. The caller then wakes the shard until it answers.
+    /// Asks the shard for its earliest pending deadline; returns the ticket. The caller wakes
+    /// the shard until it answers.
     pub(crate) fn ask_earliest(&self) -> u64 {
         // Relaxed: a ticket is only compared; the answer is published by `answered`.
         self.lookahead.asked.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// The answer to `ticket` (or a later one), if the shard has given it: the earliest
-    /// pending deadline tick, `None` if its wheel holds no pending timer.
+    /// The answer to `ticket` or later, if given: the earliest pending tick, `None` if none.
     pub(crate) fn earliest_answer(&self, ticket: u64) -> Option<Option<u64>> {
-        // Acquire: pairs with the Release in `answer_earliest`, so the answer read below is
-        // the one given with this ticket or a later one.
+        // Acquire: pairs with `answer_earliest`'s Release; the answer is this ticket's or later.
         if self.lookahead.answered.load(Ordering::Acquire) < ticket {
             return None;
         }
@@ -203,8 +201,8 @@ impl ShardShared {
     /// Shard thread, after a complete turn: answers an open question with `earliest()`.
     pub(super) fn answer_earliest(&self, earliest: impl FnOnce() -> Option<u64>) {
         let lookahead = &self.lookahead;
-        // Relaxed: a ticket seen late is answered after the next turn (the asker wakes the
-        // shard until then); only the shard writes `answered`.
+        // Relaxed: a ticket seen late is answered next turn (the asker keeps waking the
+        // shard); only the shard writes `answered`.
         let asked = lookahead.asked.load(Ordering::Relaxed);
         if asked == lookahead.answered.load(Ordering::Relaxed) {
             return;

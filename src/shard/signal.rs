@@ -1,18 +1,14 @@
 //! How a shard thread sleeps without missing work: the sleep word and its wake-up protocol.
 //!
-//! A shard that has work flowing in polls once a tick and keeps its sleep word at `AWAKE`, so
-//! producers never pay for a wake-up. A shard with empty queues sleeps until its wheel's next
-//! deadline (or indefinitely) and says so in the sleep word first. The two sides form a Dekker
-//! pair around SeqCst fences:
+//! A shard with work polls once a tick with its word at `AWAKE`, so producers pay nothing.
+//! One with empty queues announces its sleep in the word first; a Dekker pair on SeqCst fences:
 //!
-//! - producer: push to a queue; fence; read the sleep word; if the shard announced a sleep,
-//!   swap the word to `AWAKE` and, if this thread won the swap, unpark the shard.
-//! - shard: write the sleep word; fence; look at the queues again; if they are not empty, put
-//!   the word back to `AWAKE` and go round again instead of parking.
+//! - producer: push; fence; read the word; if a sleep is announced, swap it to `AWAKE` and,
+//!   winning, unpark the shard.
+//! - shard: write the word; fence; look at the queues; if not empty, back to `AWAKE`, no park.
 //!
-//! Either the shard sees the item or the producer sees the announcement, so no work waits for a
-//! shard that went to sleep past it. An unpark that lands before the park leaves a token, so the
-//! park returns at once.
+//! Either the shard sees the item or the producer the announcement. An unpark before the park
+//! leaves a token, so the park returns at once.
 
 use crate::sync::{fence, thread, AtomicU64, Mutex, Ordering};
 
@@ -45,8 +41,8 @@ impl Signal {
         // SeqCst: the producer's side of the Dekker pair (see the module docs).
         fence(Ordering::SeqCst);
         // Relaxed load: the fence above orders it after the push.
-        // AcqRel swap: it decides which notifier unparks, and its Acquire half pairs with the
-        // announcement's store so the thread handle recorded before it is visible to `unpark`.
+        // AcqRel swap: decides which notifier unparks; its Acquire pairs with the
+        // announcement so the recorded thread handle is visible to `unpark`.
         if self.sleep.load(Ordering::Relaxed) != AWAKE
             && self.sleep.swap(AWAKE, Ordering::AcqRel) != AWAKE
         {
@@ -60,9 +56,8 @@ impl Signal {
         self.unpark();
     }
 
-    /// Shard side: announces a sleep until tick `until` (or until woken). The caller must look
-    /// at its queues after this and call [`awake`](Self::awake) instead of parking if any has
-    /// work.
+    /// Shard side: announces a sleep until `until` (or until woken). The caller must then look
+    /// at its queues and call [`awake`](Self::awake) instead of parking if any has work.
     pub(super) fn announce_sleep(&self, until: Option<u64>) {
         let word = until.map_or(FOREVER, |tick| tick.saturating_add(1).min(FOREVER - 1));
         self.sleep.store(word, Ordering::SeqCst);
@@ -72,8 +67,8 @@ impl Signal {
 
     /// Shard side: back to polling; producers need not wake it.
     pub(crate) fn awake(&self) {
-        // Relaxed: a stale `AWAKE` seen by a producer only costs it a skipped unpark of a
-        // shard that is awake anyway; a stale announcement costs one spurious unpark.
+        // Relaxed: a stale `AWAKE` only skips unparking an awake shard; a stale announcement
+        // costs one spurious unpark.
         self.sleep.store(AWAKE, Ordering::Relaxed);
     }
 

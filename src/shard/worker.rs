@@ -1,20 +1,17 @@
 //! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
-//! The tick loop, one [`Shard::turn`] at a time:
-//! 1. take the timers cancelled after linking off every lane's unlink stack and unlink them
-//!    (so their memory is freed within about a tick, see `queue::unlink`), and move the ones
-//!    reset to an earlier deadline (the `changes` queue);
-//! 2. take new timers off every lane's owner ring and `inserts` queue and link them (a timer
-//!    cancelled while still queued is dropped here, having cost its canceller one CAS);
-//! 3. advance the wheel to the current tick, winning PENDING→FIRED for each due timer (and
-//!    freeing the blocks of the fired one-shots together);
-//! 4. hand the callbacks fired in this turn to the executor as one batch, and the entries it
-//!    found dead and unshared back to their lanes for reuse (see `queue::recycle`).
+//! Each [`Shard::turn`]:
+//! 1. unlinks the timers cancelled after linking (every lane's unlink stack, see
+//!    `queue::unlink`) and moves those reset earlier (the `changes` queue);
+//! 2. links new timers from every lane's ring and `inserts` queue (dropping those cancelled
+//!    while queued);
+//! 3. advances the wheel to now, winning PENDING→FIRED for each due timer;
+//! 4. hands the turn's callbacks to the executor as one batch, and dead unshared entries back
+//!    to their lanes (see `queue::recycle`).
 //!
-//! Between turns the thread polls once a tick while work keeps arriving, a slot is due by the
-//! next tick or callbacks it handed to the pool wait to begin (then at least once a
-//! millisecond, whatever the tick), and otherwise sleeps until the wheel's next deadline (see
-//! `signal`).
+//! Between turns it polls once a tick while work arrives, a slot is due next tick or handed
+//! callbacks wait to begin (then at least every [`LOOK_AGAIN`]); otherwise it sleeps until the
+//! wheel's next deadline (see `signal`).
 
 use std::time::Duration;
 
@@ -28,31 +25,23 @@ use crate::queue::{Pop, Requests, RETURN_LIMIT};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
 
-/// At most this many new timers are taken from one lane's inbound queue per turn, so a flood
-/// of inserts cannot hold back firing for long. (The owner's ring is taken whole: it holds at
-/// most `queue::RING_CELLS`.)
+/// The most new timers taken from one lane's inbound queue per turn, so a flood of inserts
+/// cannot hold back firing (the ring is taken whole).
 const INSERT_BUDGET: usize = 16_384;
 
-/// How soon a shard looks again at callbacks it handed to the pool that have not begun, at
-/// most: a tick, if it is shorter. A quarter of the default tick: with a thread's timers all
-/// in its home shard, one shard may fire what several did, and its looks alone start the
-/// runners that free callbacks stuck behind slow ones (slow-callback p99 1.25 ms at 1 ms,
-/// 1.12 at 250 µs, medians of 5; BENCHMARKS.md).
+/// How soon, at most, a shard looks again at handed callbacks that have not begun (a tick if
+/// shorter): its looks start the runners that free callbacks stuck behind slow ones.
 const LOOK_AGAIN: Duration = Duration::from_micros(250);
 
-/// Unlink requests are handled this many at a time, their neighbours loaded before any is
-/// unlinked (see `Wheel::warm`).
+/// Unlink requests handled at a time, their neighbours loaded first (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
 
-/// The most dead entries a turn keeps to give back to one lane, however many it drops:
-/// a steady flow of cancels comes back whole (16,384 a tick is 16 M a second per lane at a
-/// 1 ms tick), and a spike's does not come back as a stash and a buffer as long as itself.
+/// The most dead entries a turn keeps to give back to one lane: a steady flow comes back
+/// whole, a spike's does not come back as long as itself.
 const KEEP_PER_TURN: usize = 4 * RETURN_LIMIT;
 
-/// A reused buffer that a spike grew past this many items is shrunk back to it once a turn
-/// needs a quarter of it or less: the spike's memory goes back, and a steady flow of any size
-/// does not reallocate it turn after turn. (The unlink buffer serves the lanes one after
-/// another: a turn needs what its busiest lane needed.)
+/// A reused buffer a spike grew past this is shrunk back once a turn needs a quarter of it or
+/// less; a steady flow does not reallocate it every turn.
 const BUFFER_KEEP: usize = 4096;
 
 /// Shrinks `buffer`, emptied after a turn that put `used` items in it (see [`BUFFER_KEEP`]).
@@ -67,7 +56,7 @@ pub(crate) struct Shard {
     /// Declared before `lanes`, so that a shard dropped while unwinding drains its wheel
     /// before it drops its lanes (see [`Stopped`]).
     wheel: Wheel,
-    core: Arc<ShardShared>,
+    shared: Arc<ShardShared>,
     /// The lanes made so far, as `table` lists them, brought up to date each turn.
     lanes: Vec<Arc<Lane>>,
     table: Arc<Lanes>,
@@ -81,21 +70,18 @@ pub(crate) struct Shard {
     lag: LagWatch,
 }
 
-/// A stopped shard: its wheel and its lanes, for shutdown to empty. Only a shard's `stop`
-/// makes one, so whoever holds it is the only consumer of the shard's queues. The fields drop
-/// in order, wheel first: the wheel leaves the counts of cancelled entries to their unlink
-/// requests, which the lanes release when they go (see `queue::unlink`), so the lanes must
-/// not go first.
+/// A stopped shard: its wheel and lanes, for shutdown to empty; its holder is the only
+/// consumer of the shard's queues. Fields drop wheel first: the wheel leaves cancelled
+/// entries' counts to their unlink requests, which the lanes release (see `queue::unlink`).
 pub(crate) struct Stopped {
     wheel: Wheel,
-    core: Arc<ShardShared>,
+    shared: Arc<ShardShared>,
     lanes: Vec<Arc<Lane>>,
 }
 
 impl Stopped {
-    /// Takes every entry out of the wheel and the lanes' queues into `out` (the cancelled ones
-    /// are left to their unlink requests, which are released), and frees the lanes' returned
-    /// spare entries.
+    /// Takes every entry out of the wheel and the lanes' queues into `out` (cancelled ones are
+    /// left to their released unlink requests), and frees the lanes' spare entries.
     pub(crate) fn empty_into(mut self, out: &mut Vec<EntryRef>) {
         self.wheel.drain(out);
         let mut released = 0;
@@ -105,7 +91,7 @@ impl Stopped {
             released += unsafe { lane.empty_after_stop(out) };
         }
         // The timers cancelled while linked whose requests were still waiting: dropped now.
-        self.core.done_with(released);
+        self.shared.done_with(released);
     }
 }
 
@@ -113,21 +99,19 @@ impl Stopped {
 struct Outcomes {
     /// The callbacks fired, for the executor.
     fired: Vec<Fired>,
-    /// How many of them were due at each deadline tick, runs of equal deadlines counted
-    /// together (for the lateness histogram, see `shard::lateness`).
+    /// How many were due at each deadline tick, runs counted together (see `lateness`).
     due: Vec<(u64, u64)>,
     /// The dead entries, for their lanes to reuse.
     spares: Spares,
-    /// Whether the engine has a cap, whose permits cancelled timers hold until the shard drops
-    /// them (see `count_dropped`).
+    /// Whether the engine has a cap (see `count_dropped`).
     capped: bool,
     /// Cancelled timers dropped in this turn, whose permits the turn releases.
     dropped: usize,
 }
 
 impl Outcomes {
-    /// Puts an entry the wheel has settled where it goes: a fired callback to the executor's
-    /// batch, a dead entry to its lane's spares.
+    /// Puts a settled entry where it goes: a fired callback to the batch, a dead one to its
+    /// lane's spares.
     fn record(&mut self, settled: Settled, index: usize, lane: &Lane) {
         match settled {
             Settled::Fired(fired, deadline) => self.fire(fired, deadline),
@@ -137,10 +121,9 @@ impl Outcomes {
     }
 
     /// Records an entry taken from an inbound queue or ring. A cancelled timer keeps its
-    /// permit until the shard drops its entry, so that the cap bounds the memory
-    /// the engine holds even while its shard is stalled: this is where a timer cancelled while
-    /// queued is dropped (one cancelled while linked is dropped when its unlink request is
-    /// taken). Every arming of a timer passes through a queue once, so each is counted once.
+    /// permit until the shard drops its entry, so the cap bounds a stalled shard's memory:
+    /// one cancelled while queued is dropped here, one cancelled while linked when its unlink
+    /// request is taken. Every arming passes through a queue once.
     fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
         if let Settled::Dropped(dead) = &settled {
             if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
@@ -182,8 +165,8 @@ impl Spares {
         self.given.resize(lanes, 0);
     }
 
-    /// Keeps `entry`, resolved and out of the wheel, to give back to lane `index` if no one
-    /// else holds it and the lane has an owner to reuse it; otherwise drops it.
+    /// Keeps `entry` (resolved, out of the wheel) for lane `index` if no one else holds it and
+    /// the lane has an owner; otherwise drops it.
     fn keep(&mut self, index: usize, lane: &Lane, mut entry: EntryRef) {
         if EntryRef::get_mut(&mut entry).is_none() || !lane.counts().has_owner() {
             return;
@@ -221,10 +204,9 @@ impl Spares {
     }
 }
 
-/// Aborts the process if the shard thread unwinds out of its loop. A panic there is a bug in
-/// the engine, not in a callback (callbacks run under `catch_unwind`), and unwinding past a
-/// wheel half-way through a turn could release a count that belongs to an unlink request (see
-/// `queue::unlink`): a loud stop is better than freeing a timer twice.
+/// Aborts the process if the shard thread unwinds out of its loop: that is an engine bug
+/// (callbacks run under `catch_unwind`), and unwinding mid-turn could release a count owned by
+/// an unlink request. A loud stop beats a double free.
 struct AbortOnUnwind;
 
 impl Drop for AbortOnUnwind {
@@ -243,18 +225,17 @@ pub(crate) enum Turn {
     Idle,
     /// Work came in; poll again next tick.
     Busy,
-    /// Work is left in a queue (more than one turn's budget, or a producer half-way through a
-    /// push); go round again at once.
+    /// Work is left (over the turn's budget, or a push half-way): go round again at once.
     Backlog,
 }
 
 impl Shard {
     pub(crate) fn new(table: Arc<Lanes>, executor: Executor) -> Self {
-        let core = table.shard().clone();
-        let capped = core.has_cap();
-        let lag = LagWatch::new(core.clock().tick_nanos());
+        let shared = table.shard().clone();
+        let capped = shared.has_cap();
+        let lag = LagWatch::new(shared.clock().tick_nanos());
         Shard {
-            core,
+            shared,
             outcomes: Outcomes {
                 fired: Vec::new(),
                 due: Vec::new(),
@@ -342,27 +323,27 @@ impl Shard {
     }
 
     /// Hands the turn's callbacks to the executor and publishes the counters; a `complete`
-    /// turn (every queue emptied) also counts as having handled tick `now`.
+    /// turn also counts tick `now` as handled.
     fn publish(&mut self, now: u64, complete: bool) {
         self.executor.look_again();
-        let counts = self.core.counts();
+        let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        self.core
+        self.shared
             .done_with(std::mem::take(&mut self.outcomes.dropped));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
-            self.core.callbacks().add_handed_over(fired as u64);
-            let clock = self.core.clock();
+            self.shared.callbacks().add_handed_over(fired as u64);
+            let clock = self.shared.clock();
             let handed_over = clock.now_nanos();
             for (deadline, count) in self.outcomes.due.drain(..) {
                 // From the start of the tick before the deadline tick (see `shard::lateness`).
                 let due = clock.nanos_of_tick(deadline.saturating_sub(1));
-                self.core
+                self.shared
                     .lateness()
                     .record(handed_over.saturating_sub(due), count);
             }
             let batch = std::mem::take(&mut self.outcomes.fired);
-            self.executor.run(batch, self.core.callbacks());
+            self.executor.run(batch, self.shared.callbacks());
         }
         if complete {
             counts.finish_turn(now);
@@ -383,9 +364,8 @@ impl Shard {
             .is_some_and(|next| next <= now.saturating_add(1))
     }
 
-    /// The longest a poll may nap: `LOOK_AGAIN` while callbacks handed to the pool have not
-    /// all begun, so that a tick longer than that does not leave them behind a stuck runner
-    /// for a whole tick; else a whole tick.
+    /// The longest a poll may nap: `LOOK_AGAIN` while handed callbacks have not all begun,
+    /// else a tick.
     fn poll_at_most(&self) -> Duration {
         if self.executor.has_queued() {
             LOOK_AGAIN
@@ -398,35 +378,34 @@ impl Shard {
     /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
     pub(crate) fn prepare_sleep(&mut self) -> Result<Option<u64>, ()> {
         let until = self.wheel.next_deadline();
-        self.core.signal().announce_sleep(until);
+        self.shared.signal().announce_sleep(until);
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`).
         self.find_new_lanes();
-        if self.core.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
-            self.core.signal().awake();
+        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
+            self.shared.signal().awake();
             return Err(());
         }
         Ok(until)
     }
 
-    /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown
-    /// to empty.
+    /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown.
     pub(crate) fn run(mut self) -> Stopped {
         let _abort = AbortOnUnwind;
-        self.core.signal().set_thread(thread::current());
-        let clock = self.core.clock().clone();
+        self.shared.signal().set_thread(thread::current());
+        let clock = self.shared.clock().clone();
         #[cfg(not(loom))]
         crate::pinning::tune_current_thread(clock.tick());
-        // A manual clock jumps by whole advances: its lateness means nothing; and it may ask
-        // for the earliest deadline pending (see `ShardShared::ask_earliest`).
+        // Manual time jumps, so its lateness means nothing; it may ask for the earliest
+        // deadline (see `ShardShared::ask_earliest`).
         let watch_lag = clock.manual().is_none();
         let lookahead = !watch_lag;
         // The tick the next turn means to begin at, if any (see `pinning::watch`).
         let mut meant = None;
-        while !self.core.is_stopped() {
+        while !self.shared.is_stopped() {
             let now = clock.now_tick();
             if watch_lag {
-                self.lag.observe(meant, now, self.core.pinning());
+                self.lag.observe(meant, now, self.shared.pinning());
             }
             let turn = self.turn(now);
             if lookahead && turn != Turn::Backlog {
@@ -441,12 +420,9 @@ impl Shard {
                     clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
                 }
-                // Due again by the next tick: poll, as when busy. Nothing queued now can come due
-                // sooner, so there is no need to announce the sleep (and pay for the fence of
-                // `signal`) for so short a nap.
-                // So are callbacks handed to the pool and not yet begun: the shard looks again
-                // next tick (or sooner, see `poll_at_most`), to start another runner if they
-                // still wait (see `relay`).
+                // Due by the next tick, or handed callbacks not yet begun: poll, as when
+                // busy, with no need to announce the sleep (and pay the fence of `signal`);
+                // see `poll_at_most` and `relay`.
                 Turn::Idle if self.due_by_next_tick(now) || self.executor.has_queued() => {
                     clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
@@ -454,7 +430,7 @@ impl Shard {
                 Turn::Idle => match self.prepare_sleep() {
                     Ok(until) => {
                         clock.sleep_until(until);
-                        self.core.signal().awake();
+                        self.shared.signal().awake();
                         until
                     }
                     Err(()) => Some(now),
@@ -464,16 +440,17 @@ impl Shard {
         self.stop()
     }
 
-    /// Answers a manual clock's open question for the earliest deadline pending in the wheel
-    /// (see `ShardShared::ask_earliest`), as the tick loop does after a complete turn.
+    /// Answers a manual clock's question for the earliest deadline in the wheel (see
+    /// `ShardShared::ask_earliest`).
     pub(crate) fn answer_lookahead(&self) {
-        self.core.answer_earliest(|| self.wheel.earliest_pending());
+        self.shared
+            .answer_earliest(|| self.wheel.earliest_pending());
     }
 
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep
-    /// beginning late there (see `pinning::watch`).
+    /// beginning late (see `pinning::watch`).
     pub(crate) fn pin(&mut self, cpu: usize, all: Vec<usize>) {
-        self.lag.pin(cpu, all, self.core.pinning());
+        self.lag.pin(cpu, all, self.shared.pinning());
     }
 
     /// How many unlink requests the shard's buffer holds without growing (for the tests).
@@ -485,21 +462,20 @@ impl Shard {
     /// What the shard shares with the rest of the engine (for the models).
     #[cfg(all(test, loom))]
     pub(crate) fn shared(&self) -> &ShardShared {
-        &self.core
+        &self.shared
     }
 
     /// The same, to hand to another thread (for the models).
     #[cfg(all(test, loom))]
     pub(crate) fn shared_arc(&self) -> Arc<ShardShared> {
-        self.core.clone()
+        self.shared.clone()
     }
 
     pub(crate) fn stop(self) -> Stopped {
-        // Every lane, with those made since the last turn: the shard thread is gone, so no
-        // turn will look again (see `shard::lanes`).
+        // Every lane, those made since the last turn included: no turn will look again.
         Stopped {
             wheel: self.wheel,
-            core: self.core,
+            shared: self.shared,
             lanes: self.table.all(),
         }
     }

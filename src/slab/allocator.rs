@@ -1,13 +1,9 @@
 //! [`Allocator`]: hands out the blocks of its chunks, one thread at a time, and trims them.
 //!
-//! An allocator whose chunks are mostly free for a while (after a spike) gives them up without
-//! being dropped: a sweep, one chunk per few dozen allocations, adds up their live blocks, and
-//! after two passes that found fewer than a quarter of the blocks live it starts afresh (a trim).
-//! It empties its chain of free blocks, takes a new free stack (the old one, and the blocks on it,
-//! belong to the chunks left behind), and gives the old chunks up a few per step of the sweep.
-//! Each is then freed as at the give-up: now, if none of its blocks is live, else by the freer of
-//! its last. No block of a chunk left behind is handed out again, so a chunk's `live` takes no
-//! allocation after its give-up.
+//! A trim: when a [`Sweep`] finds the chunks mostly free, the allocator starts afresh with a new
+//! free stack (the old one belongs to the chunks left behind) and gives the old chunks up a few
+//! per step, each freed as at any give-up. No block of a chunk left behind is handed out again,
+//! so its `live` takes no allocation after the give-up.
 
 use std::mem;
 use std::ptr::{self, NonNull};
@@ -20,32 +16,30 @@ use super::chunk::{
 };
 use crate::sync::{prefetch, Arc, Ordering, TakeAllStack, UnsafeCell};
 
-/// The size a chunk aims at: 16 KiB, 408 blocks of 40 bytes behind a 32-byte header.
+/// The size a chunk aims at.
 const CHUNK_BYTES: usize = 16 * 1024;
 
-/// A trim takes a sweep's count of live blocks below `1 / TRIM_SHARE` of the blocks held, this
-/// many sweeps in a row: so a burst refilling the chunks, whose first sweep finds them nearly
-/// empty, does not let them go just before it needs them.
+/// Sweeps in a row that must find under `1 / TRIM_SHARE` of the blocks live for a trim, so a
+/// refilling burst does not let chunks go just before it needs them.
 const LOW_SWEEPS: u32 = 2;
 
 /// See [`LOW_SWEEPS`].
 const TRIM_SHARE: usize = 4;
 
-/// Chunks given up per step of the sweep after a trim: the trim's cost (a system allocator's
-/// free per chunk), spread over the allocations after it rather than paid at once.
+/// Chunks given up per sweep step after a trim, spreading the trim's cost.
 const RETIRE_PER_STEP: usize = 32;
 
 /// When an allocator trims (see [`Sweep`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Trim {
-    /// The fewest chunks held for a trim: fewer are not worth a new start.
+    /// The fewest chunks held for a trim.
     pub(crate) above: usize,
     /// Allocations per step of the sweep; a step loads one chunk's header.
     pub(crate) every: u32,
 }
 
 impl Trim {
-    /// The engine's: from 64 chunks (1 MiB of 16 KiB chunks) on, a step every 64 allocations.
+    /// The engine's settings.
     pub(crate) const DEFAULT: Trim = Trim {
         above: 64,
         every: 64,
@@ -70,11 +64,8 @@ struct Carver<T> {
     sweep: Sweep,
 }
 
-/// The sweep that decides a trim: after a spike, an allocator whose chunks are mostly free
-/// starts afresh and gives the old ones up, `RETIRE_PER_STEP` a step, so that those with no
-/// live block go back to the system allocator then, and the others with their last live block
-/// (see the module documentation). Every `trim.every` allocations it adds up one more chunk's
-/// live blocks; at the end of a pass over the chunks it compares the sum with the blocks held.
+/// The sweep that decides a trim: every `trim.every` allocations it adds up one more chunk's
+/// live blocks, and at the end of a pass compares the sum with the blocks held.
 struct Sweep {
     trim: Trim,
     /// Allocations until the next step.
@@ -112,8 +103,8 @@ impl Sweep {
 /// Hands out blocks of chunks, one thread at a time (see the module documentation).
 pub(crate) struct Allocator<T> {
     carver: UnsafeCell<Carver<T>>,
-    /// Chunks not yet given up, for the statistics; written by the allocator's user alone. A
-    /// std atomic even under loom: a statistic, no part of the protocol the models check.
+    /// Chunks not yet given up, for the statistics; one writer. A std atomic even under loom:
+    /// no part of the modelled protocol.
     held: StdAtomicUsize,
     /// The size of a chunk's block.
     chunk_bytes: usize,
@@ -126,7 +117,7 @@ unsafe impl<T: Send + Sync> Send for Allocator<T> {}
 unsafe impl<T: Send + Sync> Sync for Allocator<T> {}
 
 impl<T> Allocator<T> {
-    /// An allocator whose chunks are about 16 KiB each.
+    /// An allocator whose chunks are about [`CHUNK_BYTES`] each.
     pub(crate) fn new() -> Self {
         let first = layout::<T>(0).1;
         let fit = (CHUNK_BYTES.saturating_sub(first) / mem::size_of::<Block<T>>()).max(1);
@@ -138,8 +129,7 @@ impl<T> Allocator<T> {
         Allocator::with_settings(blocks, Trim::DEFAULT)
     }
 
-    /// An allocator whose chunks have `blocks` blocks each (at least one), trimming as `trim`
-    /// says (see [`Sweep`]).
+    /// As [`with_blocks`](Self::with_blocks), trimming as `trim` says.
     pub(crate) fn with_settings(blocks: u32, trim: Trim) -> Self {
         let blocks = blocks.clamp(1, ALONE - 1);
         Allocator {
@@ -168,8 +158,8 @@ impl<T> Allocator<T> {
             .with_mut(|carver| unsafe { (*carver).alloc(value, &self.held) })
     }
 
-    /// Counts an allocation its user served without it (an entry reused whole), so that the
-    /// sweep deciding a trim goes on while the chunks are not needed (see [`Sweep`]).
+    /// Counts an allocation served without a block (an entry reused whole), so the sweep goes
+    /// on.
     ///
     /// # Safety
     /// As [`alloc`](Self::alloc).
@@ -179,7 +169,7 @@ impl<T> Allocator<T> {
             .with_mut(|carver| unsafe { (*carver).count_allocation(&self.held) });
     }
 
-    /// Gives up every chunk: each is freed once its last live block is. A later `alloc` starts
+    /// Gives up every chunk, each freed once its last live block is; a later `alloc` starts
     /// afresh.
     ///
     /// # Safety
@@ -190,8 +180,7 @@ impl<T> Allocator<T> {
             .with_mut(|carver| unsafe { (*carver).give_up(&self.held) });
     }
 
-    /// The bytes of the chunks the allocator holds (not yet given up, the ones a trim left
-    /// behind included), read from any thread: a snapshot for the statistics.
+    /// The bytes of the chunks held (a trim's leftovers included): a snapshot for the stats.
     pub(crate) fn bytes(&self) -> usize {
         // Relaxed: a snapshot; nothing is read through it.
         self.held.load(Ordering::Relaxed) * self.chunk_bytes
@@ -221,13 +210,12 @@ impl<T> Carver<T> {
     fn next_block(&mut self, held: &StdAtomicUsize) -> (NonNull<Block<T>>, u32) {
         loop {
             if let Some(block) = NonNull::new(self.reuse) {
-                // SAFETY: a block of the reuse chain is free and this thread's: it was taken off
-                // the stack whole, and its link and index were published by the push. Its
-                // chunk has not been given up (`give_up` empties the chain), so it is live.
+                // SAFETY: a reuse-chain block is free and this thread's (taken off the stack
+                // whole, its link and index published by the push); its chunk is not given up
+                // (`give_up` empties the chain), so it is live.
                 unsafe {
                     self.reuse = Block::next(block);
-                    // Start loading the next free block now, an allocation before it is needed:
-                    // it was freed on another thread, most likely on another core.
+                    // Prefetch the next free block, likely freed on another core.
                     prefetch(self.reuse);
                     let index = Block::index(block);
                     count_handed_out(chunk_of(block, index));
@@ -264,9 +252,8 @@ impl<T> Carver<T> {
         }
     }
 
-    /// One step of the sweep (see [`Sweep`]): gives up some of the chunks a trim left behind,
-    /// if any; else adds up the next chunk's live blocks and, at the end of a pass, trims if the
-    /// chunks were mostly free for `LOW_SWEEPS` passes in a row.
+    /// One sweep step: gives up some chunks a trim left behind, if any; else adds up the next
+    /// chunk's live blocks and trims at a pass's end after `LOW_SWEEPS` low passes.
     fn step(&mut self, held: &StdAtomicUsize) {
         if !self.retiring.is_empty() {
             let from = self.retiring.len().saturating_sub(RETIRE_PER_STEP);
@@ -291,10 +278,9 @@ impl<T> Carver<T> {
         // SAFETY: a chunk on the list is not given up, so it is live, and this thread is its
         // allocator's user.
         let allocated = unsafe { handed_out(chunk) };
-        // Relaxed: a glance that decides nothing about this chunk's memory, only whether to
-        // start afresh (the give-ups after it have their own ordering). A free missed here
-        // counts its block as live, which only puts off a trim. As in `give_up_chunk`, the
-        // handed-out count plus the wrapping `live` is the number of live blocks.
+        // Relaxed: a glance that only decides whether to start afresh (give-ups order their own
+        // memory); a missed free only puts off a trim. Handed-out plus wrapping `live` is the
+        // live count, as in `give_up_chunk`.
         // SAFETY: as above.
         let live = unsafe { chunk.as_ref() }.live.load(Ordering::Relaxed);
         sweep.live += allocated.wrapping_add(live);
@@ -315,8 +301,7 @@ impl<T> Carver<T> {
         }
     }
 
-    /// Leaves every chunk behind, to be given up: no block of theirs is handed out again, and the
-    /// next allocation starts a new chunk.
+    /// Leaves every chunk behind, to be given up; the next allocation starts a new chunk.
     fn start_afresh(&mut self) {
         self.sweep.restart();
         if self.chunks.is_empty() {
@@ -324,8 +309,7 @@ impl<T> Carver<T> {
         }
         self.reuse = ptr::null_mut();
         self.retiring.append(&mut self.chunks);
-        // The blocks on the old stack belong to chunks left behind (and, once they are given
-        // up, perhaps freed): a later `alloc` must not take them.
+        // The old stack's blocks belong to chunks left behind: a later `alloc` must not take them.
         self.free = Arc::new(TakeAllStack::new());
     }
 

@@ -1,6 +1,5 @@
-//! A block and the counted pointer to the value in it: std's `Arc` without the weak count, with
-//! a 32-bit count beside the block's index in its chunk, so that an entry's block is the value
-//! and one word.
+//! A block and the counted pointer to its value: std's `Arc` without the weak count, a 32-bit
+//! count beside the block's index in its chunk.
 
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -13,8 +12,7 @@ use crate::sync::{alloc, drop_then_free, AtomicU32, Ordering};
 /// The index of a block that is a block of its own, in no chunk.
 pub(super) const ALONE: u32 = u32::MAX;
 
-/// The largest count a clone may leave; past it a clone aborts the process, as std's `Arc`
-/// does, so the count can never wrap.
+/// The largest count a clone may leave; past it a clone aborts, as std's `Arc` does.
 const MAX_COUNT: u32 = i32::MAX as u32;
 
 /// A block: in a chunk (see `chunk`), or a block of its own ([`ALONE`]).
@@ -22,7 +20,7 @@ const MAX_COUNT: u32 = i32::MAX as u32;
 pub(super) struct Block<T> {
     /// Holders of the value while the block is live; unused while it is free.
     count: AtomicU32,
-    /// The block's place in its chunk, or [`ALONE`]; never changes while the chunk exists.
+    /// The block's index in its chunk, or [`ALONE`]; never changes while the chunk exists.
     index: u32,
     body: Body<T>,
 }
@@ -80,9 +78,8 @@ impl<T> Block<T> {
     }
 }
 
-/// A counted shared reference to a value in a block. Made by [`SlabArc::new`] (a block of its
-/// own) or by a chunk's allocator (`allocator::Allocator`); the last holder drops the value and
-/// frees the block (see [`release`]).
+/// A counted shared reference to a value in a block, made by [`SlabArc::new`] (a block of its
+/// own) or a chunk's allocator; the last holder drops the value and frees the block.
 pub(crate) struct SlabArc<T> {
     pub(super) block: NonNull<Block<T>>,
     _owns: PhantomData<T>,
@@ -156,8 +153,7 @@ impl<T> SlabArc<T> {
 
     /// The value, mutably, if no one else holds it.
     pub(crate) fn get_mut(this: &mut Self) -> Option<&mut T> {
-        // Acquire: pairs with the Release decrement of every holder that dropped it, so their
-        // uses of the value happen before this thread's.
+        // Acquire: pairs with every dropped holder's Release decrement.
         if this.count().load(Ordering::Acquire) != 1 {
             return None;
         }
@@ -189,8 +185,7 @@ impl<T> Deref for SlabArc<T> {
 
 impl<T> Clone for SlabArc<T> {
     fn clone(&self) -> Self {
-        // Relaxed: as std's `Arc`: a new reference comes from an existing one, which already
-        // orders whatever the new one will be used for.
+        // Relaxed: as std's `Arc`: the existing reference already orders the new one's uses.
         if self.count().fetch_add(1, Ordering::Relaxed) >= MAX_COUNT {
             std::process::abort();
         }
@@ -207,14 +202,11 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SlabArc<T> {
     }
 }
 
-/// Drops a block's value and frees the block: a block of its own goes back to the allocator, a
-/// chunk's block to `free_in_chunk` (`chunk::free`, or a batch of frees). The block is freed even
-/// if the value's drop panics.
+/// Drops a block's value and frees the block (its own block to the allocator, a chunk's to
+/// `free_in_chunk`), even if the drop panics.
 ///
 /// # Safety
-/// The caller gave up the block's last count (released it, or saw that no other holder is
-/// left); `free_in_chunk` frees a chunk's block whose value has been dropped, as `chunk::free`
-/// does.
+/// The caller gave up the last count; `free_in_chunk` frees a chunk's block as `chunk::free`.
 pub(super) unsafe fn release<T>(
     block: NonNull<Block<T>>,
     free_in_chunk: impl FnOnce(NonNull<Block<T>>, u32),

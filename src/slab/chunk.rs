@@ -1,25 +1,15 @@
 //! Chunks of blocks, and the allocator one thread carves them with.
 //!
-//! A chunk is one block: a header, then `blocks` blocks of one type. Its allocator (used by one
-//! thread at a time) hands out blocks: first free blocks it took back, then blocks of its newest
-//! chunk never used, then whatever was freed since, taken whole off the allocator's free stack;
-//! only when that is empty too does it start a new chunk.
+//! A chunk is a header, then `blocks` blocks of one type. Its allocator (one thread at a time)
+//! hands out blocks it took back, then the newest chunk's unused ones, then the whole free
+//! stack; only then a new chunk. Any thread frees a block: it pushes it onto the allocator's
+//! take-all free stack (`sync::stack`, named by the chunk's header) and counts one free in the
+//! chunk's `live` word. [`Frees`] batches many frees (a shard firing a tick).
 //!
-//! Any thread frees a block: it pushes the block onto its allocator's free stack (a take-all
-//! stack, `sync::stack`, which the chunk's header names) and counts one free in the chunk's
-//! `live` word. So a freed block of any of the allocator's chunks is handed out again, and the
-//! allocator holds no more blocks than were ever live at once.
-//!
-//! A thread that frees many blocks at once (a shard firing a tick's one-shot timers) gathers them
-//! in [`Frees`], which pushes them a chain at a time and counts them a run at a time.
-//!
-//! The allocator does not count its allocations in `live` one by one, which would touch a shared
-//! word on every allocation: it counts them in the header, where only it reads and writes, and adds
-//! them to `live` when it gives the chunk up (when it is dropped, or after a trim). So `live`,
-//! wrapping, is the frees' negative until then, and the number of live blocks after; whoever brings
-//! it to zero (the last freer, or the allocator if nothing is live) frees the chunk. Before the
-//! give-up it never reaches zero from above, since a block is freed only after it was allocated. A
-//! timer that outlives its engine keeps its own chunk, not the others.
+//! The allocator counts its allocations in the header, its alone, and adds them to `live` when
+//! it gives the chunk up (dropped, or after a trim). So `live`, wrapping, is minus the frees
+//! until then and the live count after; whoever brings it to zero (the last freer, or the
+//! allocator if none is live) frees the chunk. Before the give-up it never reaches zero.
 
 use std::alloc::Layout;
 use std::mem;
@@ -35,8 +25,7 @@ pub(super) type FreeBlocks<T> = TakeAllStack<Block<T>>;
 
 #[repr(C)]
 pub(super) struct Header<T> {
-    /// The allocations added at the give-up, minus the frees; wrapping (see the module
-    /// documentation).
+    /// The allocations added at the give-up, minus the frees; wrapping (see the module doc).
     pub(super) live: AtomicUsize,
     /// Where this chunk's freed blocks go.
     free: Arc<FreeBlocks<T>>,
@@ -110,42 +99,36 @@ unsafe fn push_freed<T>(stack: &FreeBlocks<T>, first: NonNull<Block<T>>, last: N
     });
 }
 
-/// Counts `n` frees of `chunk`'s blocks, pushed onto its free stack already, and frees the
-/// chunk if they were its last live blocks and its allocator has given it up.
+/// Counts `n` frees of `chunk`'s blocks, already pushed, and frees the chunk if they were its
+/// last live blocks and its allocator gave it up.
 ///
 /// # Safety
 /// The chunk is live, and the calling thread freed those `n` blocks and has not counted them.
 unsafe fn count_freed<T>(chunk: NonNull<Header<T>>, n: usize) {
-    // SAFETY: the chunk lives until `live` reaches zero, which these frees have not counted.
-    // Only `live` is read through this reference; `allocated` is the allocator's (in an
-    // `UnsafeCell`).
+    // SAFETY: the chunk lives until `live` reaches zero, which these frees have not counted;
+    // only `live` is read through this reference.
     let header = unsafe { chunk.as_ref() };
-    // AcqRel: Release so that this thread's push (and every use of the blocks before it) happens
-    // before the chunk is freed by whoever brings `live` to zero; Acquire for when that is this
-    // thread, so the other freers' pushes and the allocator's writes happen before its free.
+    // AcqRel: Release so this thread's push and uses happen before the chunk's free by
+    // whoever zeroes `live`; Acquire for when that is this thread.
     if header.live.fetch_sub(n, Ordering::AcqRel) == n {
         // SAFETY: `live` reached zero: the allocator gave the chunk up and no block is live.
         unsafe { dealloc_chunk(chunk) };
     }
 }
 
-/// Letting go of a [`SlabArc`]: the last holder drops the value and frees the block, into its
-/// chunk or its own block.
+/// Letting go of a [`SlabArc`]: the last holder drops the value and frees the block.
 impl<T> SlabArc<T> {
-    /// Lets go of the reference as `drop` does; but if it is the last, as seen with a load
-    /// rather than a decrement, the value is dropped now and its block, if in a chunk, freed
-    /// with the others `frees` gathers (see [`Frees`]).
+    /// As `drop`; but if this is the last reference, seen with a load, the value is dropped
+    /// now and a chunk block is freed with the others `frees` gathers.
     pub(crate) fn drop_into(this: Self, frees: &mut Frees<T>) {
-        // Acquire: as in `get_mut`: pairs with the Release decrement of every holder that let
-        // go, so their uses of the value happen before its drop here. A count of one cannot
-        // grow under this reference: a new one is only ever made from an existing one.
+        // Acquire: as in `get_mut`, pairs with every holder's Release decrement. A count of one
+        // cannot grow: new references come only from existing ones.
         if this.count().load(Ordering::Acquire) != 1 {
             drop(this);
             return;
         }
         let block = ManuallyDrop::new(this).block;
-        // SAFETY: this reference holds the last count, given up here; the block goes to `frees`
-        // alone.
+        // SAFETY: this reference holds the last count; the block goes to `frees` alone.
         unsafe { release(block, |block, index| frees.add(block, index)) };
     }
 }
@@ -156,28 +139,21 @@ impl<T> Drop for SlabArc<T> {
         if self.count().fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
-        // Acquire: pairs with the other holders' Release decrements. A load rather than a
-        // fence, as std's `Arc` does under ThreadSanitizer, which does not model fences.
+        // Acquire: pairs with the other holders' Release decrements (a load, not a fence, as
+        // std's `Arc` under ThreadSanitizer, which does not model fences).
         self.count().load(Ordering::Acquire);
         // SAFETY: this was the last count; a chunk's block is freed at once.
         unsafe { release(self.block, |block, index| free(block, index)) };
     }
 }
 
-/// The most runs a [`Frees`] gathers before it frees what it holds: a bound on its buffer, and
-/// on how long the blocks wait before their allocator can hand them out again.
+/// The most runs a [`Frees`] gathers before it flushes: bounds its buffer and the wait.
 const MAX_RUNS: usize = 1024;
 
-/// Freed blocks of chunks, waiting to be freed together. Letting go of a last reference one at a
-/// time takes three read-modify-writes (`SlabArc`'s drop decrements the count, then [`free`]
-/// pushes the block and counts it off the chunk's `live`); a block let go of into a `Frees`
-/// (`SlabArc::drop_into`) takes none of its own: its count is seen to be the last with a load,
-/// and [`flush`](Self::flush) pushes a chain per free stack with one compare-and-swap and
-/// counts a run of blocks of one chunk with one subtraction.
-///
-/// The pushes come before the counts: a block waiting here still counts as live in its chunk,
-/// so every chunk a chain reaches into, and the chain's stack (which chunk headers hold), stay
-/// allocated until the pushes are done.
+/// Freed blocks of chunks, freed together: a block let go of here (`SlabArc::drop_into`)
+/// costs a load, and [`flush`](Self::flush) pushes a chain per free stack with one CAS and
+/// counts a run of one chunk's blocks with one subtraction. Pushes come before counts, so
+/// every chunk a chain reaches, and its stack, stay allocated until the pushes are done.
 pub(crate) struct Frees<T> {
     /// A chain per free stack met.
     chains: Vec<Chain<T>>,
@@ -194,9 +170,8 @@ struct Chain<T> {
     last: NonNull<Block<T>>,
 }
 
-// SAFETY: a `Frees` holds blocks whose values are dropped (free memory its holder alone
-// touches) and counts on chunks, which any thread may take; as `SlabArc`, it asks `T: Send +
-// Sync` of the values that lived there.
+// SAFETY: a `Frees` holds free memory its holder alone touches and counts on chunks, which
+// any thread may take; as `SlabArc`, it asks `T: Send + Sync`.
 unsafe impl<T: Send + Sync> Send for Frees<T> {}
 
 impl<T> Frees<T> {
@@ -208,8 +183,8 @@ impl<T> Frees<T> {
         }
     }
 
-    /// Adds a chunk's block whose value has been dropped, to be freed by the next
-    /// [`flush`](Self::flush) (or now, with the others, if the runs are at their bound).
+    /// Adds a chunk's block whose value has been dropped, freed by the next
+    /// [`flush`](Self::flush) (or now, if the runs are at their bound).
     ///
     /// # Safety
     /// As [`free`], and the block is not freed otherwise.
@@ -227,11 +202,10 @@ impl<T> Frees<T> {
                     self.flush();
                 }
                 self.runs.push((chunk, 1));
-                // SAFETY: the chunk has a block waiting in `runs`, so it is live; only its free
-                // stack's address is read.
+                // SAFETY: the chunk has a block waiting in `runs`, so it is live; only its
+                // free stack's address is read.
                 let stack = unsafe { Arc::as_ptr(&chunk.as_ref().free) };
-                // Nearly always the chain of the block before (the same allocator); else a
-                // search of the few stacks this thread frees to.
+                // Nearly always the last block's chain; else a search of a few stacks.
                 let recent = self.recent;
                 let found = match self.chains.get(recent) {
                     Some(chain) if chain.stack == stack => Some(recent),
@@ -264,9 +238,8 @@ impl<T> Frees<T> {
             unsafe { push_freed(&*chain.stack, chain.first, chain.last) };
         }
         for (chunk, n) in self.runs.drain(..) {
-            // SAFETY: live until its runs are counted; this thread freed these `n` blocks. A
-            // chunk with several runs is counted once per run, each run keeping it live for
-            // the ones after.
+            // SAFETY: live until its runs are counted; this thread freed these `n` blocks; a
+            // chunk with several runs stays live for the later ones.
             unsafe { count_freed(chunk, n) };
         }
     }
@@ -309,21 +282,19 @@ pub(super) fn new_chunk<T>(blocks: u32, free: Arc<FreeBlocks<T>>) -> NonNull<Hea
     chunk
 }
 
-/// Gives up `chunk`: adds the blocks its allocator handed out to `live`, and frees the chunk if
-/// none of them is live any more (else its last freer does).
+/// Gives up `chunk`: adds its handed-out blocks to `live`, and frees it if none is live.
 ///
 /// # Safety
 /// The chunk is live and not given up before, no block of it will be handed out again, and the
 /// calling thread is its allocator's user.
 pub(super) unsafe fn give_up_chunk<T>(chunk: NonNull<Header<T>>) {
-    // SAFETY: the chunk is live until `live` reaches zero, which needs the addition below;
-    // this thread is its allocator's user.
+    // SAFETY: live until `live` reaches zero, which needs the addition below; this thread is
+    // its allocator's user.
     let allocated = unsafe { handed_out(chunk) };
     // SAFETY: as above.
     let live = unsafe { chunk.as_ref() }
         .live
-        // AcqRel: as in `free`: Release so this thread's writes to the chunk happen before its
-        // free by a later freer, Acquire for when that is this thread.
+        // AcqRel: as in `free`.
         .fetch_add(allocated, Ordering::AcqRel)
         .wrapping_add(allocated);
     if live == 0 {

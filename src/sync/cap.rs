@@ -1,14 +1,11 @@
 //! The optional cap on pending timers (`max_pending`): a count of permits.
 //!
-//! A timer takes a permit at admission and holds it until the engine is done with it: when
-//! its callback begins (a one-shot timer, so that the callback can schedule its successor at
-//! the cap), when it is handed back, when its shard drops its cancelled entry, or when a
-//! repeating timer stops. Every permit comes back through the drop of [`Permits`], and
-//! nowhere else. So the cap bounds the engine's timer memory even while a shard or the
-//! callback pool is stalled. Engines without a cap have no count and pay nothing.
+//! A timer holds a permit from admission until the engine is done with it (a one-shot's
+//! callback begins, it is handed back, its shard drops its cancelled entry, or a repeating
+//! timer stops). Permits come back only through the drop of [`Permits`], so the cap bounds
+//! timer memory even while a shard or the pool stalls. No cap: no count, no cost.
 //!
-//! A sleep refused a permit waits for one: it leaves its waker here, and every give-back wakes
-//! all the wakers left (they race for the permits freed; the losers leave theirs again). The
+//! A sleep refused a permit leaves its waker here; every give-back wakes all of them. The
 //! waiter stores `waiting` then reads `used`; the giver subtracts from `used` then reads
 //! `waiting`; each passes a SeqCst fence between its write and its read (a Dekker pair):
 //! either the giver sees the waker or the waiter sees the room.
@@ -45,8 +42,8 @@ impl Cap {
         }
     }
 
-    /// Leaves `waker` to be woken by the next give-back; returns whether a permit is free now
-    /// (then the caller tries again rather than wait).
+    /// Leaves `waker` for the next give-back; returns whether a permit is free now (then the
+    /// caller retries).
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         {
             let mut waiters = self.waiters.lock();

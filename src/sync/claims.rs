@@ -1,25 +1,16 @@
-//! Batches shared out among workers in ranges: each worker holds a range of a batch in its
-//! claim and takes the items one at a time from the front, and a worker with nothing to do
-//! steals the back half of another's range. (The callback pool's runners share the batches of
-//! fired callbacks so, see `shard::relay`.)
+//! Batches shared out among workers in ranges: each worker takes items from the front of its
+//! claim's range, and an idle one steals the back half of another's (the callback pool's
+//! runners share fired batches so, see `shard::relay`).
 //!
-//! This is the range-splitting form of work stealing (as in the deques of Chase and Lev, but
-//! over a batch that never grows): the holder of a range and its thieves agree through one
-//! word, `range`, which packs the range's two ends and changes only by `compare_exchange`. The
-//! holder moves the front end up by one to take an item; a thief moves the back end down by
-//! half the length (rounded up) to take that half. Whichever exchange lands first wins, so
-//! each index is handed out once; nothing else is shared per item, and while no one steals,
-//! the holder's exchanges stay in its own cache.
+//! Range-splitting work stealing over a batch that never grows: holder and thieves agree
+//! through one word, `range` (both ends), changed only by `compare_exchange`. The holder moves
+//! the front up by one; a thief moves the back down by half (rounded up). The first exchange
+//! wins, so each index is handed out once.
 //!
-//! Which batch a range indexes changes only when its holder, whose range is then empty, puts a
-//! new one in; it does so under the claim's lock, and a thief reads the range and exchanges it
-//! under that same lock. So a thief never takes from a range whose batch changed under it, and
-//! as a range's ends only move towards each other while its batch stays, the word never comes
-//! back to a value it had (no ABA).
-//!
-//! A range is taken apart only by its holder and its thieves: items never taken stay in some
-//! claim's range (or a thief's hands, on their way to its own claim), and a claim dropped with
-//! items in its range drops them.
+//! The batch a range indexes changes only when its holder, range empty, puts a new one in
+//! under the claim's lock, under which thieves read and exchange the range. So no thief takes
+//! from a changed batch, and the ends only move together while the batch stays (no ABA). Items
+//! never taken stay in some range, and a claim dropped with items drops them.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 
@@ -28,8 +19,7 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// The most items in one batch: a range's ends are 32-bit.
 const MAX_BATCH: usize = u32::MAX as usize;
 
-/// `items` cut into batches small enough for a claim, in order: `items` itself, unless it holds
-/// more than a range can index.
+/// `items` cut into batches a range can index, in order (`items` itself if small enough).
 pub(crate) fn in_batches<T>(items: Vec<T>) -> impl Iterator<Item = Vec<T>> {
     split(items, MAX_BATCH)
 }
@@ -46,16 +36,16 @@ fn split<T>(items: Vec<T>, max: usize) -> impl Iterator<Item = Vec<T>> {
     })
 }
 
-/// A batch of items, each read out once (by whoever was handed its index), never dropped in
-/// place: the ranges of the claims own the items not yet taken.
+/// A batch of items, each read out once by whoever was handed its index, never dropped in
+/// place: the claims' ranges own the items not yet taken.
 struct Batch<T> {
     items: Vec<MaybeUninit<T>>,
     /// Where the batch came from (a tag for the taker: the callback pool's is the shard).
     from: usize,
 }
 
-// SAFETY: threads sharing a batch only read items out of it, each item by the one thread that
-// was handed its index, so sharing one moves items between threads: sound if `T` is `Send`.
+// SAFETY: sharing a batch moves items between threads (each read by the one thread handed its
+// index): sound if `T` is `Send`.
 unsafe impl<T: Send> Sync for Batch<T> {}
 
 impl<T> Batch<T> {
@@ -78,7 +68,7 @@ impl<T> Batch<T> {
     ///
     /// # Safety
     /// `index` was handed to the caller by an exchange of a range of this batch (or the caller
-    /// has the only reference), so no one else reads it, now or later.
+    /// has the only reference), so no one else reads it.
     unsafe fn read(&self, index: u32) -> T {
         // SAFETY: every item was written by `new`, and by the contract this is its only read.
         unsafe { self.items[index as usize].assume_init_read() }
@@ -113,8 +103,7 @@ impl Range {
 
 /// A runner's holding: the batch it holds a range of, and the range.
 pub(crate) struct Claim<T> {
-    /// The batch `range` indexes; replaced only by the claim's holder, whose range is empty
-    /// then, under the lock, under which thieves read and exchange `range`.
+    /// The batch `range` indexes; replaced only by its holder (range empty) under the lock.
     batch: Mutex<Option<Arc<Batch<T>>>>,
     /// The range of `batch` left to take (see `Range`).
     range: AtomicU64,
@@ -128,10 +117,8 @@ impl<T> Claim<T> {
         }
     }
 
-    /// How many items are left in the range: a glance, which may be out of date by the time
-    /// it is acted on. Relaxed: whoever takes acts through the exchanges; a runner deciding to
-    /// park looks under the relay's lock, after the holder filled the range (see
-    /// `shard::relay`).
+    /// How many items are left in the range: a glance. Relaxed: taking acts through the
+    /// exchanges; a runner deciding to park looks under the relay's lock (see `shard::relay`).
     pub(crate) fn left(&self) -> u32 {
         Range::unpack(self.range.load(Ordering::Relaxed)).len()
     }
@@ -160,20 +147,19 @@ pub(crate) struct Holder<'a, T> {
 }
 
 impl<'a, T> Holder<'a, T> {
-    /// The holder of `claim`, taking over what an earlier holder left in its range. Only one
-    /// may exist per claim at a time.
+    /// The holder of `claim`, taking over what an earlier holder left; one per claim at a time.
     pub(crate) fn new(claim: &'a Claim<T>) -> Self {
         let batch = claim.batch.lock().clone();
         Holder { claim, batch }
     }
 
-    /// Takes the next item of the range, with what its batch came from; `None` once the range
-    /// is empty, which also drops the batch.
+    /// Takes the next item of the range, with its batch's origin; `None` once empty, which
+    /// also drops the batch.
     pub(crate) fn take(&mut self) -> Option<(T, usize)> {
         let batch = self.batch.as_ref()?;
         // Relaxed, here and in the exchange: the items were written before the batch reached
-        // this claim (through the relay's queue or a thief's lock), the exchange alone decides
-        // who gets an index, and an item is read by the one runner that got it.
+        // this claim (relay queue or thief's lock); the exchange alone decides who gets an
+        // index.
         let mut word = self.claim.range.load(Ordering::Relaxed);
         loop {
             let range = Range::unpack(word);
@@ -204,13 +190,12 @@ impl<'a, T> Holder<'a, T> {
         self.put(Arc::new(Batch::new(items, from)), Range { lo: 0, hi: len });
     }
 
-    /// Steals the back half of `victim`'s range into this holder's (empty) claim; false if the
-    /// victim's range was empty.
+    /// Steals the back half of `victim`'s range into this (empty) claim; false if it was empty.
     pub(crate) fn steal(&mut self, victim: &Claim<T>) -> bool {
         let loot = {
             let batch = victim.batch.lock();
             // Relaxed, here and in the exchange: the lock orders this after the batch was put
-            // in, and the exchange alone decides who gets the indexes (see `take`).
+            // in; the exchange alone decides (see `take`).
             let mut word = victim.range.load(Ordering::Relaxed);
             loop {
                 let range = Range::unpack(word);
@@ -257,8 +242,7 @@ impl<'a, T> Holder<'a, T> {
         self.batch = Some(batch);
     }
 
-    /// Drops the batch once the range is empty, so that its memory goes with the last range
-    /// of it.
+    /// Drops the batch once the range is empty, with the last range of it.
     fn drop_batch(&mut self) {
         if self.batch.take().is_some() {
             self.claim.batch.lock().take();

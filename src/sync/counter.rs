@@ -1,12 +1,9 @@
-//! Statistics counters: std atomics even under loom.
+//! Statistics counters: std atomics even under loom, all Relaxed.
 //!
-//! A counter takes part in no protocol: nothing is published through it, so loom need not model
-//! it, and leaving it out keeps the models' interleavings to the protocols themselves. Every
-//! access is Relaxed for the same reason: a reader wants a value that was true at some moment,
-//! not an order with anything else. One decision reads counters: whether the callbacks a
-//! shard handed to the pool have all begun (`shard::relay`). The shard reads its own count of
-//! what it fired, and a read of what has begun can only lag, so a stale read makes the shard
-//! look again a tick later; it never makes it miss a callback that waits.
+//! Nothing is published through a counter, so loom need not model it and a reader wants only a
+//! value once true. The one decision on counters (`shard::relay`: have the handed callbacks
+//! begun?) compares the shard's own fired count with a begun count that can only lag, so a
+//! stale read makes the shard look again a tick later, never miss a waiting callback.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,13 +18,10 @@ impl Counter {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Adds `n` without a read-modify-write, for a counter one thread at a time writes, each
-    /// writer ordered after the last (then a load and a store cost less than a locked add, and
-    /// lose nothing).
+    /// Adds `n` with a load and a store, for a counter one thread at a time writes.
     pub(crate) fn add_single_writer(&self, n: u64) {
-        // Relaxed: a statistic (module docs); the writer reads its own last store, or, if the
-        // counter passed to it from another thread, the last store of that thread, which the
-        // hand-over ordered before this.
+        // Relaxed: a statistic; the writer reads its own last store, or its predecessor's,
+        // ordered before this by the hand-over.
         self.0
             .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }

@@ -1,9 +1,6 @@
-//! Dropping a value in place and then freeing the memory it lived in, also when its `Drop`
-//! panics: the callback box and the slab block both hold values of their users' types, whose
-//! drops may panic, in memory of their own.
+//! Dropping a value in place, then freeing its memory even if the `Drop` panics.
 
-/// Drops the value at `value`, then runs `free`, which runs even if the drop panics (and the
-/// panic then goes on unwinding).
+/// Drops the value at `value`, then runs `free`, even if the drop panics.
 ///
 /// # Safety
 /// `value` points at a live, initialised `T` that the caller owns and never uses again.

@@ -18,11 +18,9 @@ pub(crate) fn thread_number() -> usize {
     0
 }
 
-/// The calling thread's lane index: a small number, the smallest free one when the thread
-/// first asks, given back when it exits. It picks the thread's lane in every shard and its home
-/// shard, so lanes follow the threads alive now, not every thread there ever was. (Ownership
-/// goes by `owner_number`, never reused, so a reused index cannot pass for a lane's owner.) A
-/// thread past its thread-local destructors gets its thread number instead. 0 under loom.
+/// The calling thread's lane index: the smallest free one when first asked, given back at
+/// exit, so lanes follow the live threads. (Ownership goes by the never-reused
+/// `owner_number`.) Past its thread-local destructors, the thread number; 0 under loom.
 #[cfg(not(loom))]
 pub(crate) fn lane_index() -> usize {
     use std::cmp::Reverse;
@@ -68,11 +66,9 @@ pub(crate) fn lane_index() -> usize {
     0
 }
 
-/// The calling thread's number, when it may take a single-writer fast path: a lane's first
-/// user becomes its owner and counts and recycles entries without read-modify-write
-/// operations (see `lane`). Numbers are never reused, so no two threads share one. `None` under
-/// loom, where every thread has number 0: models take the shared paths, and the recycling
-/// stack has a model of its own.
+/// The calling thread's never-reused number, for a lane owner's single-writer paths (see
+/// `lane`). `None` under loom (every thread is 0): models take the shared paths, and the
+/// recycling stack has a model of its own.
 #[cfg(not(loom))]
 pub(crate) fn owner_number() -> Option<usize> {
     Some(thread_number())
@@ -87,19 +83,17 @@ pub(crate) fn owner_number() -> Option<usize> {
 pub(crate) fn next_engine_id() -> u64 {
     use std::sync::atomic::AtomicU64 as StdAtomicU64;
     static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
-    // Relaxed: only hands out distinct numbers. (A std atomic even under loom: ids are not part
-    // of any modelled protocol, and a static loom atomic cannot outlive a model.)
+    // Relaxed: only hands out distinct numbers. A std atomic even under loom: no modelled
+    // protocol, and a static loom atomic cannot outlive a model.
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// The first of `count` consecutive numbers that no other caller in this process has had, and
-/// each larger than every number handed out before it: a delay queue's keys take theirs from
-/// such blocks, so a key is never valid in two queues, nor twice in one.
+/// The first of `count` consecutive numbers no other caller has had, each larger than every
+/// earlier one: delay-queue keys, never valid in two queues nor twice in one.
 pub(crate) fn next_ids(count: u64) -> u64 {
     use std::sync::atomic::AtomicU64 as StdAtomicU64;
     static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
-    // Relaxed: only hands out distinct, increasing blocks; nothing is published with them. (A
-    // std atomic even under loom, as `next_engine_id`.) At a block of 2^12 per call, 2^52 calls
-    // would be needed to wrap.
+    // Relaxed: only hands out distinct, increasing blocks (a std atomic, as
+    // `next_engine_id`).
     NEXT.fetch_add(count, std::sync::atomic::Ordering::Relaxed)
 }

@@ -1,21 +1,18 @@
 //! The one place the crate takes its synchronisation primitives from: the lowest layer.
 //!
-//! Under `cfg(loom)` every atomic, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, thread function, raw
-//! allocation and the multi-producer queue come from loom (or a loom-visible stand-in), so the
-//! model checker sees every interleaving of the engine's protocols. Otherwise they are std's and
-//! crossbeam's. The paths are std's (`sync::atomic::AtomicU64`, `sync::thread::park`), so code
-//! reads the same either way. No other module imports `std::sync::atomic` for a modelled protocol.
+//! Under `cfg(loom)` atomics, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, threads, raw allocation
+//! and the MPMC queue come from loom (or a loom-visible stand-in), so the models see every
+//! interleaving; otherwise std's and crossbeam's, under the same paths. No other module imports
+//! `std::sync::atomic` for a modelled protocol.
 //!
-//! - `cap`: the optional limit on pending timers, a count of permits taken and given back.
+//! - `cap`: the optional limit on pending timers, as permits.
 //! - `cell`: `UnsafeCell` with loom's closure-based API.
 //! - `counter`: statistics counters, which loom does not model.
-//! - `mutex`: `Mutex` and `Condvar` whose lock never reports poisoning (handled here, once).
-//! - `queue`: an unbounded multi-producer queue (crossbeam's `SegQueue`, or a loom stand-in).
-//! - `claims`: a batch shared out in ranges, each taken from the front by its holder and
-//!   split in half by thieves (the callback pool's runners share fired batches so).
-//! - `stack`: a take-all stack (many push, a taker takes everything), under the unlink and
-//!   recycle stacks and a lane's free blocks.
-//! - `ids`: per-thread numbers and lane indices, per-engine ids, and blocks of ids for delay-queue keys.
+//! - `mutex`: `Mutex` and `Condvar` that never report poisoning.
+//! - `queue`: an unbounded multi-producer queue (`SegQueue`, or a loom stand-in).
+//! - `claims`: a batch shared out in ranges, taken from the front and split by thieves.
+//! - `stack`: a take-all stack (many push, a taker takes everything).
+//! - `ids`: thread numbers, lane indices, engine ids, and key-id blocks.
 //! - `prefetch`: a cache prefetch hint.
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
 
@@ -53,12 +50,10 @@ pub(crate) use std::sync::{
     Arc, Weak,
 };
 
-/// std's `Arc`, for what never takes part in a modelled protocol: a user's rayon pool, and
-/// what a manual clock holds weakly.
+/// std's `Arc`, for what no modelled protocol touches (a user's pool, a clock's watchers).
 pub(crate) type StdArc<T> = std::sync::Arc<T>;
 
-/// Raw allocation: loom's under `cfg(loom)` (which reports a block never freed as a leak),
-/// std's otherwise.
+/// Raw allocation: loom's under `cfg(loom)` (which reports leaks), std's otherwise.
 pub(crate) mod alloc {
     #[cfg(loom)]
     pub(crate) use loom::alloc::{alloc, dealloc};

@@ -1,9 +1,5 @@
-//! A mutex and a condition variable whose lock never reports poisoning.
-//!
-//! The engine's critical sections only move a value in or out (a waker, a thread handle, a
-//! counter, a list of watchers) and never leave it half-written, so a panic elsewhere while
-//! the lock was held leaves nothing to repair: every lock here takes the value as it is. This
-//! is written once, here, instead of `unwrap_or_else(PoisonError::into_inner)` at each lock.
+//! A mutex and a condition variable whose lock never reports poisoning: the engine's critical
+//! sections only move a value in or out, so a panic leaves nothing half-written to repair.
 
 #[cfg(loom)]
 use loom::sync as inner;
@@ -44,8 +40,7 @@ impl Condvar {
     }
 
     /// As [`wait`](Self::wait), for at most `timeout`; says whether it timed out. Under loom,
-    /// which has no time, it waits until notified (a model treats a timed wait as "until
-    /// woken", as `thread::park_timeout` does).
+    /// until notified.
     pub(crate) fn wait_timeout<'a, T>(
         &self,
         guard: MutexGuard<'a, T>,

@@ -1,9 +1,7 @@
 //! A cache prefetch hint.
 
-/// Asks the CPU to start loading the cache line at `address` and goes on without waiting: a
-/// hint that changes nothing the program computes. A plain load would do the same work but
-/// hold up every later instruction until the line arrives. A no-op where Rust has no stable
-/// prefetch (other than x86-64), and under Miri and loom.
+/// Asks the CPU to start loading the cache line at `address`, without waiting; changes
+/// nothing computed. A no-op off x86-64, and under Miri and loom.
 #[inline(always)]
 pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]

@@ -1,15 +1,9 @@
 //! A take-all stack: many threads push, and whoever takes, takes everything.
 //!
-//! A Treiber stack with no single-node pop: pushing swings `top` to a new chain with one
-//! compare-and-swap, and taking swaps `top` for null. The ABA problem of a Treiber stack is a
-//! pop that swings `top` to a successor read before the node was taken and pushed back; here
-//! nothing reads a successor through `top`, and a push's compare-and-swap succeeds only while
-//! `top` is still the node its chain's last link was just set to, so the stack stays whole even
-//! when a taken node is pushed again while another pusher holds a stale `top`. The stack stores
-//! only the top pointer; which field of a node links it to the next is the user's choice (the
-//! unlink stack links through an entry's emptied callback cell, the recycler through its
-//! `next`, a slab chunk through a free block's body), so the pusher is handed a closure that
-//! writes that link.
+//! A Treiber stack with no single-node pop: a push swings `top` to a new chain with one CAS, a
+//! take swaps `top` for null. With no pop nothing reads a successor through `top`, so there is
+//! no ABA, even when a taken node is pushed again. The link field is the user's (a pusher's
+//! closure writes it): an entry's callback cell, its `next`, or a free block's body.
 
 use std::ptr;
 
@@ -27,20 +21,17 @@ impl<T> TakeAllStack<T> {
         }
     }
 
-    /// Pushes a chain that starts at `first`. `link_last` is called with the current top (on
-    /// each attempt) and must make it the successor of the chain's last node. Returns whether
-    /// the stack was empty before.
-    ///
-    /// The caller owns the chain's links until the push publishes them.
+    /// Pushes a chain starting at `first`; `link_last` gets the current top on each attempt
+    /// and must make it the chain's last node's successor. The caller owns the links until the
+    /// push. Returns whether the stack was empty before.
     #[inline]
     pub(crate) fn push_chain(&self, first: *mut T, mut link_last: impl FnMut(*mut T)) -> bool {
         // Relaxed: only the pointer is needed; the CAS below publishes.
         let mut top = self.top.load(Ordering::Relaxed);
         loop {
             link_last(top);
-            // Release on success: whoever takes the stack sees the links just written, and
-            // every write made to the nodes before they were pushed. Relaxed on failure: the
-            // next attempt needs only the new top.
+            // Release on success: a taker sees the links and the nodes' earlier writes.
+            // Relaxed on failure: the retry needs only the new top.
             match self
                 .top
                 .compare_exchange_weak(top, first, Ordering::Release, Ordering::Relaxed)
@@ -51,8 +42,7 @@ impl<T> TakeAllStack<T> {
         }
     }
 
-    /// Takes the whole stack: the first node of the chain, or null. The caller owns the chain
-    /// from then on.
+    /// Takes the whole stack (the chain's first node, or null); the caller owns the chain.
     #[inline]
     pub(crate) fn take_all(&self) -> *mut T {
         // Acquire: pairs with the Release CAS in `push_chain`.

@@ -1,7 +1,5 @@
-//! [`ManualClock`]: time that moves only when a test moves it.
-//!
-//! An engine built on a manual clock registers with it (weakly, through the [`CatchUp`] trait),
-//! and `advance` asks each registered engine to catch up before it returns.
+//! [`ManualClock`]: time that moves only when a test moves it. Engines on it register weakly
+//! ([`CatchUp`]); `advance` has each catch up before it returns.
 
 use std::fmt;
 use std::sync::Weak;
@@ -10,20 +8,11 @@ use std::time::{Duration, Instant};
 use super::tick::MAX_DELAY_NANOS;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 
-/// A clock that stands still until [`advance`](ManualClock::advance) moves it, for testing code
-/// that uses shardwheel deterministically.
+/// A clock that stands still until [`advance`](ManualClock::advance) moves it, for
+/// deterministic tests. An engine built with `Builder::manual_clock` reads time only from it.
 ///
-/// An engine built with `Builder::manual_clock` reads time only
-/// from this clock. `advance` returns once every such engine has fired every timer due by the new
-/// time and those callbacks have returned (callbacks handed to a spawner of the caller's, with
-/// `Builder::spawn_callbacks`, are only handed over by then).
-/// [`advance_to_next`](ManualClock::advance_to_next) jumps to the next timer due, so a test
-/// need not guess how far to move.
-///
-/// Code under test must read the time from the engine ([`TimerEngine::now`]) or from this
-/// clock, never from `Instant::now()`: the clock stands still while real time goes on, so the
-/// two part at once, and a deadline computed from `Instant::now()` lies outside the clock's
-/// time (in its future by however long the test has run).
+/// Code under test must read time from the engine ([`TimerEngine::now`]) or this clock, never
+/// `Instant::now()`, which runs on while the clock stands still.
 ///
 /// [`TimerEngine::now`]: crate::TimerEngine::now
 ///
@@ -51,31 +40,22 @@ pub struct ManualClock {
 struct ManualInner {
     base: Instant,
     nanos: AtomicU64,
-    /// The engines on this clock, held weakly: a clock kept by a test does not keep an engine
-    /// alive, and an engine that holds the clock forms no reference cycle with it.
+    /// The engines on this clock, held weakly: no keep-alive, no reference cycle.
     watchers: Mutex<Vec<(u64, Weak<dyn CatchUp>)>>,
     next_watcher: AtomicU64,
 }
 
-/// What a manual clock asks of an engine it drives: to bring its shards up to the clock's new
-/// time. The engine implements it; the clock knows nothing else of the engine.
+/// What a manual clock asks of an engine on it: to bring its shards up to the clock's time.
 pub(crate) trait CatchUp: Send + Sync {
-    /// Returns once every timer due by the clock's current time has fired and its callback
-    /// has returned.
+    /// Returns once every timer due by now has fired and its callback returned.
     fn catch_up(&self);
 
-    /// Catches up, then returns the earliest deadline of a timer pending on the engine (the
-    /// start of the tick it is due at).
+    /// Catches up, then returns the earliest pending deadline (the start of its tick).
     fn next_deadline(&self) -> Option<Instant>;
 }
 
 impl ManualClock {
     /// A new clock, standing at the instant it was made.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
-    /// ```
     pub fn new() -> Self {
         ManualClock {
             inner: Arc::new(ManualInner {
@@ -88,48 +68,24 @@ impl ManualClock {
     }
 
     /// The clock's current time.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// let before = clock.now();
-    /// clock.advance(std::time::Duration::from_millis(5));
-    /// assert_eq!(clock.now() - before, std::time::Duration::from_millis(5));
-    /// ```
     pub fn now(&self) -> Instant {
         self.inner.base + self.elapsed()
     }
 
     /// How far the clock has been advanced in all.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// clock.advance(std::time::Duration::from_secs(2));
-    /// assert_eq!(clock.elapsed(), std::time::Duration::from_secs(2));
-    /// ```
     pub fn elapsed(&self) -> Duration {
-        // Acquire: pairs with the Release in `advance`, so a shard that reads the new time also
-        // sees every timer scheduled before the clock was moved to it.
+        // Acquire: pairs with `advance`'s Release; a shard reading the new time sees every
+        // timer scheduled before it.
         Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
     }
 
-    /// Moves the clock forward by `by`, then waits until every engine on this clock has fired
-    /// the timers due by the new time and their callbacks have returned (or, with a spawner,
-    /// been handed to it); again for the timers those callbacks schedule that are due already,
-    /// up to 1,024 rounds (a timer that schedules itself again with a zero delay would never
-    /// let it return: its later links fire as the shards go on turning). The clock stops at
-    /// about 292 years after it was made (`advance(Duration::MAX)` goes there); timers due
-    /// by then still fire. Must not be called from inside a
-    /// timer callback of an engine on this clock (it would wait for itself).
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// clock.advance(std::time::Duration::from_millis(1));
-    /// assert_eq!(clock.elapsed().as_millis(), 1);
-    /// ```
+    /// Moves the clock forward by `by`, then waits until every engine on it has fired the
+    /// timers due and their callbacks returned (or were handed to a spawner), repeating for
+    /// timers those schedule due already, up to 1,024 rounds. The clock stops at its end
+    /// (`Duration::MAX`). Must not be called from a callback of an engine on this clock.
     pub fn advance(&self, by: Duration) {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        // Release: see `elapsed`. A CAS loop rather than fetch_add so the clock stops at its
-        // end instead of wrapping.
+        // Release: see `elapsed`. A CAS loop so the clock stops at its end, not wraps.
         let mut current = self.inner.nanos.load(Ordering::Relaxed);
         while let Err(actual) = self.inner.nanos.compare_exchange_weak(
             current,
@@ -144,18 +100,8 @@ impl ManualClock {
         }
     }
 
-    /// The earliest deadline of a timer pending on any engine on this clock (the start of the
-    /// tick it is due at), once every timer due by now has fired as `advance` fires them; a
-    /// cancelled timer is never counted. `None` if no timer is pending.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// assert_eq!(clock.next_deadline(), None);
-    /// engine.schedule(Duration::from_secs(3), || {}).unwrap();
-    /// assert_eq!(clock.next_deadline(), Some(clock.now() + Duration::from_secs(3)));
-    /// ```
+    /// The earliest deadline pending on any engine on this clock (start of its tick), once
+    /// what is due has fired; cancelled timers never count. `None` if none is pending.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.watchers()
             .iter()
@@ -163,9 +109,9 @@ impl ManualClock {
             .min()
     }
 
-    /// Advances the clock exactly to [`next_deadline`](Self::next_deadline) and fires what is
-    /// due then, as [`advance`](Self::advance) does; returns the new time. `None`, and the
-    /// clock unchanged, if no timer is pending. Not from inside a callback (as `advance`).
+    /// Advances exactly to [`next_deadline`](Self::next_deadline), firing as
+    /// [`advance`](Self::advance) does, and returns the new time; `None` (unchanged) if no timer
+    /// is pending.
     ///
     /// ```
     /// use std::time::Duration;
@@ -186,7 +132,6 @@ impl ManualClock {
     /// The engines on this clock that are still alive.
     fn watchers(&self) -> Vec<StdArc<dyn CatchUp>> {
         let mut watchers = self.inner.watchers.lock();
-        // An engine dropped without unwatching (it never does) costs nothing but its entry.
         watchers.retain(|(_, watcher)| watcher.strong_count() > 0);
         watchers.iter().filter_map(|(_, w)| w.upgrade()).collect()
     }

@@ -1,8 +1,5 @@
-//! Time as the engine sees it: ticks counted from the engine's start, read from the monotonic
-//! clock or from a [`ManualClock`] that moves only when a test moves it.
-//!
-//! A deadline becomes a tick by rounding *up* and the current time becomes a tick by rounding
-//! *down*, so a timer whose tick has been reached is never early.
+//! Time as the engine sees it: ticks from the engine's start, read from the monotonic clock
+//! or a [`ManualClock`]. Deadlines round *up* and the present *down*, so no timer is early.
 
 use std::time::{Duration, Instant};
 
@@ -19,19 +16,13 @@ pub(crate) struct TickClock {
     max_delay: Duration,
     last_tick: u64,
     manual: Option<ManualClock>,
-    /// The cheap upper bound on the present, where there is one, and the origin in its
-    /// terms (nanoseconds since its base).
+    /// The cheap upper bound on the present, if any, and the origin in its nanoseconds.
     ceiling: Option<(&'static Ceiling, u64)>,
 }
 
-/// Division by the tick length in nanoseconds, by a multiply instead of a divide instruction
-/// (which costs tens of cycles on the scheduling path).
-///
-/// With `m = floor((2^64 - 1) / d)`, the high half of `n * m` is `floor(n / d)` or one less: `m`
-/// falls short of `2^64 / d` by at most 1, so `n * m / 2^64` falls short of `n / d` by less than
-/// `n / 2^64 < 1`. One comparison of the remainder corrects it (the method of Granlund and
-/// Montgomery, "Division by invariant integers using multiplication", 1994, without their
-/// extra bit of precision).
+/// Division by the tick length by a multiply. With `m = floor((2^64 - 1) / d)`, the high half
+/// of `n * m` is `floor(n / d)` or one less; one remainder comparison corrects it (Granlund and
+/// Montgomery, 1994, without their extra bit).
 #[derive(Clone, Copy, Debug)]
 struct TickDivisor {
     divisor: u64,
@@ -72,10 +63,8 @@ impl TickDivisor {
     }
 }
 
-/// The longest delay at any tick, in nanoseconds (about 292 years): half of what a `u64` of
-/// nanoseconds holds, so that a deadline (the time since the origin, which a manual clock also
-/// keeps within this bound, plus a delay) never overflows. At ticks of up to about 134 ms the
-/// wheel's span is the tighter bound.
+/// The longest delay at any tick, in nanoseconds (about 292 years): half a `u64`, so origin
+/// offset plus delay never overflows. Below ~134 ms ticks the wheel's span is tighter.
 pub(crate) const MAX_DELAY_NANOS: u64 = u64::MAX / 2;
 
 /// `duration` in nanoseconds, saturating at `u64::MAX` (584 years).
@@ -88,8 +77,7 @@ fn nanos_of(duration: Duration) -> u64 {
 
 impl TickClock {
     /// `tick` must be at least a nanosecond; deadlines up to `span_ticks - 2` ticks away are
-    /// accepted (see `max_delay`), and none beyond tick `last_tick` (the largest deadline a
-    /// timer entry can hold).
+    /// accepted, none beyond `last_tick` (the largest an entry holds).
     pub(crate) fn new(
         tick: Duration,
         span_ticks: u64,
@@ -130,8 +118,8 @@ impl TickClock {
         self.tick_nanos.divisor
     }
 
-    /// The longest delay whose deadline tick is always less than the span from the current
-    /// tick: `ceil((now + d) / tick) - floor(now / tick) <= ceil(d / tick) + 1`.
+    /// The longest delay whose deadline tick is always within the span of the current tick:
+    /// `ceil((now + d) / tick) - floor(now / tick) <= ceil(d / tick) + 1`.
     pub(crate) fn max_delay(&self) -> Duration {
         self.max_delay
     }
@@ -172,24 +160,20 @@ impl TickClock {
         self.tick_nanos.ceil(self.nanos_since_origin(deadline))
     }
 
-    /// Nanoseconds from the origin to `at` (0 before it; they cover 584 years, and saturate
-    /// beyond).
+    /// Nanoseconds from the origin to `at` (0 before it, saturating after 584 years).
     fn nanos_since_origin(&self, at: Instant) -> u64 {
         nanos_of(at.saturating_duration_since(self.origin))
     }
 
-    /// The tick a timer `delay` from now is due at; `None` if that is beyond the wheel's range.
-    /// Works in nanoseconds from the origin: one read of the present (or of the cheap bound
-    /// above it, see `tsc`), one subtraction, one add. A zero delay is due at the tick the
-    /// present is in (with the bound, possibly the next one, beginning within 2 µs), so the
-    /// shard fires it on its next turn, even at the end of a manual clock's time.
+    /// The tick a timer `delay` from now is due at; `None` beyond the wheel's range. One read
+    /// of the present (or the cheap bound, see `tsc`); a zero delay is due at the present's
+    /// tick (or the next), so the shard fires it on its next turn.
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
         self.tick_after_from(self.upper_nanos(), delay)
     }
 
-    /// The instant `delay` from now and its tick, with the present read as `tick_after` reads
-    /// it: the instant may be up to 2 µs later than `now() + delay`, never earlier. `None`s:
-    /// beyond what `Instant` represents (both), beyond the wheel's range (the tick).
+    /// The instant `delay` from now and its tick, the present read as `tick_after` does (so up
+    /// to 2 µs late, never early). `None`s: beyond `Instant` (both), beyond the range (tick).
     pub(crate) fn deadline_after(&self, delay: Duration) -> (Option<Instant>, Option<u64>) {
         let now = self.upper_nanos();
         // One addition to the origin where the sum fits in nanoseconds, as it nearly always does.
@@ -203,8 +187,8 @@ impl TickClock {
         (deadline, deadline.and(self.tick_after_from(now, delay)))
     }
 
-    /// Nanoseconds from the origin to the present, or to the cheap bound above it where there
-    /// is one (any time at or after the present will do for a deadline, which rounds up).
+    /// Nanoseconds from the origin to the present, or the cheap bound above it (a deadline
+    /// rounds up, so any later time will do).
     fn upper_nanos(&self) -> u64 {
         match self.ceiling {
             Some((ceiling, origin)) => ceiling.upper_nanos().saturating_sub(origin),
@@ -220,21 +204,19 @@ impl TickClock {
         if delay.is_zero() {
             return Some(self.due_now(now));
         }
-        // `max_delay` and the time since the origin are each at most `MAX_DELAY_NANOS`, so
-        // the sum does not overflow while the monotonic clock stays within 292 years of the
-        // engine's start (a manual clock stops there).
+        // `max_delay` and the time since the origin are each at most `MAX_DELAY_NANOS`: no
+        // overflow within 292 years of the start (a manual clock stops there).
         let deadline = now.checked_add(nanos_of(delay))?;
         self.holdable(self.tick_nanos.ceil(deadline))
     }
 
-    /// The farthest tick a timer scheduled now can be due at (`max_delay` from now); `None`
-    /// at the end of a manual clock's time, where no tick is left for one.
+    /// The farthest tick a timer scheduled now can be due at; `None` at the end of manual time.
     pub(crate) fn farthest_tick(&self) -> Option<u64> {
         self.tick_after(self.max_delay)
     }
 
-    /// The tick a timer due at `deadline` is due at; `None` if that is beyond the wheel's
-    /// range. A deadline already past is due at the current tick, as a zero delay is.
+    /// The tick a timer due at `deadline` is due at (`None`: beyond the range); a past one is
+    /// due at the current tick.
     pub(crate) fn tick_at(&self, deadline: Instant) -> Option<u64> {
         self.tick_at_from(deadline, self.now())
     }
@@ -250,10 +232,8 @@ impl TickClock {
         }
     }
 
-    /// The deadline tick of a timer due `now` nanoseconds from the origin: the tick `now` is
-    /// in, or the last tick an entry can hold if that is earlier (a manual clock, which stops
-    /// at 2^63 ns, outlives the 2^51 ticks of a tick shorter than 4.096 µs); either is due at
-    /// once.
+    /// The deadline tick of a timer due `now` from the origin: `now`'s tick, or the last tick
+    /// an entry holds if earlier (a manual clock outlives 2^51 ticks under 4.096 µs).
     fn due_now(&self, now: u64) -> u64 {
         self.tick_nanos.floor(now).min(self.last_tick)
     }
@@ -287,8 +267,7 @@ impl TickClock {
         }
     }
 
-    /// Sleeps until the next tick begins (the polling step while work is flowing in), or for
-    /// `most` if that is sooner, or until unparked.
+    /// Sleeps until the next tick begins, or for `most` if sooner, or until unparked.
     pub(crate) fn sleep_one_tick(&self, now_tick: u64, most: Duration) {
         let nap = match &self.manual {
             Some(_) => self.tick,

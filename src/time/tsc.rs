@@ -1,48 +1,26 @@
 //! A cheap upper bound on the monotonic clock, read from the processor's time-stamp counter.
 //!
-//! Scheduling a timer needs the present only to round `now + delay` *up* to a tick, so any
-//! value at or after the true present will do, as long as it is close. Reading the counter
-//! alone is cheaper than reading the monotonic clock (the vDSO's `clock_gettime`, which itself
-//! reads the counter and scales it). So each thread keeps an *anchor*, a counter reading and
-//! the clock reading taken just after it, and extrapolates from it:
+//! A new timer needs the present only to round `now + delay` *up*, so any close value at or
+//! after the present will do, and the counter alone is cheaper than `clock_gettime`. Each
+//! thread keeps an *anchor* (a counter reading and the clock reading just after it):
 //!
 //! ```text
 //! upper = anchor.nanos + (counter - anchor.counter) * rate_high + PAD
 //! ```
 //!
-//! - The anchor's clock reading is taken between two counter readings, the first of which it
-//!   keeps: so the clock reading is at or after the true time of that counter value, and
-//!   late by no more than [`BRACKET_NANOS`] (a thread preempted in between tries again).
-//! - `rate_high` is the counter's rate (nanoseconds per count) raised by 1/512, 0.2 %: more
-//!   than the monotonic clock can be slewed against the counter (NTP slews it by at most
-//!   0.05 %) plus what the measurement may miss. So the extrapolated time runs at least as
-//!   fast as the clock.
-//! - A thread takes a new anchor (one real clock read) once its extrapolation would cover more
-//!   than [`REANCHOR_NANOS`], or if the counter went backwards. The bound is then at most
-//!   `BRACKET_NANOS + REANCHOR_NANOS / 512 + PAD`, under 2 µs, after the present.
-//! - `PAD`, 1 µs, covers the counter read being reordered a little ahead of the instructions
-//!   before it and small differences between the counters of the cpus a thread moves
-//!   between (both tens of nanoseconds where the kernel trusts the counter).
+//! - The clock reading sits between two counter readings, late by at most [`BRACKET_NANOS`].
+//! - `rate_high` is the measured rate raised by 1/512, more than NTP can slew the clock, so
+//!   the extrapolation runs at least as fast as the clock.
+//! - A thread re-anchors after [`REANCHOR_NANOS`] or if the counter went backwards; the bound
+//!   is then under 2 µs after the present. `PAD` (1 µs) covers read reordering and cross-cpu
+//!   skew.
 //!
-//! **Measuring the rate.** Until it is known, every read is a real clock read. The rate is
-//! measured over windows of [`CALIBRATION_NANOS`] to 4× that, each between two bracketed
-//! readings, and taken only once two windows in a row agree within 1/4096 and it is a rate a
-//! processor can have (0.1 to 10 ns per count). A window with a suspend in it (the counter
-//! may run on while the monotonic clock stands still, or start again from zero) does not
-//! agree with the one before it.
-//!
-//! **Checking it.** Each new anchor checks the old one: had the thread extrapolated from its
-//! old anchor to the counter reading of its new one, would it have read at least the clock?
-//! If not (the counter stopped keeping time with the clock: the kernel found it unstable, or
-//! the clock was slewed by more than the margin), the bound is turned off for the whole
-//! process and every read is a real clock read from then on. A timer scheduled in the window
-//! before that may be early by the amount the check found.
-//!
-//! The counter is used only where the kernel itself keeps time with it (its clocksource is
-//! `tsc`), which it does only when the counter runs at a constant rate, in sleep states too,
-//! and in step on every cpu; elsewhere, under Miri and loom, and in a build with
-//! `--cfg shardwheel_no_tsc` (which CI's tests use to run the fallback), [`Ceiling::get`] says
-//! so and the engine reads the clock.
+//! The rate is measured over windows of [`CALIBRATION_NANOS`] to 4× that, taken once two in a
+//! row agree within 1/4096 and are plausible (0.1–10 ns per count); until then every read is a
+//! real clock read. Each new anchor checks the old one's extrapolation against the clock; a
+//! miss turns the bound off process-wide (a timer scheduled just before may be early by the
+//! miss). The counter is used only where the kernel's clocksource is `tsc`; elsewhere, under
+//! Miri and loom, and with `--cfg shardwheel_no_tsc`, [`Ceiling::get`] says so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -133,9 +111,8 @@ impl Ceiling {
     /// Nanoseconds since `base`, at or after the present and at most 2 µs after it.
     #[inline]
     pub(crate) fn upper_nanos(&self) -> u64 {
-        // Relaxed: the rate is a value on its own; a thread that does not see it yet reads the
-        // real clock instead, and one that does not see OFF yet extrapolates at most once
-        // more from an anchor the check has not looked at.
+        // Relaxed: the rate stands alone; a thread not seeing it yet reads the real clock, one
+        // not seeing OFF yet extrapolates at most once more.
         let rate = self.rate.load(Ordering::Relaxed);
         let (anchor_count, anchor_nanos) = ANCHOR.with(|anchor| anchor.get());
         if let Some(ahead) = extrapolate(anchor_count, counter(), rate) {
@@ -146,8 +123,7 @@ impl Ceiling {
         self.reanchor(rate)
     }
 
-    /// Reads the clock, takes a new anchor for this thread if it can, and returns the clock
-    /// reading.
+    /// Reads the clock, takes a new anchor for this thread if it can, and returns the reading.
     #[cold]
     fn reanchor(&self, mut rate: u64) -> u64 {
         let old = ANCHOR.with(|anchor| anchor.replace((0, 0)));
@@ -170,8 +146,7 @@ impl Ceiling {
             if extrapolate(before, after, rate).is_none_or(|bracket| bracket > BRACKET_NANOS) {
                 continue;
             }
-            // The check: from the old anchor, would this counter reading have given at least
-            // this clock reading?
+            // The check: would the old anchor have given at least this clock reading?
             let (old_count, old_nanos) = old;
             if let Some(ahead) = extrapolate(old_count, before, rate) {
                 let predicted = old_nanos.saturating_add(ahead).saturating_add(PAD);
@@ -256,8 +231,7 @@ mod source {
         unsafe { std::arch::x86_64::_rdtsc() }
     }
 
-    /// Whether the kernel keeps its monotonic clock with the time-stamp counter, which it
-    /// does only when the counter is invariant and synchronised across cpus.
+    /// Whether the kernel keeps its monotonic clock with the counter (invariant and synced).
     pub(super) fn counter_keeps_time() -> bool {
         std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .is_ok_and(|source| source.trim() == "tsc")

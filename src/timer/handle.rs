@@ -8,12 +8,9 @@ use crate::entry::{CallbackBox, EntryRef, Lifecycle};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
-/// A scheduled timer. `Send + Sync`; cheap to keep around; a clone refers to the same timer.
-/// Two handles are equal (and hash alike) when they refer to the same timer, so a timer handed
-/// back at shutdown can be matched to the handle kept for it ([`Unfired::timer`]).
-///
-/// Dropping a handle neither cancels the timer nor leaks it: the timer still fires, and its
-/// memory is freed when both the engine and the handle are done with it.
+/// A scheduled timer. `Send + Sync`; a clone refers to the same timer, and handles are equal
+/// (and hash alike) when they do, so a timer handed back at shutdown can be matched to its
+/// handle ([`Unfired::timer`]). Dropping a handle neither cancels the timer nor leaks it.
 ///
 /// [`Unfired::timer`]: crate::Unfired::timer
 #[derive(Clone)]
@@ -28,8 +25,8 @@ pub struct TimerHandle {
 pub enum TimerState {
     /// Scheduled, and neither fired, cancelled nor handed back yet.
     Pending,
-    /// Its callback was handed to the executor (for a repeating timer: it ran and stopped for
-    /// good, or a run is under way).
+    /// Its callback was handed to the executor (a repeating timer: stopped for good, or
+    /// running).
     Fired,
     /// Stopped by a `cancel` that returned `true`.
     Cancelled,
@@ -69,27 +66,14 @@ impl TimerHandle {
         &self.lane
     }
 
-    /// Stops the timer. Returns `true` only if this call stopped it from ever running: `false`
-    /// if it already fired (or is firing), was cancelled before, or was handed back at shutdown.
-    /// For a repeating timer, `true` if this call stopped every run after the current one (a
-    /// run already handed to the executor still happens); it may be called from inside the
-    /// timer's own callback. Safe to call from any thread,
-    /// any number of times, after shutdown too.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule(Duration::from_secs(60), || unreachable!()).unwrap();
-    /// assert!(timer.cancel());
-    /// assert!(!timer.cancel());
-    /// assert_eq!(engine.pending(), 0);
-    /// ```
+    /// Stops the timer: `true` only if this call stopped it from ever running (for a repeating
+    /// timer, every run after the current one; callable from its own callback). Safe from any
+    /// thread, any number of times, after shutdown too.
     pub fn cancel(&self) -> bool {
         match self.withdraw() {
             Withdrawn::Lost => false,
             Withdrawn::Running => true,
-            // Last: dropping the callback runs the caller's code (the captures' `Drop`), which
-            // may panic; the engine's side of the cancel is complete by then.
+            // Last: dropping the callback runs the caller's `Drop`, which may panic.
             Withdrawn::Callback(callback) => {
                 drop(callback);
                 true
@@ -97,21 +81,15 @@ impl TimerHandle {
         }
     }
 
-    /// Cancels the timer as [`cancel`](Self::cancel) does, and hands over the callback this
-    /// call won instead of dropping it.
+    /// As [`cancel`](Self::cancel), but hands over the callback this call won.
     pub(super) fn withdraw(&self) -> Withdrawn {
         self.timer().withdraw()
     }
 
-    /// Moves a pending timer so that it is due `delay` from now, without a new allocation.
-    /// Returns `false` if the timer already fired (or is firing), was cancelled or handed
-    /// back, or if the new deadline is beyond [`max_delay`](crate::TimerEngine::max_delay).
-    ///
-    /// Pushing a deadline later — what a connection does on every read — is one CAS on the
-    /// timer's state word: the shard finds the new deadline when the old slot comes due and
-    /// links the timer again. Moving it earlier also asks the shard to move it. After a reset
-    /// that returned `true`, the timer never fires at its old deadline. A repeating timer's
-    /// next run moves; the runs after it keep the original rhythm.
+    /// Moves a pending timer to be due `delay` from now, without allocating; `false` if it
+    /// fired, was cancelled or handed back, or the deadline is beyond
+    /// [`max_delay`](crate::TimerEngine::max_delay). A `true` reset never fires at the old
+    /// deadline; a repeating timer's next run moves, later runs keep the rhythm.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,15 +113,6 @@ impl TimerHandle {
     }
 
     /// As [`reset`](Self::reset), to an absolute deadline.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule(Duration::from_secs(30), || {}).unwrap();
-    /// let later = Instant::now() + Duration::from_secs(60);
-    /// assert!(timer.reset_at(later));
-    /// assert!(timer.deadline() >= later);
-    /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
         self.move_to(self.lane.shard().clock().tick_at(deadline))
     }
@@ -154,16 +123,6 @@ impl TimerHandle {
     }
 
     /// Where the timer is in its life.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::TimerState;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert_eq!(timer.state(), TimerState::Pending);
-    /// engine.shutdown();
-    /// assert_eq!(timer.state(), TimerState::HandedBack);
-    /// ```
     pub fn state(&self) -> TimerState {
         match self.entry.state().lifecycle() {
             Lifecycle::Pending => TimerState::Pending,
@@ -174,31 +133,13 @@ impl TimerHandle {
     }
 
     /// Whether a `cancel` call stopped this timer.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert!(!timer.is_cancelled());
-    /// timer.cancel();
-    /// assert!(timer.is_cancelled());
-    /// ```
+    /// Whether a `cancel` call stopped this timer.
     pub fn is_cancelled(&self) -> bool {
         self.state() == TimerState::Cancelled
     }
 
     /// Whether the timer fired: its callback has been handed to the executor (it may still be
-    /// running, or be about to).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let timer = engine.schedule(Duration::from_millis(5), || {}).unwrap();
-    /// assert!(!timer.is_fired());
-    /// clock.advance(Duration::from_millis(5));
-    /// assert!(timer.is_fired());
-    /// ```
+    /// Whether the timer fired: its callback has been handed to the executor.
     pub fn is_fired(&self) -> bool {
         self.state() == TimerState::Fired
     }
@@ -210,41 +151,22 @@ impl TimerHandle {
     }
 
     /// Whether the timer is still waiting: not fired, not cancelled, not handed back.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timer = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert!(timer.is_pending());
-    /// engine.shutdown();
-    /// assert!(!timer.is_pending());
-    /// ```
+    /// Whether the timer is still waiting: not fired, cancelled or handed back.
     pub fn is_pending(&self) -> bool {
         self.state() == TimerState::Pending
     }
 
     /// When the timer is due: the start of the tick it fires at. That is the requested
-    /// deadline rounded up to the engine's tick, the earliest instant it can fire; for a zero
-    /// or past deadline, which is due at once, the start of the tick it was scheduled in (at
-    /// the end of a manual clock's time with a tick under 4.096 µs, the last tick a timer can
-    /// be due at, about 71 years after the engine's start at a 1 µs tick).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let asked = Instant::now() + Duration::from_secs(60);
-    /// let timer = engine.schedule_at(asked, || {}).unwrap();
-    /// assert!(timer.deadline() >= asked);
-    /// assert!(timer.deadline() - asked < Duration::from_millis(1));
-    /// ```
+    /// When the timer is due: the deadline rounded up to the engine's tick (for a zero or past
+    /// deadline, the start of the tick it was scheduled in).
     pub fn deadline(&self) -> Instant {
         let tick = self.entry.state().deadline();
         self.lane.shard().clock().instant_of(tick)
     }
 }
 
-/// A timer's entry and the lane it was queued through, borrowed: what cancelling and moving a
-/// timer take, for a holder that keeps the lane apart from the entry (a sleep).
+/// A timer's entry and lane, borrowed: what cancelling and moving take, for a holder that
+/// keeps the lane apart (a sleep).
 pub(super) struct Timer<'a> {
     entry: &'a EntryRef,
     lane: &'a Arc<Lane>,
@@ -261,12 +183,10 @@ impl<'a> Timer<'a> {
             return Withdrawn::Lost;
         };
         let Some(callback) = callback else {
-            // A repeating timer whose callback is running: that run counts as fired, and the
-            // runner finds the timer cancelled when it tries to re-arm it.
+            // A repeating timer's run is under way; its runner finds it cancelled at re-arm.
             return Withdrawn::Running;
         };
-        // The timer's permit is released when the shard lets go of its entry
-        // (see `shard::worker`), so that the cap bounds what a stalled shard holds.
+        // The permit is released when the shard lets go of the entry (see `shard::worker`).
         self.lane.counts().add_cancelled();
         if before.linked_at().is_some() {
             // SAFETY: this call won the cancel and took the callback, the cancel found the

@@ -1,16 +1,9 @@
-//! [`Interval`]: a future-based ticker, one tick every period, on a single engine timer.
+//! [`Interval`]: a ticker on one [`Sleep`] and the instant its next tick is due.
 //!
-//! An interval is a [`Sleep`] and the instant its next tick is due. When the sleep ends (or
-//! the engine's clock has reached that instant, whichever is seen first) the tick is yielded,
-//! the next due instant is worked out by the [`MissedTickBehavior`], and the same sleep is
-//! moved there with `reset_to`: one CAS while its timer is still pending, one new timer once
-//! it has fired. Nothing about a tick changes until it is yielded, so dropping a `tick()`
-//! future that has not completed loses no tick.
-//!
-//! The instant a tick yields is the instant it was due, as asked (not rounded to the engine's
-//! tick). A tick is never yielded before the engine's clock has reached it: where the engine
-//! refuses the timer, the sleep waits (for a place under the cap) or stays pending (after
-//! shutdown), and so does the tick.
+//! When the sleep ends (or the clock has reached the due instant) the tick is yielded, the
+//! next due instant is set by the [`MissedTickBehavior`], and the sleep is moved there with
+//! `reset_to`. Nothing changes until a tick is yielded, so a dropped `tick()` loses no tick.
+//! A tick yields the instant it was due and is never yielded before the clock reaches it.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -23,31 +16,15 @@ use super::sleep::Sleep;
 use crate::shard::Lane;
 use crate::sync::Arc;
 
-/// How late a tick may be yielded and still count as on time, beyond the one engine tick by
-/// which its timer may fire late (it fires at the first tick boundary at or after its
-/// deadline).
+/// How late past its engine tick a tick may be yielded and still count as on time.
 const ON_TIME_ALLOWANCE: Duration = Duration::from_millis(5);
 
-/// What an [`Interval`] does after a tick it yields late: when the consumer (or the engine)
-/// fell behind, so that the tick was yielded after the following ones should have come.
+/// What an [`Interval`] does after a tick yielded late (more than one engine tick plus 5 ms
+/// after it was due at `t`, yielded at `now`). The next tick is then due:
 ///
-/// Say the tick due at `t` is yielded at `now`, more than an allowance after `t`. The
-/// allowance is one engine tick (the timer fires at the first tick boundary at or after its
-/// deadline) plus 5 ms; a tick yielded within it counts as on time, and the next is due at
-/// `t + period` whatever the behaviour. Otherwise the next tick is due:
-///
-/// - `Burst` (the default): at `t + period`, as if nothing had been missed. The ticks missed
-///   are yielded one after the other at once, each with the instant it was due, until the
-///   interval has caught up.
-/// - `Delay`: at `now + period`. The rhythm starts over from the late tick; no tick is less
-///   than a period after the one before it.
-/// - `Skip`: at the first `t + k·period` after `now`. The missed ticks are dropped; the
-///   rhythm of the start is kept.
-///
-/// With a period of 10 ms, ticks due at 0, 10, 20, … ms, and a consumer that takes the tick
-/// of 0 ms and then is busy until 35 ms: at 35 ms it is handed the tick of 10 ms at once with
-/// any behaviour. The next ticks are, with `Burst`, 20 and 30 ms at once, then 40 ms when the
-/// clock reaches it; with `Delay`, 45 ms, then 55 ms; with `Skip`, 40 ms, then 50 ms.
+/// - `Burst` (the default): at `t + period`; the missed ticks come at once, one after another.
+/// - `Delay`: at `now + period`; the rhythm starts over from the late tick.
+/// - `Skip`: at the first `t + k·period` after `now`; the missed ticks are dropped.
 ///
 /// ```
 /// use std::time::Duration;
@@ -68,20 +45,18 @@ const ON_TIME_ALLOWANCE: Duration = Duration::from_millis(5);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MissedTickBehavior {
-    /// The next tick is due one period after the late one was due: the missed ticks come at
-    /// once, one after the other.
+    /// The next tick is due one period after the late one was due.
     #[default]
     Burst,
     /// The next tick is due one period after the late one was yielded.
     Delay,
-    /// The next tick is due at the first instant of the original rhythm after the late one
-    /// was yielded.
+    /// The next tick is due at the first instant of the original rhythm after `now`.
     Skip,
 }
 
 impl MissedTickBehavior {
-    /// When the tick after one due at `due`, yielded late at `now`, is due (`None`: later than
-    /// `Instant` can hold).
+    /// When the tick after one due at `due` and yielded late at `now` is due (`None`: beyond
+    /// `Instant`).
     fn next_after_late(self, due: Instant, now: Instant, period: Duration) -> Option<Instant> {
         match self {
             MissedTickBehavior::Burst => due.checked_add(period),
@@ -105,21 +80,12 @@ fn duration_from_nanos(nanos: u128) -> Option<Duration> {
 }
 
 /// Ticks at a fixed period, woken by the engine. Made by [`TimerEngine::interval`] and
-/// [`TimerEngine::interval_at`].
+/// [`TimerEngine::interval_at`]; usable as a [`Stream`] of the instants ticks were due.
 ///
-/// Await [`tick`](Self::tick) for each tick, or use the interval as a [`Stream`] of the
-/// instants its ticks were due. It holds one engine timer, cancelled when it is dropped, and
-/// needs no runtime of its own: it works under any executor.
-///
-/// - **Never early**: a tick is yielded only once the engine's clock has reached it, and it
-///   yields the instant it was due (not the instant it was polled).
-/// - **Missed ticks**: a tick yielded late is followed as the [`MissedTickBehavior`] says
-///   (`Burst` by default).
-/// - **Refusals**: as a [`Sleep`]'s: at the engine's cap a tick waits for a place (and may
-///   come late); after shutdown `tick` waits until dropped (its task is woken once), while
-///   [`try_tick`](Self::try_tick) returns the refusal and the [`Stream`] ends.
-/// - **Far periods**: a tick beyond the engine's [`max_delay`] does not come, as a sleep
-///   that long does not end.
+/// A tick is never early and yields the instant it was due. Refusals are as a [`Sleep`]'s:
+/// at the cap a tick waits for a permit; after shutdown `tick` waits until dropped, while
+/// [`try_tick`](Self::try_tick) returns the refusal and the [`Stream`] ends. A period beyond
+/// [`max_delay`] never ticks again.
 ///
 /// ```
 /// use std::time::Duration;
@@ -163,43 +129,14 @@ impl Interval {
         }
     }
 
-    /// Completes with the instant the next tick was due, once the engine's clock has reached
-    /// it (at once if it has already; never after shutdown, see the type's docs).
-    ///
-    /// Cancel safe: dropping the future before it completes (a `select!` whose other branch
-    /// won, say) consumes no tick; the next call yields the same one.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let start = engine.now();
-    /// let mut interval = engine.interval(Duration::from_secs(1));
-    /// assert_eq!(interval.tick().now_or_never(), Some(start));
-    /// assert_eq!(interval.tick().now_or_never(), None); // dropped: no tick lost
-    /// clock.advance(Duration::from_secs(1));
-    /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(1)));
-    /// ```
+    /// Completes with the instant the next tick was due, once the clock has reached it.
+    /// Cancel safe: a dropped future consumes no tick.
     pub async fn tick(&mut self) -> Instant {
         poll_fn(|cx| self.poll_tick(cx)).await
     }
 
-    /// Polls for the next tick: `Ready` with the instant it was due, as [`tick`](Self::tick)
-    /// completes, or `Pending`, and then the task of `cx` (only the one that polled last) is
-    /// woken when the tick comes.
-    ///
-    /// ```
-    /// use std::task::{Context, Poll};
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let start = engine.now();
-    /// let mut interval = engine.interval(Duration::from_secs(60));
-    /// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    /// assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start));
-    /// assert_eq!(interval.poll_tick(&mut cx), Poll::Pending);
-    /// ```
+    /// Polls for the next tick, as [`tick`](Self::tick); on `Pending` the last polling task
+    /// is woken when the tick comes.
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         let Some(due) = self.next else {
             // No tick is left that `Instant` can hold: the sleep is a far one, which never
@@ -222,121 +159,41 @@ impl Interval {
         Poll::Ready(due)
     }
 
-    /// Makes the next tick due one period from now, whatever was due before (and whatever
-    /// the [`MissedTickBehavior`]).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let start = engine.now();
-    /// let mut interval = engine.interval(Duration::from_secs(10));
-    /// interval.tick().now_or_never().unwrap();
-    /// clock.advance(Duration::from_secs(4));
-    /// interval.reset(); // due at 14 s, not 10 s
-    /// clock.advance(Duration::from_secs(6));
-    /// assert_eq!(interval.tick().now_or_never(), None);
-    /// clock.advance(Duration::from_secs(4));
-    /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(14)));
-    /// ```
+    /// Makes the next tick due one period from now.
     pub fn reset(&mut self) {
         let now = self.sleep.clock().now();
         self.move_next(now.checked_add(self.period));
     }
 
-    /// Makes the next tick due now: the next call to [`tick`](Self::tick) completes at once.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut interval = engine.interval(Duration::from_secs(60));
-    /// interval.tick().now_or_never().unwrap();
-    /// interval.reset_immediately();
-    /// assert!(interval.tick().now_or_never().is_some());
-    /// ```
+    /// Makes the next tick due now.
     pub fn reset_immediately(&mut self) {
         let now = self.sleep.clock().now();
         self.move_next(Some(now));
     }
 
-    /// Makes the next tick due at `deadline`, whatever was due before; the ticks after it
-    /// follow one period apart. A deadline already past is yielded at once, and is followed
-    /// as the [`MissedTickBehavior`] says if it is late.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut interval = engine.interval(Duration::from_secs(10));
-    /// interval.tick().now_or_never().unwrap();
-    /// let soon = engine.now() + Duration::from_secs(3);
-    /// interval.reset_at(soon);
-    /// clock.advance(Duration::from_secs(3));
-    /// assert_eq!(interval.tick().now_or_never(), Some(soon));
-    /// ```
+    /// Makes the next tick due at `deadline`, the ticks after it one period apart; a past
+    /// deadline is yielded at once.
     pub fn reset_at(&mut self, deadline: Instant) {
         self.move_next(Some(deadline));
     }
 
-    /// Makes the next tick due `after` from now, whatever was due before; the ticks after it
-    /// follow one period apart (tokio's `Interval::reset_after`).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut interval = engine.interval(Duration::from_secs(10));
-    /// interval.tick().now_or_never().unwrap();
-    /// let due = engine.now() + Duration::from_secs(3);
-    /// interval.reset_after(Duration::from_secs(3));
-    /// clock.advance(Duration::from_secs(3));
-    /// assert_eq!(interval.tick().now_or_never(), Some(due));
-    /// ```
+    /// Makes the next tick due `after` from now, the ticks after it one period apart.
     pub fn reset_after(&mut self, after: Duration) {
         let now = self.sleep.clock().now();
         self.move_next(now.checked_add(after));
     }
 
-    /// The time between ticks. For an interval made with a zero period, the engine's tick
-    /// ([`TimerEngine::tick`](crate::TimerEngine::tick)), which is what it ticks at.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert_eq!(engine.interval(Duration::from_secs(2)).period(), Duration::from_secs(2));
-    /// assert_eq!(engine.interval(Duration::ZERO).period(), engine.tick());
-    /// ```
+    /// The time between ticks; for a zero period, the engine's tick.
     pub fn period(&self) -> Duration {
         self.period
     }
 
     /// What the interval does after a late tick ([`MissedTickBehavior::Burst`] unless set).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::MissedTickBehavior;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let interval = engine.interval(Duration::from_secs(1));
-    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
-    /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
         self.missed
     }
 
-    /// Sets what the interval does after a late tick, from the next tick it yields on.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shardwheel::MissedTickBehavior;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut interval = engine.interval(Duration::from_secs(1));
-    /// interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Delay);
-    /// ```
+    /// Sets what the interval does after a late tick, from the next tick on.
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
         self.missed = behavior;
     }
@@ -354,22 +211,7 @@ impl Interval {
     }
 }
 
-/// The instants the ticks were due, as [`Interval::tick`] yields them. Unlike `tick`, the
-/// stream ends once the engine has shut down, rather than waiting ever after.
-///
-/// ```
-/// use std::time::Duration;
-/// use futures::{FutureExt, StreamExt};
-/// let clock = shardwheel::ManualClock::new();
-/// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-/// let start = engine.now();
-/// let mut ticks = engine.interval(Duration::from_secs(1));
-/// assert_eq!(ticks.next().now_or_never(), Some(Some(start)));
-/// clock.advance(Duration::from_secs(1));
-/// assert_eq!(ticks.next().now_or_never(), Some(Some(start + Duration::from_secs(1))));
-/// drop(engine.shutdown());
-/// assert_eq!(ticks.next().now_or_never(), Some(None));
-/// ```
+/// The instants the ticks were due; unlike `tick`, the stream ends at shutdown.
 impl Stream for Interval {
     type Item = Instant;
 

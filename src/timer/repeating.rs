@@ -1,15 +1,10 @@
 //! Repeating timers: a callback that re-arms its own entry after each run.
 //!
-//! The entry carries the REPEATING bit. When the shard fires it, it hands the runner the entry
-//! along with the callback; after the user's callback returns, the runner works out the next
-//! run, re-arms the entry (FIRED→PENDING with the new deadline, see `Entry::rearm`) and queues
-//! it to its shard again, like a new timer. At a fixed rate run `n` is due at
-//! `origin + n·period`, and runs whose time has already come when the previous one finishes
-//! are skipped, so a slow callback or a busy engine never causes a burst of catch-up runs; at
-//! a fixed delay each run is due `period` after the previous one returned. A cancel while the
-//! callback runs (FIRED→CANCELLED, also from inside the callback, through its handle or its
-//! [`Repeat`]) makes the re-arm fail, and the timer stops. A repeating timer holds one permit
-//! under the engine's cap for its whole life, so a full engine cannot stop it between two runs.
+//! The shard fires a REPEATING entry with its callback; after the callback returns the runner
+//! re-arms it (FIRED→PENDING, `Entry::rearm`) and queues it again. At a fixed rate run `n` is
+//! due at `origin + n·period`, runs already past are skipped (no catch-up burst); at a fixed
+//! delay each is due `period` after the last returned. A cancel during a run (also from inside,
+//! through its handle or [`Repeat`]) makes the re-arm fail. The timer holds one permit for life.
 
 use std::time::{Duration, Instant};
 
@@ -27,9 +22,9 @@ pub(crate) enum Pace {
     FixedDelay,
 }
 
-/// One run of a repeating timer, as the callback of
-/// [`schedule_repeating_with`](crate::TimerEngine::schedule_repeating_with) sees it: when the
-/// run was due, and the means to stop the timer or change its period from inside the run.
+/// One run of a repeating timer, as a
+/// [`schedule_repeating_with`](crate::TimerEngine::schedule_repeating_with) callback sees it:
+/// when it was due, and the means to stop the timer or change its period.
 #[derive(Debug)]
 pub struct Repeat {
     /// The timer; `None` for a run made by [`Unfired::run`](crate::Unfired::run).
@@ -51,16 +46,15 @@ impl Repeat {
         self.period
     }
 
-    /// Spaces the runs after this one by `period`: at a fixed rate the next is due `period`
-    /// after this run's [`due`](Self::due), at a fixed delay `period` after this run returns.
-    /// A zero period (refused when scheduling) is taken here as one engine tick.
+    /// Spaces the runs after this one by `period` (from this run's [`due`](Self::due) at a
+    /// fixed rate, from its return at a fixed delay); zero is taken as one engine tick.
     pub fn set_period(&mut self, period: Duration) {
         self.period = period;
         self.changed = true;
     }
 
-    /// Stops the timer after this run, as [`TimerHandle::cancel`] from inside its callback
-    /// does; `false` if it was stopped already (or this run was made after shutdown).
+    /// Stops the timer after this run, as [`TimerHandle::cancel`]; `false` if already stopped
+    /// (or this run was made after shutdown).
     pub fn cancel(&self) -> bool {
         self.timer.as_ref().is_some_and(TimerHandle::cancel)
     }
@@ -176,8 +170,7 @@ impl Rhythm {
         }
     }
 
-    /// Moves on past the run `run` that returned at `now`: when the next one is due, if an
-    /// instant can say so.
+    /// Moves past run `run`, returned at `now`: when the next is due, if an instant can say.
     fn after(&mut self, run: &Repeat, now: Instant) -> Option<Instant> {
         if run.changed {
             // A new period starts a new grid at the run just made.
@@ -210,8 +203,8 @@ impl Rhythm {
     }
 }
 
-/// Ends a repeating timer that will not run again: retires its entry (unless it was
-/// cancelled) and releases the permit it held for its whole life.
+/// Ends a repeating timer that will not run again: retires its entry (unless cancelled) and
+/// releases its permit.
 struct Ending {
     run: Repeat,
     rearmed: bool,

@@ -1,35 +1,23 @@
 //! Async sleeps, driven by the engine's shards with no runtime of their own.
 //!
-//! A [`Sleep`] holds its deadline and gets a timer the first time it is polled before that
-//! deadline, as tokio's does: a timeout whose future is ready at once costs no timer at all.
-//! The timer's callback is the waker of the task that polled ([`Wake`]), which it wakes when
-//! it runs and also when it is dropped without running (handed back at shutdown), so a task
-//! awaiting a sleep learns that its engine went away. The sleep reads its timer's state word
-//! to learn whether it has ended: nothing is shared but the entry.
+//! A [`Sleep`] takes a timer the first time it is polled before its deadline, so a timeout
+//! whose future is ready at once costs none. The timer's callback is the polling task's waker
+//! ([`Wake`]), woken when the timer runs or is handed back at shutdown. The sleep reads the
+//! timer's state word to learn whether it has ended: nothing is shared but the entry.
 //!
-//! Moved later, a sleep keeps its timer where it is and only notes the new deadline, so a
-//! connection's idle timeout pushed ahead on every read touches nothing shared. When that
-//! timer comes due, it wakes the task, whose poll finds the deadline still ahead and takes a
-//! new timer there. Moved earlier, the timer moves with it; on an engine with a cap it
-//! moves either way, keeping its permit, since the new timer could be refused.
-//!
-//! Polled with a waker that would not wake the task the timer holds, the sleep swaps its timer
-//! for one at the same deadline holding the new waker. Dropping a sleep, or moving it to a
-//! deadline its timer cannot take, cancels the timer and drops the waker unwoken: a waker may
-//! itself drop sleeps, and would otherwise be re-entered.
+//! Moved later, a sleep keeps its timer and notes the new deadline; when that timer fires,
+//! the poll finds the deadline ahead and takes a new timer. Moved earlier (or on a capped
+//! engine, either way, keeping its permit) the timer moves. Polled with another waker, the
+//! sleep swaps its timer for one holding the new waker. Dropping a sleep, or moving it where
+//! its timer cannot go, cancels the timer and drops the waker unwoken (a waker may itself
+//! drop sleeps).
 //!
 //! # Refusals
 //!
-//! A sleep never ends before its deadline. The engine refuses a timer when it has shut down or
-//! holds as many as its `max_pending` cap allows (a shutdown that races the queueing counts as
-//! shut down). At the cap the sleep leaves its waker with the cap, which every release of a
-//! place wakes, and asks again then: it may end late, never early, and never spins. After
-//! shutdown nothing times it, and it stays pending; the shutdown wakes a task that awaited it
-//! (handing its timer back), and `refusal` tells why it has not ended. The `try_` constructors
-//! refuse up front instead. A deadline beyond the engine's `max_delay` is not a refusal: such
-//! a sleep does not end (a reset can still bring it within range). It holds a stand-in timer
-//! at the farthest deadline the engine takes, renewed whenever it comes due, so that the
-//! shutdown hands it back and wakes the task like any other.
+//! A sleep never ends early. At the cap it leaves its waker with the cap, woken by every
+//! permit given back, and asks again then. After shutdown it stays pending (the shutdown woke
+//! its task) and `refusal` tells why. A deadline beyond `max_delay` is no refusal: the sleep
+//! holds a stand-in timer at the farthest tick, renewed whenever it comes due.
 
 use std::fmt;
 use std::future::Future;
@@ -109,15 +97,25 @@ impl PartialEq for WakerId {
 }
 
 /// A future that completes at a deadline, never before. Made by [`TimerEngine::sleep`] and
-/// [`TimerEngine::sleep_until`], or by [`TimerEngine::try_sleep`] and
-/// [`TimerEngine::try_sleep_until`] (which return a refusal up front instead).
+/// [`TimerEngine::sleep_until`], or [`TimerEngine::try_sleep`] and
+/// [`TimerEngine::try_sleep_until`] (which return a refusal up front).
 ///
-/// It takes a timer on the engine when first polled, and dropping it cancels that timer. At
-/// the engine's cap it waits for a place, so it may end late; after shutdown it stays pending
-/// (the shutdown wakes its task once). [`refused`](Self::refused) says which holds it back.
+/// It takes a timer when first polled; dropping it cancels the timer (cancel safe). At the
+/// cap it waits for a permit; after shutdown it stays pending. [`refused`](Self::refused)
+/// says which holds it back.
 ///
-/// Cancel safe: dropping it before it completes (a `select!` whose other branch won) loses
-/// nothing but its timer; a new sleep to the same deadline completes when this one would have.
+/// ```
+/// use std::time::Duration;
+/// use futures::FutureExt;
+/// let clock = shardwheel::ManualClock::new();
+/// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+/// let mut sleep = engine.sleep(Duration::from_secs(60));
+/// sleep.reset_at(engine.now() + Duration::from_secs(5));
+/// clock.advance(Duration::from_secs(4));
+/// assert!((&mut sleep).now_or_never().is_none());
+/// clock.advance(Duration::from_secs(1));
+/// assert!(sleep.now_or_never().is_some());
+/// ```
 ///
 /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
 /// [`TimerEngine::sleep_until`]: crate::TimerEngine::sleep_until
@@ -129,7 +127,7 @@ pub struct Sleep {
     tick: u64,
     /// The sleep has ended: its timer fired, or the shard turned its deadline.
     ended: bool,
-    /// The last poll found the engine at its cap: the sleep waits for a place.
+    /// The last poll found the engine at its cap: the sleep waits for a permit.
     full: bool,
     /// Where the sleep's timers go.
     lane: Arc<Lane>,
@@ -200,16 +198,8 @@ impl Sleep {
         }
     }
 
-    /// Whether the sleep has ended, or ends at its next poll by the task that polled it last.
-    /// That follows the sleep's shard, whose turns trail the clock by about a tick, more while
-    /// the shard is held up.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let sleep = engine.sleep(Duration::from_secs(60));
-    /// assert!(!sleep.is_elapsed());
-    /// ```
+    /// Whether the sleep has ended, or ends at its next poll. Follows the shard's turns,
+    /// which trail the clock by about a tick.
     pub fn is_elapsed(&self) -> bool {
         if self.ended {
             return true;
@@ -242,69 +232,32 @@ impl Sleep {
         })
     }
 
-    /// When the sleep ends, if it ever does: the requested deadline rounded up to the
-    /// engine's tick (as [`TimerHandle::deadline`](crate::TimerHandle::deadline)).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let sleep = engine.sleep(Duration::from_secs(1));
-    /// assert!(sleep.deadline().unwrap() > Instant::now());
-    /// ```
+    /// When the sleep ends, if ever: the deadline rounded up to the engine's tick.
     pub fn deadline(&self) -> Option<Instant> {
         self.tick().map(|tick| self.clock().instant_of(tick))
     }
 
-    /// Moves the sleep's deadline to `delay` from now, whether or not it has elapsed (a
-    /// sleep that has elapsed starts over). Pushing it later writes only the sleep, on an
-    /// engine without a cap. As with [`TimerEngine::sleep`], a deadline beyond [`max_delay`]
-    /// does not end.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut sleep = engine.sleep(Duration::from_millis(1));
-    /// sleep.reset(Duration::from_secs(60));
-    /// assert!(!sleep.is_elapsed());
-    /// ```
-    ///
-    /// [`TimerEngine::sleep`]: crate::TimerEngine::sleep
-    /// [`max_delay`]: crate::TimerEngine::max_delay
+    /// Moves the deadline to `delay` from now; an elapsed sleep starts over. A deadline
+    /// beyond [`max_delay`](crate::TimerEngine::max_delay) does not end.
     pub fn reset(&mut self, delay: Duration) {
         let tick = self.clock().tick_after(delay);
         self.reset_to(tick);
     }
 
-    /// As [`reset`](Self::reset), to an absolute deadline, earlier or later than the one
-    /// before. A deadline already past ends the sleep on the shard's next turn.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let mut sleep = engine.sleep(Duration::from_secs(60));
-    /// sleep.reset_at(engine.now() + Duration::from_secs(5));
-    /// clock.advance(Duration::from_secs(4));
-    /// assert!((&mut sleep).now_or_never().is_none());
-    /// clock.advance(Duration::from_secs(1));
-    /// assert!(sleep.now_or_never().is_some());
-    /// ```
+    /// As [`reset`](Self::reset), to an absolute deadline; a past one ends the sleep on the
+    /// shard's next turn.
     pub fn reset_at(&mut self, deadline: Instant) {
         let tick = self.clock().tick_at(deadline);
         self.reset_to(tick);
     }
 
-    /// Moves the sleep to `tick` (`None`: never), as `reset` and `reset_at` describe. A
-    /// registered timer stays where it is if the sleep moves later (its firing leads the next
-    /// poll to a new one), unless the engine has a cap; otherwise it moves, keeping its waker.
-    /// One that cannot move is cancelled, and the next poll registers a new one.
+    /// Moves the sleep to `tick` (`None`: never). The timer stays if the sleep moves later
+    /// (uncapped); otherwise it moves, keeping its waker, or is cancelled if it cannot.
     pub(super) fn reset_to(&mut self, tick: Option<u64>) {
         self.tick = tick.unwrap_or(FAR);
         self.ended = false;
-        // A timer due later than the new deadline must move; one due no later fires first.
-        // Under a cap it moves all the same: the new timer its firing would call for could
-        // be refused, ending the sleep before its deadline.
+        // A timer due later must move. Under a cap it moves all the same: the new timer its
+        // firing would call for could be refused.
         if self
             .timer
             .as_ref()
@@ -404,7 +357,7 @@ impl Future for Sleep {
                 }
                 match this.register(cx.waker()) {
                     Err(Refusal::Full) if this.lane.shard().wait_for_room(cx.waker()) => {
-                        // A place was freed meanwhile: ask once more, then come back later.
+                        // A permit was given back meanwhile: ask once more, then come back later.
                         if asked_again {
                             cx.waker().wake_by_ref();
                             return Poll::Pending;
@@ -412,7 +365,7 @@ impl Future for Sleep {
                         asked_again = true;
                         continue;
                     }
-                    // Held, waiting for a place, or shut down (nothing will time it).
+                    // Held, waiting for a permit, or shut down (nothing will time it).
                     _ => return Poll::Pending,
                 }
             };

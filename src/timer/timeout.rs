@@ -12,14 +12,11 @@ use super::sleep::Sleep;
 
 pin_project_lite::pin_project! {
     /// A future that gives up at a deadline, never before. Made by [`TimerEngine::timeout`] and
-    /// [`TimerEngine::timeout_at`], or by [`TimerEngine::try_timeout`] and
-    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front instead).
+    /// [`TimerEngine::timeout_at`], or [`TimerEngine::try_timeout`] and
+    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front).
     ///
-    /// Its deadline is a [`Sleep`]'s: at the engine's cap it may come late; after shutdown it
-    /// never comes, and the timeout completes with its future's output alone.
-    ///
-    /// Cancel safe as far as the future it runs is: dropping the timeout drops that future
-    /// and cancels the timer, and nothing else.
+    /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
+    /// comes. Cancel safe as far as its future is.
     ///
     /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
@@ -47,89 +44,31 @@ impl<F> Timeout<F> {
     }
 
     /// The future the timeout runs.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// assert!(!timeout.get_ref().is_elapsed());
-    /// ```
     pub fn get_ref(&self) -> &F {
         &self.future
     }
 
-    /// The future the timeout runs, to change it. (A timeout that has been pinned gives this
-    /// access only if it is `Unpin`.)
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// timeout.get_mut().reset(Duration::from_secs(120));
-    /// let moved = timeout.get_ref().deadline().unwrap();
-    /// assert!(moved > engine.now() + Duration::from_secs(60));
-    /// ```
+    /// The future the timeout runs, to change it.
     pub fn get_mut(&mut self) -> &mut F {
         &mut self.future
     }
 
     /// The future the timeout runs, without the timeout (whose timer is cancelled).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use futures::FutureExt;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let inner = engine.sleep(Duration::from_secs(60));
-    /// let mut timeout = engine.timeout(Duration::from_secs(1), inner);
-    /// assert!((&mut timeout).now_or_never().is_none()); // polled: both hold timers
-    /// assert_eq!(engine.pending(), 2);
-    /// let inner = timeout.into_inner();
-    /// assert_eq!(engine.pending(), 1);
-    /// # drop(inner);
-    /// ```
     pub fn into_inner(self) -> F {
         self.future
     }
 
-    /// The instant the timeout gives up at (`None`: beyond the engine's range, so only at
-    /// shutdown).
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let timeout = engine.timeout(Duration::from_secs(1), std::future::pending::<()>());
-    /// assert!(timeout.deadline().unwrap() > Instant::now());
-    /// ```
+    /// The instant the timeout gives up at (`None`: beyond the engine's range).
     pub fn deadline(&self) -> Option<Instant> {
         self.sleep.deadline()
     }
 
-    /// Moves the deadline to `delay` from now, as [`Sleep::reset`] moves a sleep's: a timeout
-    /// that has elapsed but not yet been polled to its end gives its future that much longer.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
-    /// timeout.as_mut().reset(Duration::from_secs(60));
-    /// assert!(timeout.deadline().unwrap() > engine.now() + Duration::from_secs(30));
-    /// ```
+    /// Moves the deadline to `delay` from now, as [`Sleep::reset`].
     pub fn reset(self: Pin<&mut Self>, delay: Duration) {
         self.project().sleep.reset(delay);
     }
 
     /// As [`reset`](Self::reset), to an absolute deadline (as [`Sleep::reset_at`]).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// let mut timeout = Box::pin(engine.timeout(Duration::from_secs(1), std::future::pending::<()>()));
-    /// let later = engine.now() + Duration::from_secs(60);
-    /// timeout.as_mut().reset_at(later);
-    /// assert!(timeout.deadline().unwrap() >= later);
-    /// ```
     pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
         self.project().sleep.reset_at(deadline);
     }
@@ -167,19 +106,7 @@ impl fmt::Display for Elapsed {
 
 impl Error for Elapsed {}
 
-/// As tokio's: an elapsed timeout is an [`io::ErrorKind::TimedOut`] error, so `?` takes it
-/// in code that returns `io::Result`.
-///
-/// ```
-/// use std::time::Duration;
-/// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-/// let read = async {
-///     let answer = engine.timeout(Duration::ZERO, std::future::pending::<()>()).await?;
-///     Ok::<(), std::io::Error>(answer)
-/// };
-/// let error = futures::executor::block_on(read).unwrap_err();
-/// assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
-/// ```
+/// As tokio's: an elapsed timeout is an [`io::ErrorKind::TimedOut`] error.
 impl From<Elapsed> for io::Error {
     fn from(elapsed: Elapsed) -> Self {
         io::Error::new(io::ErrorKind::TimedOut, elapsed)

@@ -11,22 +11,19 @@ use super::level::{slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
 /// Entries of a due slot detached at a time and then settled, while they are still in cache.
 const DETACH_BATCH: usize = 64;
 
-/// Ticks the wheel spans: deadlines further than this from `elapsed` are clamped into the top
-/// level and linked again when they come round.
+/// Ticks the wheel spans: farther deadlines are clamped into the top level (see the module).
 pub(crate) const SPAN: u64 = 1 << 36;
 
 /// What became of an entry handed to [`Wheel::settle`].
 pub(crate) enum Settled {
     /// Linked into a slot.
     Linked,
-    /// Due already: the shard won PENDING→FIRED and owns the callback; with the timer's
-    /// deadline tick.
+    /// Due already: the shard won PENDING→FIRED and owns the callback; with its deadline tick.
     Fired(Fired, u64),
-    /// Resolved by someone else (cancelled, or handed back); the wheel unlinked it and hands
-    /// back the reference it held, for the shard to drop or recycle.
+    /// Resolved elsewhere; the wheel unlinked it and hands back its reference.
     Dropped(EntryRef),
-    /// Cancelled while linked: the wheel unmarked it and left its count to the canceller's
-    /// unlink request (see `queue::unlink`), which the shard has taken or will take.
+    /// Cancelled while linked: unmarked, its count left to the unlink request
+    /// (see `queue::unlink`).
     LeftToUnlink,
 }
 
@@ -38,8 +35,7 @@ pub(crate) struct Wheel {
     len: usize,
     /// Reused buffer for the entries of a slot being processed.
     scratch: Vec<EntryRef>,
-    /// The slots of the one-shot entries fired, freed together at the end of each `advance`
-    /// (and when the wheel is dropped).
+    /// The fired one-shots' blocks, freed together at the end of each `advance`.
     frees: Frees<Entry>,
 }
 
@@ -48,10 +44,8 @@ const _: () = {
     is_send::<Frees<Entry>>();
 };
 
-// SAFETY: the raw pointers in the slot lists each stand for a strong count of an
-// `EntryRef`, and `EntryRef` is `Send`. Moving the wheel moves those counts and the sole
-// right to touch the entries' links to the receiving thread (the shard thread, then shutdown).
-// `frees` is `Send` of its own (see `Frees`).
+// SAFETY: each slot-list pointer stands for a strong count of an `EntryRef` (`Send`); moving
+// the wheel moves those counts and the sole right to the entries' links. `frees` is `Send`.
 unsafe impl Send for Wheel {}
 
 /// The level an entry due at `when` belongs to, seen from `elapsed`.
@@ -100,18 +94,17 @@ impl Wheel {
         self.next_expiration().map(|expiration| expiration.deadline)
     }
 
-    /// The earliest deadline of a pending entry linked in the wheel. Reads every entry: for a
-    /// manual clock's look-ahead, not for the tick loop.
+    /// The earliest pending deadline linked in the wheel. Reads every entry: for a manual
+    /// clock's look-ahead, not the tick loop.
     pub(crate) fn earliest_pending(&self) -> Option<u64> {
         let mut earliest = None;
         for level in self.levels.iter() {
-            // SAFETY: the wheel is not `Sync`, so the thread holding `&self` is the one that
-            // owns it, and with it the links of its entries (ground rule 4 of `entry`).
+            // SAFETY: the wheel is not `Sync`: the holder of `&self` owns it and its entries'
+            // links (rule 4 of `entry`).
             unsafe {
                 level.visit(|entry| {
                     let word = entry.state();
-                    // A cancelled entry waiting to be unlinked is not counted; a reset one is
-                    // counted at its new deadline, wherever it is linked.
+                    // Cancelled entries are not counted; reset ones at their new deadline.
                     if word.is_pending() {
                         let deadline = word.deadline();
                         earliest = Some(earliest.map_or(deadline, |e: u64| e.min(deadline)));
@@ -124,22 +117,20 @@ impl Wheel {
 
     /// The next slot to process and the tick it comes due, if any slot is occupied.
     fn next_expiration(&self) -> Option<Expiration> {
-        // A finer level's next slot always comes before a coarser level's: a coarser level
-        // never holds an entry in the slot containing `elapsed`.
+        // A finer level's next slot always comes first: a coarser level never holds an entry
+        // in the slot containing `elapsed`.
         self.levels
             .iter()
             .find_map(|level| level.next_expiration(self.elapsed))
     }
 
-    /// Fires `entry` if it is due, links it into its slot if not, or lets it go if it was
-    /// resolved elsewhere. The entry must not be linked into the wheel. A fired one-shot's slot
-    /// is freed by the next [`advance`](Self::advance).
+    /// Fires `entry` if due, links it if not, or lets it go if resolved elsewhere. It must not
+    /// be linked; a fired one-shot's block is freed by the next [`advance`](Self::advance).
     pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
         loop {
             let word = match entry.fire(self.elapsed) {
                 Ok((word, callback)) => {
-                    // A repeating timer's runner needs the entry to re-arm it; a one-shot's is
-                    // freed with the turn's others.
+                    // A repeating timer's runner needs the entry; a one-shot's is freed later.
                     let rearm = if word.is_repeating() {
                         Some(entry)
                     } else {
@@ -155,8 +146,7 @@ impl Wheel {
                     return Settled::Dropped(entry);
                 }
                 if entry.mark_unlinked().lifecycle() == Lifecycle::Cancelled {
-                    // The cancel found it LINKED (nothing marks a resolved entry), so its
-                    // canceller pushes an unlink request that owns this count.
+                    // The cancel found it LINKED, so its unlink request owns this count.
                     let _ = EntryRef::into_raw(entry);
                     return Settled::LeftToUnlink;
                 }
@@ -173,30 +163,24 @@ impl Wheel {
         }
     }
 
-    /// Handles an entry sent down a `changes` queue, reset to an earlier deadline: unlinks it
-    /// and settles it again, which may fire it (or leave it to its unlink request, if it was
-    /// cancelled since). An entry that is not linked (resolved or re-linked since) needs
-    /// nothing.
+    /// Handles an entry from a `changes` queue (reset earlier): unlinks and settles it again,
+    /// which may fire it. One no longer linked needs nothing.
     pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
         let word = entry.state();
         let Some(at) = word.linked_at() else {
             return Settled::Dropped(entry);
         };
-        // SAFETY: the shard sets LINKED only when it links an entry into this wheel and
-        // clears it whenever it takes the entry out for good (`settle`, `drain`); no one
-        // else clears or sets it. The one time an entry is out of its list with LINKED
-        // still set is while `advance` holds its slot's entries, and `reconsider` never runs
-        // then. So a linked entry is linked at `at`.
+        // SAFETY: only the shard sets LINKED (on linking into this wheel) and clears it (on
+        // taking the entry out for good); the only unlisted-but-LINKED moment is inside
+        // `advance`, when `reconsider` never runs. So a linked entry is linked at `at`.
         let held = unsafe { self.unlink(at, &entry) };
         drop(entry);
-        // Pending: link it again by its current deadline (or fire it). Resolved: `settle`
-        // clears the link and lets it go.
+        // Pending: relink by its deadline (or fire). Resolved: `settle` lets it go.
         self.settle(held)
     }
 
-    /// Takes a cancelled entry out of the wheel for its unlink request and returns the count
-    /// the request owned, for the shard to drop or recycle. The entry is still linked unless
-    /// the wheel met it first (and then left the count to this request).
+    /// Takes a cancelled entry out for its unlink request and returns the request's count. It
+    /// is still linked unless the wheel met it first.
     ///
     /// # Safety
     /// `entry` came off an unlink stack of this wheel's shard, so its request owns a count.
@@ -217,11 +201,8 @@ impl Wheel {
         }
     }
 
-    /// Starts loading the slot-list neighbours of the entries about to be handed to
-    /// [`unlink_cancelled`](Self::unlink_cancelled) that are still linked. Unlinking writes
-    /// both neighbours, which lie anywhere in memory; prefetching them all first lets their
-    /// cache misses overlap, where unlinking one entry after another would wait for each in
-    /// turn. (The entries themselves are in cache: taking them off the stack read them.)
+    /// Prefetches the slot-list neighbours of the still-linked entries about to go to
+    /// [`unlink_cancelled`](Self::unlink_cancelled), so their cache misses overlap.
     ///
     /// # Safety
     /// As `unlink_cancelled`, for each entry.
@@ -241,10 +222,9 @@ impl Wheel {
         }
     }
 
-    /// Handles every slot due at or before `now`, in deadline order, then moves `elapsed` to
-    /// `now`. `on_fire` receives each callback the wheel fired, with the tick it came due and
-    /// the timer's deadline tick. Then frees together the slots of the one-shot entries fired
-    /// since the last call (here or by `settle`) that no one else holds.
+    /// Handles every slot due at or before `now` in deadline order, then moves `elapsed` to
+    /// `now`. `on_fire` gets each fired callback with its due tick and deadline tick. Then frees
+    /// the fired one-shots' blocks no one else holds.
     pub(crate) fn advance(&mut self, now: u64, mut on_fire: impl FnMut(u64, u64, Fired)) {
         let mut due = std::mem::take(&mut self.scratch);
         while let Some(expiration) = self.next_expiration() {
@@ -271,9 +251,8 @@ impl Wheel {
         }
     }
 
-    /// Takes the lists of the slot of `expiration` out of the wheel, for [`detach`] to walk,
-    /// and moves `elapsed` to its deadline. The entries keep their LINKED bit until the caller
-    /// settles them.
+    /// Takes the lists of `expiration`'s slot out for [`detach`] and moves `elapsed` to its
+    /// deadline; the entries keep LINKED until settled.
     ///
     /// [`detach`]: Self::detach
     fn take_slot(&mut self, expiration: Expiration) -> Heads {
@@ -282,8 +261,8 @@ impl Wheel {
         self.levels[expiration.at.level].take(expiration.at.slot)
     }
 
-    /// Takes every entry out of the wheel (at shutdown), unmarked. The cancelled ones are left
-    /// to their unlink requests (see `settle`); the rest go to `out`.
+    /// Takes every entry out (at shutdown), unmarked; cancelled ones are left to their unlink
+    /// requests, the rest go to `out`.
     pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
         let start = out.len();
         for level in 0..LEVELS {
@@ -295,8 +274,8 @@ impl Wheel {
         }
         let mut kept = start;
         for i in start..out.len() {
-            // The unmarking decides, against a cancel racing shutdown: a cancel before it saw
-            // LINKED and pushed a request; a cancel after it sees the entry unlinked.
+            // The unmarking decides a racing cancel: one before it pushed a request, one
+            // after it sees the entry unlinked.
             if out[i].mark_unlinked().lifecycle() != Lifecycle::Cancelled {
                 out.swap(kept, i);
                 kept += 1;
@@ -308,10 +287,8 @@ impl Wheel {
         }
     }
 
-    /// Moves up to `limit` entries (rounded up to a whole round of the chains) from the
-    /// detached lists `chains` into `out`, advancing each list's head past them. The lists are
-    /// walked in step, one entry from each in turn, and each new head is prefetched when its
-    /// address is read, so the cache misses of the lists overlap (see `level`).
+    /// Moves up to `limit` entries (a whole round of the chains) from the detached `chains`
+    /// into `out`, walking the lists in step and prefetching each new head (see `level`).
     fn detach(&mut self, chains: &mut Heads, out: &mut Vec<EntryRef>, limit: usize) {
         let goal = out.len().saturating_add(limit);
         while out.len() < goal {
@@ -320,9 +297,8 @@ impl Wheel {
                 let Some(ptr) = *chain else {
                     continue;
                 };
-                // SAFETY: every pointer in a slot list came from `Arc::into_raw` in `link` and
-                // stands for the one strong count the wheel holds; the list is detached, and this
-                // thread owns the links of its entries.
+                // SAFETY: every slot-list pointer came from `into_raw` in `link` and is the
+                // wheel's one count; the list is detached and this thread owns its links.
                 let entry = unsafe { EntryRef::from_raw(ptr.as_ptr()) };
                 // SAFETY: as above: the shard thread owns the links.
                 *chain = unsafe {
@@ -347,9 +323,8 @@ impl Wheel {
         let Some(ptr) = NonNull::new(EntryRef::into_raw(entry).cast_mut()) else {
             unreachable!("Arc::into_raw is never null")
         };
-        // SAFETY: `ptr` holds a strong count (from `into_raw`) so it stays live while linked;
-        // it is in no list (callers pass entries fresh from a queue or from a detached slot),
-        // and the shard thread that owns this wheel owns its links.
+        // SAFETY: `ptr` holds a count, so stays live while linked; it is in no list, and the
+        // owning shard thread owns its links.
         unsafe { self.levels[at.level].push(at.slot, ptr) };
         self.len += 1;
     }
@@ -360,16 +335,14 @@ impl Wheel {
         // SAFETY: by this function's contract.
         let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
         self.len -= 1;
-        // SAFETY: the list's pointer came from `Arc::into_raw` in `link` and carried the wheel's
-        // strong count, which is handed back here exactly once.
+        // SAFETY: the pointer carried the wheel's count from `into_raw`, handed back once.
         unsafe { EntryRef::from_raw(ptr.as_ptr()) }
     }
 }
 
 impl Drop for Wheel {
     fn drop(&mut self) {
-        // Release the wheel's counts iteratively (a recursive drop of a long list could overflow
-        // the stack).
+        // Release the counts iteratively: a recursive drop of a long list could overflow.
         let mut all = Vec::new();
         self.drain(&mut all);
     }

@@ -1,14 +1,8 @@
-//! One level of the hierarchical wheel: 64 slots, each [`CHAINS`] intrusive doubly-linked
-//! lists, and a `u64` bitmap of which slots are occupied.
+//! One level of the wheel: 64 slots, each [`CHAINS`] intrusive doubly-linked lists, and a
+//! `u64` occupancy bitmap; the next occupied slot is a rotate and `trailing_zeros` (as tokio).
 //!
-//! Level `n` covers `64^(n+1)` ticks in slots of `64^n` ticks each. Finding the next occupied
-//! slot at or after the current time is a rotate and a `trailing_zeros` on the bitmap, so no
-//! empty slot is ever visited (the bitmap technique of tokio's `runtime/time/wheel/level.rs`).
-//!
-//! A slot's entries are dealt round-robin onto its chains. Walking one list is a chain of
-//! dependent loads, a cache miss per entry that nothing can overlap; walking several lists in
-//! step keeps that many misses in flight at once (see `Chains`), which is what a slot of
-//! thousands of timers coming due or cascading at once is bound by.
+//! A slot's entries are dealt round-robin onto its chains: walking several lists in step keeps
+//! that many cache misses in flight, which bounds a slot of thousands firing or cascading.
 
 use std::ptr::NonNull;
 
@@ -75,10 +69,8 @@ impl Level {
         if self.occupied == 0 {
             return None;
         }
-        // Search from the slot after the current one: below the top level the current slot is
-        // never occupied (an entry goes to the level of the highest bit in which its deadline
-        // differs from `now`), and in the top level, acting as a ring for deadlines beyond the
-        // span, an entry in the current slot belongs to the next turn, so it comes last.
+        // Search from the next slot: below the top level the current slot is never occupied;
+        // in the top level (a ring) an entry in it belongs to the next turn, so comes last.
         let start = (slot_of(now, self.level) + 1) % SLOTS;
         let ahead = self.occupied.rotate_right(start as u32).trailing_zeros() as usize;
         let slot = (start + ahead) % SLOTS;
@@ -106,8 +98,7 @@ impl Level {
         let chain = self.deal;
         self.deal = (chain + 1) % CHAINS;
         let old_head = self.heads[slot][chain];
-        // SAFETY: by this function's contract the caller owns the links of `entry`, and of every
-        // entry already in the list (they are linked into the caller's wheel).
+        // SAFETY: the caller owns the links of `entry` and of every entry in the list.
         unsafe {
             entry.as_ref().with_links(|links| {
                 links.next = old_head;
@@ -126,8 +117,8 @@ impl Level {
     /// # Safety
     /// `entry` is linked in `slot` of this level, and the caller owns the links of that list.
     pub(super) unsafe fn remove(&mut self, slot: usize, entry: &Entry) -> NonNull<Entry> {
-        // SAFETY: by this function's contract `entry` and its neighbours are in this list, whose
-        // links the caller owns; the neighbours are live because the list holds them.
+        // SAFETY: `entry` and its neighbours are in this list, whose links the caller owns;
+        // the list keeps the neighbours live.
         unsafe {
             let (prev, next) = entry.with_links(|links| (links.prev.take(), links.next.take()));
             let owned = match prev {
@@ -173,8 +164,7 @@ impl Level {
             for head in self.heads[slot] {
                 let mut at = head;
                 while let Some(entry) = at {
-                    // SAFETY: a linked entry is live while the list holds it, and by this
-                    // function's contract the caller owns its links.
+                    // SAFETY: the list keeps the entry live; the caller owns its links.
                     let entry = unsafe { entry.as_ref() };
                     f(entry);
                     // SAFETY: as above.
