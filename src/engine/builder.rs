@@ -93,24 +93,14 @@ impl Default for Builder {
 impl TimerEngine {
     /// A builder with the defaults: one shard per cpu, 1 ms tick, the process's shared
     /// callback pool, no cap, unpinned tick threads.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// # drop(engine);
-    /// ```
     pub fn builder() -> Builder {
         Builder::default()
     }
 }
 
 impl Builder {
-    /// The number of shards, each with its own wheel and tick thread. Default: one per
-    /// available shared. At most 1024.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().shards(3).build().unwrap();
-    /// assert_eq!(engine.stats().shards.len(), 3);
-    /// ```
+    /// The number of shards, each with its own wheel and tick thread. Default: one per cpu;
+    /// at most 1024.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -118,28 +108,14 @@ impl Builder {
 
     /// The wheel's resolution. Default 1 ms; at least 1 µs, at most an hour. A timer fires at
     /// the first tick at or after its deadline.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().tick(Duration::from_millis(10)).build().unwrap();
-    /// assert_eq!(engine.tick(), Duration::from_millis(10));
-    /// assert!(shardwheel::TimerEngine::builder().tick(Duration::ZERO).build().is_err());
-    /// ```
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
     }
 
-    /// Runs callbacks on a rayon pool of this many threads of the engine's own, joined at
-    /// shutdown. At most 4096. By default an engine uses the process's shared callback pool
-    /// instead (one thread per cpu, at least eight, started with the first engine that needs
-    /// it and shared by every engine that brings no pool). To run callbacks on a pool you
-    /// already have, use [`spawn_callbacks`](Self::spawn_callbacks).
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().callback_threads(2).build().unwrap();
-    /// # drop(engine);
-    /// ```
+    /// Runs callbacks on a rayon pool of this many threads of the engine's own (at most 4096),
+    /// joined at shutdown, instead of the process's shared pool (a thread per cpu, at least
+    /// eight).
     pub fn callback_threads(mut self, threads: usize) -> Self {
         self.callbacks = Callbacks::OwnPool(threads);
         self
@@ -147,25 +123,14 @@ impl Builder {
 
     /// Runs callbacks on the shard's tick thread itself. Only for callbacks known to be cheap
     /// and never blocking: while one runs, its shard neither ticks nor takes new timers.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().inline_callbacks().build().unwrap();
-    /// # drop(engine);
-    /// ```
     pub fn inline_callbacks(mut self) -> Self {
         self.callbacks = Callbacks::Inline;
         self
     }
 
-    /// Hands each fired callback to `spawn` as a [`Task`], to run wherever `spawn` puts it:
-    /// an executor of your own, a thread pool you share with other work. `spawn` is called on
-    /// the shard's tick thread, so it must be quick and must not block; a panic in it is caught
-    /// and counted in [`Stats::panicked`](crate::Stats::panicked) (the task it was given runs
-    /// as it is dropped). Each task is independent: one slow callback holds up only itself.
-    ///
-    /// Unlike the engine's own pool, tasks handed to a spawner are not waited for: `shutdown`
-    /// and `ManualClock::advance` return without waiting for callbacks your executor has not
-    /// run yet (it may need the very thread that waits).
+    /// Hands each fired callback to `spawn` as a [`Task`], to run wherever `spawn` puts it.
+    /// `spawn` runs on the tick thread, so it must not block; a panic in it is counted. Tasks
+    /// handed over are not waited for by `shutdown` or `ManualClock::advance`.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -188,14 +153,9 @@ impl Builder {
         self
     }
 
-    /// Runs each fired callback as a task on the tokio runtime behind `handle`
-    /// ([`Handle::spawn`](tokio::runtime::Handle::spawn)); see
-    /// [`spawn_callbacks`](Self::spawn_callbacks), which this is built on. The callbacks run on
-    /// the runtime's worker threads, so they must not block; for callbacks that do, pass
-    /// `spawn_callbacks` a closure that calls `spawn_blocking`. Once the runtime has shut down,
-    /// it drops each task it is given at once, so from then on callbacks run on the shard's
-    /// tick thread, as with [`inline_callbacks`](Self::inline_callbacks): shut the engine down
-    /// before the runtime, or a callback that blocks stalls its shard.
+    /// Runs each fired callback as a task on the tokio runtime behind `handle`, as
+    /// [`spawn_callbacks`](Self::spawn_callbacks) does. After the runtime shuts down, callbacks
+    /// run on the tick thread: shut the engine down first.
     ///
     /// ```
     /// use std::time::Duration;
@@ -220,39 +180,15 @@ impl Builder {
     }
 
     /// Refuses new timers with [`ScheduleError::Full`](crate::ScheduleError::Full) while the
-    /// engine holds this many. Default: no cap.
-    ///
-    /// The cap bounds the engine's timer memory, whatever its shards and callbacks are doing: a
-    /// timer holds its permit from `schedule` until the engine is done with it. That is when its
-    /// callback begins (so a callback can always schedule its successor), when it is handed
-    /// back, or, once cancelled, when its shard drops it (on the shard's next turn, within
-    /// about a tick); a repeating timer holds its permit until it stops.
-    /// [`TimerEngine::pending`](crate::TimerEngine::pending) reads what the cap counts. A producer that outruns a stalled shard or a busy callback pool gets
-    /// `Full` rather than piling up memory.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let engine = shardwheel::TimerEngine::builder().max_pending(1).build().unwrap();
-    /// let _first = engine.schedule(Duration::from_secs(9), || {}).unwrap();
-    /// assert!(engine.schedule(Duration::from_secs(9), || {}).is_err());
-    /// ```
+    /// engine holds this many (default: no cap). A timer holds its permit until its callback
+    /// begins, it is handed back, or its shard drops it cancelled; a repeating one until it stops.
     pub fn max_pending(mut self, max: usize) -> Self {
         self.max_pending = Some(max);
         self
     }
 
-    /// Whether to pin each tick thread to a cpu of its own (default: no). For machines the
-    /// server owns: pinned threads compete with the host's other threads on fixed cpus. A
-    /// refused pin leaves the thread unpinned, as does a cpu that keeps its turns late (see
-    /// [`ShardStats`](crate::ShardStats)); [`build`](Self::build) returns once every tick
-    /// thread has pinned itself or been refused.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().pin_threads(true).build().unwrap();
-    /// # drop(engine);
-    /// let engine = shardwheel::TimerEngine::builder().build().unwrap();
-    /// assert!(engine.stats().shards.iter().all(|s| s.pinned_cpu.is_none()));
-    /// ```
+    /// Whether to pin each tick thread to a cpu of its own (default: no), for machines the
+    /// server owns. A refused pin, or a cpu that keeps its turns late, leaves it unpinned.
     pub fn pin_threads(mut self, pin: bool) -> Self {
         self.pin = pin;
         self
@@ -260,12 +196,6 @@ impl Builder {
 
     /// Reads time from `clock` instead of the system's monotonic clock: timers fire only as
     /// the clock is advanced. For deterministic tests.
-    ///
-    /// ```
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// assert_eq!(engine.now(), clock.now());
-    /// ```
     pub fn manual_clock(mut self, clock: &ManualClock) -> Self {
         self.clock = Some(clock.clone());
         self
@@ -274,11 +204,6 @@ impl Builder {
     /// Starts the engine: one tick thread per shard, and the process's shared callback pool if
     /// it is not running yet (a thread per cpu, at least eight); with
     /// [`callback_threads`](Self::callback_threads), a pool of the engine's own instead.
-    ///
-    /// ```
-    /// let engine = shardwheel::TimerEngine::builder().build()?;
-    /// # Ok::<(), shardwheel::BuildError>(())
-    /// ```
     pub fn build(self) -> Result<TimerEngine, BuildError> {
         let pin = self.pin;
         let (shared, shards, pool) = self.assemble()?;

@@ -40,13 +40,6 @@ fn start_with(
 /// # Panics
 /// If the system refuses the engine's threads on first use; [`try_default_engine`] returns
 /// that error instead.
-///
-/// ```
-/// use std::time::Duration;
-/// let timer = shardwheel::default_engine().schedule(Duration::from_secs(5), || {})?;
-/// assert!(timer.cancel());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub fn default_engine() -> &'static TimerEngine {
     match try_default_engine() {
         Ok(engine) => engine,
@@ -55,12 +48,6 @@ pub fn default_engine() -> &'static TimerEngine {
 }
 
 /// The process's default engine, as [`default_engine`], or why it could not start.
-///
-/// ```
-/// let engine = shardwheel::try_default_engine()?;
-/// assert!(!engine.is_shutdown());
-/// # Ok::<(), shardwheel::BuildError>(())
-/// ```
 pub fn try_default_engine() -> Result<&'static TimerEngine, BuildError> {
     start_with(|| Builder::default().build()).map(|(engine, _)| engine)
 }
@@ -151,26 +138,12 @@ where
 
 /// [`TimerEngine::repeating`] on the [`default_engine`] (or the entered one): a repeating
 /// timer's options, such as a fixed delay.
-///
-/// ```
-/// use std::time::Duration;
-/// let poll = shardwheel::repeating(Duration::from_secs(5)).fixed_delay().schedule(|| {})?;
-/// assert!(poll.cancel());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
     with_current(|engine| RepeatBuilder::owned(engine.shared().clone(), period))
 }
 
 /// [`TimerEngine::sleep`] on the [`default_engine`] (or the entered one): a future that
 /// completes `delay` from now, under any executor.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let start = Instant::now();
-/// futures::executor::block_on(shardwheel::sleep(Duration::from_millis(20)));
-/// assert!(start.elapsed() >= Duration::from_millis(20));
-/// ```
 pub fn sleep(delay: Duration) -> Sleep {
     with_current(|engine| engine.sleep(delay))
 }
@@ -182,12 +155,6 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// [`TimerEngine::timeout`] on the [`default_engine`] (or the entered one): `future`'s
 /// output, or [`Elapsed`](crate::Elapsed) if `delay` passes first.
-///
-/// ```
-/// use std::time::Duration;
-/// let answer = futures::executor::block_on(shardwheel::timeout(Duration::from_secs(5), async { 42 }));
-/// assert_eq!(answer, Ok(42));
-/// ```
 pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
     with_current(|engine| engine.timeout(delay, future))
 }

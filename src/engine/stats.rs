@@ -5,9 +5,8 @@ use std::time::Duration;
 use super::shared::EngineShared;
 use crate::shard::{Refusal, LATENESS_BUCKETS};
 
-/// Counters of a whole engine, summed over its shards. Taken without stopping anything: each
-/// figure is exact once the threads that move it are quiet, and while they are not, `pending`
-/// may lag a timer or two behind.
+/// Counters of a whole engine, summed over its shards, taken without stopping anything: exact
+/// once the threads that move them are quiet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -43,9 +42,8 @@ pub struct Stats {
     pub callbacks_running: u64,
     /// How late the shards fired their timers, all shards together.
     pub lateness: Lateness,
-    /// Bytes of the chunks the lanes hold for their owners' timer entries, all shards together
-    /// (see [`ShardStats::entry_bytes`]); not the captures of callbacks, nor the entries of
-    /// threads that do not own their lane.
+    /// Bytes of the chunks the lanes hold for entries, all shards together (see
+    /// [`ShardStats::entry_bytes`]).
     pub entry_bytes: u64,
     /// One entry per shard.
     pub shards: Vec<ShardStats>,
@@ -72,28 +70,16 @@ pub struct ShardStats {
     pub callbacks_running: u64,
     /// How late this shard fired its timers.
     pub lateness: Lateness,
-    /// Bytes of the chunks (about 16 KiB each) this shard's lanes carve their owners' timer
-    /// entries from. A lane's owner is the first thread to schedule through it; the lane keeps
-    /// as many chunks as its owner's timers needed at once, and hands their blocks out again.
-    /// After a spike it stays at the spike's size until the owner has gone on scheduling
-    /// while most of the blocks were free; then the lane starts afresh, and lets the old
-    /// chunks go a few at a time (a chunk that still holds a live timer, or a spare entry the
-    /// lane reuses whole, is freed with the last of them, and no longer counted here
-    /// meanwhile). Not counted: the captures of callbacks (a block each, for a callback that
-    /// captures anything), and the entries of threads that schedule through a lane they do not
-    /// own (a block each).
+    /// Bytes of the chunks (16 KiB each) this shard's lanes carve their owners' entries from:
+    /// as many as were needed at once, given back a few at a time after a spike. Not counted:
+    /// callbacks' captures, and entries of threads that do not own their lane.
     pub entry_bytes: u64,
 }
 
-/// How late timers fired: a histogram with one bucket per power of two of nanoseconds, recorded
-/// by the tick threads as they hand each turn's fired timers to the executor.
-///
-/// A timer's lateness is counted from the start of the tick before its deadline's tick (a
-/// deadline is rounded up to a tick, so the requested deadline lies in that tick): for a
-/// deadline still ahead when scheduled, it is never below how late the timer fired against
-/// that deadline, and at most one tick above it (two for a zero delay). A deadline already past
-/// when scheduled is due at the current tick, and counts from there. The wait for a pool thread
-/// is not included.
+/// How late timers fired: a histogram with a bucket per power of two of nanoseconds, recorded
+/// as each turn hands its timers to the executor (the wait for a pool thread not included).
+/// Lateness counts from the start of the tick before the deadline's tick, so it is never below
+/// the true lateness and at most a tick above it.
 ///
 /// ```
 /// use std::time::Duration;

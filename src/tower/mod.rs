@@ -9,11 +9,6 @@
 //! that comes first drops the sleep with the response future, and that cancels its timer: one
 //! compare-and-swap, counted in [`Stats::cancelled`](crate::Stats::cancelled).
 //!
-//! The layer, each service and each response future hold a clone of the engine (one
-//! reference count), so it outlives a service dropped while its responses are under way.
-//! [`TimeoutLayer::on_default_engine`] and [`TimeoutService::on_default_engine`] use the process's
-//! [`default_engine`](crate::default_engine).
-//!
 //! # Refusals are not timeouts
 //!
 //! A deadline the engine cannot hold (it is shut down, or at its `max_pending` cap) is not a
@@ -22,9 +17,7 @@
 //! service is not called at all, so no work starts for a request that could not be timed, and
 //! the response future fails at once with [`Overloaded`], boxed like every error here. A
 //! server can tell the two apart by downcasting: `Overloaded` is load shedding (answer 503),
-//! `Elapsed` a deadline that passed (answer 504). The errors are boxed, as tower's own
-//! middleware boxes them, so that the layer stacks with tower's (`load_shed`, `buffer`, ...)
-//! under one error type.
+//! `Elapsed` a deadline that passed (answer 504). Errors are boxed, as tower's are.
 //!
 //! Where it differs from `tower::timeout`: the timers live on a shardwheel engine instead of
 //! the tokio runtime, so the middleware runs under any executor, and refusals are reported

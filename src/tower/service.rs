@@ -16,16 +16,8 @@ use crate::timer::Timeout as Deadline;
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
 /// [`TimeoutLayer`] or [`TimeoutService::new`].
 ///
-/// `poll_ready` is the inner service's (its error boxed into a [`BoxError`]): readiness has no
-/// deadline, as in tower. `call` arms the deadline, then calls the inner service; the
-/// [`ResponseFuture`] yields the response, the inner error boxed, or
-/// [`Elapsed`](crate::Elapsed) boxed if the deadline passed first.
-///
-/// If the engine refuses the deadline (at its `max_pending` cap, or shut down), `call` does
-/// not call the inner service, and the response is [`Overloaded`] boxed: a server can answer
-/// it 503 and `Elapsed` 504. The inner service's readiness is then left unused.
-///
-/// Not to be confused with [`shardwheel::Timeout`](crate::Timeout), the future that
+/// `poll_ready` is the inner service's; `call` arms the deadline, then calls the inner
+/// service (see the [module](super) for refusals). Not to be confused with [`shardwheel::Timeout`](crate::Timeout), the future that
 /// [`TimerEngine::timeout`] makes and that this service's responses run in.
 ///
 /// ```
