@@ -175,3 +175,17 @@ fn engines_on_parallel_threads_keep_to_their_own_clocks() {
         thread.join().unwrap();
     }
 }
+
+#[test]
+fn now_is_the_entered_engines_clock() {
+    let (clock, engine) = own_engine();
+    let deadline = engine.scope(async {
+        // Code under test reads the time as it would from tokio's paused clock.
+        shardwheel::now() + SEC * 30
+    });
+    clock.advance(SEC * 3600);
+    let deadline = deadline.now_or_never().unwrap();
+    assert_eq!(deadline, clock.now() + SEC * 30);
+    let _entered = engine.enter();
+    assert_eq!(shardwheel::now(), clock.now());
+}
