@@ -54,6 +54,7 @@
 //! | [`ScheduleError`], [`ScheduleErrorKind`] | why a timer was refused, with the callback back |
 //! | [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`], [`interval_at`] | as `tokio::time`, under any executor |
 //! | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`], [`MissedTickBehavior`] | the futures and types they return |
+//! | [`now`] | the time their deadlines are on: the entered engine's clock, as tokio's `Instant::now` |
 //! | [`DelayQueue`] and [`delay_queue`] | as tokio-util's `DelayQueue` |
 //! | [`Unfired`] | a timer handed back by [`TimerEngine::shutdown`] |
 //! | [`Task`] | a fired callback handed to [`Builder::spawn_callbacks`] |
@@ -147,6 +148,7 @@ pub use engine::{
 };
 pub use timer::{Repeat, TimerHandle, TimerState};
 // As tokio::time: sleeps, timeouts, intervals.
+pub use engine::now;
 pub use engine::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout};
 // As tokio-util's DelayQueue.

@@ -175,3 +175,39 @@ fn engines_on_parallel_threads_keep_to_their_own_clocks() {
         thread.join().unwrap();
     }
 }
+
+#[test]
+fn now_is_the_entered_engines_clock() {
+    let (clock, engine) = own_engine();
+    let deadline = engine.scope(async {
+        // Code under test reads the time as it would from tokio's paused clock.
+        shardwheel::now() + SEC * 30
+    });
+    clock.advance(SEC * 3600);
+    let deadline = deadline.now_or_never().unwrap();
+    assert_eq!(deadline, clock.now() + SEC * 30);
+    let _entered = engine.enter();
+    assert_eq!(shardwheel::now(), clock.now());
+}
+
+#[test]
+fn a_delay_queue_made_by_default_in_a_scope_uses_the_entered_engine() {
+    use futures::StreamExt;
+    let (clock, engine) = own_engine();
+    let _entered = engine.enter();
+    let mut queue = shardwheel::DelayQueue::default();
+    queue.insert("due", SEC * 5);
+    assert!(queue.next().now_or_never().is_none());
+    assert_eq!(
+        engine.pending(),
+        1,
+        "the queue's timer is on the entered engine"
+    );
+    clock.advance(SEC * 5);
+    let due = queue
+        .next()
+        .now_or_never()
+        .flatten()
+        .expect("due on this clock");
+    assert_eq!(due.into_inner(), "due");
+}

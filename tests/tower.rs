@@ -352,3 +352,15 @@ fn a_pending_response_keeps_the_engine_running_after_its_service_is_gone() {
         "the last holder shut the engine down"
     );
 }
+
+#[test]
+fn a_service_may_report_its_own_elapsed_as_tower_code_does() {
+    // tower's `Elapsed::new()`, for a service that times out by itself.
+    let gives_up = service_fn(|()| async { Err::<(), BoxError>(Box::new(Elapsed::new())) });
+    let service = ServiceBuilder::new()
+        .layer(TimeoutLayer::on_default_engine(SEC))
+        .service(gives_up);
+    let error = futures::executor::block_on(service.oneshot(())).unwrap_err();
+    assert!(error.is::<Elapsed>());
+    assert_eq!(Elapsed::default(), Elapsed::new());
+}

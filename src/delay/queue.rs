@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::key::Key;
 use super::values::Values;
 use super::wheel::{DelayWheel, InList, Link, Linked};
-use crate::engine::{EngineShared, TimerEngine};
+use crate::engine::{current_engine, EngineShared, TimerEngine};
 use crate::sync::next_ids;
 use crate::sync::Arc;
 use crate::timer::Sleep;
@@ -287,9 +287,10 @@ impl<T> DelayQueue<T> {
 
 // The queue never pins its values, so pinning it promises nothing about them.
 impl<T> Default for DelayQueue<T> {
-    /// An empty queue on the [`default_engine`](crate::default_engine).
+    /// An empty queue on the engine the free functions use: the one entered
+    /// ([`TimerEngine::enter`]), else the [`default_engine`](crate::default_engine).
     fn default() -> Self {
-        DelayQueue::new(crate::default_engine())
+        DelayQueue::new(&current_engine())
     }
 }
 

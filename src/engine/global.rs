@@ -174,6 +174,22 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
     with_current(|engine| engine.interval_at(start, period))
 }
 
+/// [`TimerEngine::now`] of the entered engine, else of the [`default_engine`]: the time the free
+/// functions' deadlines are on, a [`ManualClock`](crate::ManualClock)'s in a test's scope (as
+/// tokio's `Instant::now` under a paused clock).
+///
+/// ```
+/// use std::time::Duration;
+/// let clock = shardwheel::ManualClock::new();
+/// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
+/// let _entered = engine.enter();
+/// clock.advance(Duration::from_secs(60));
+/// assert_eq!(shardwheel::now(), clock.now());
+/// ```
+pub fn now() -> Instant {
+    with_current(TimerEngine::now)
+}
+
 /// Runs `f` on the engine the free functions use on this thread now: the one entered, else
 /// the default engine.
 fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
@@ -181,4 +197,9 @@ fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
         Some(engine) => f(engine),
         None => f(default_engine()),
     }
+}
+
+/// The engine the free functions use on this thread now (for constructors that follow them).
+pub(crate) fn current_engine() -> TimerEngine {
+    with_current(TimerEngine::clone)
 }

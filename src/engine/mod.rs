@@ -34,6 +34,8 @@ mod tests;
 pub use self::api::TimerEngine;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, ScheduleError, ScheduleErrorKind};
+pub(crate) use self::global::current_engine;
+pub use self::global::now;
 pub use self::global::{
     default_engine, interval, interval_at, repeating, schedule, schedule_at, schedule_repeating,
     sleep, sleep_until, timeout, timeout_at, try_default_engine,

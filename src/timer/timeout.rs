@@ -95,8 +95,20 @@ impl<F: Future> Future for Timeout<F> {
 }
 
 /// The error of a [`Timeout`] whose deadline passed before its future completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Elapsed(());
+
+impl Elapsed {
+    /// An `Elapsed`, as tower's `Elapsed::new`: for a service or a test that reports a
+    /// timeout of its own.
+    ///
+    /// ```
+    /// assert_eq!(shardwheel::Elapsed::new().to_string(), "deadline has elapsed");
+    /// ```
+    pub const fn new() -> Self {
+        Elapsed(())
+    }
+}
 
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
