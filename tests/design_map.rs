@@ -1,7 +1,9 @@
-//! The design map (`src/design.rs`) and the README point only at files that exist: a file
-//! moved or deleted fails here until the prose that names it is brought up to date.
+//! The design map (`src/design.rs`) and the README point only at files that exist, no retired
+//! word is used, and the code keeps the shape the map promises: no file over 500 lines, at most
+//! 0.45 comment lines per code line outside tests, no circle of imports inside a folder.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 /// Every word of `text` that reads as a path into the repository (`src/…`, `loom-tests/…`,
 /// `tests/…`, `benches/…`), with the punctuation around it trimmed.
@@ -57,7 +59,7 @@ fn retired_words(map: &str) -> Vec<String> {
 }
 
 /// The `.rs` files under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a readable folder") {
         let path = entry.expect("a folder entry").path();
         if path.is_dir() {
@@ -105,6 +107,168 @@ fn no_retired_word_is_used_outside_the_glossary() {
                     n + 1
                 );
             }
+        }
+    }
+}
+
+fn sources() -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a readable file");
+            (path, text)
+        })
+        .collect()
+}
+
+/// Whether `path` holds only tests (a `tests.rs`, or a file under a `tests/` folder).
+fn is_test_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "tests.rs")
+        || path.components().any(|part| part.as_os_str() == "tests")
+}
+
+/// The lines of `text` outside its `#[cfg(test)]` modules.
+fn outside_test_modules(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        if line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(all(test") {
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].trim().starts_with("#[") {
+                j += 1;
+            }
+            if j < lines.len()
+                && lines[j].trim_start().starts_with("mod ")
+                && lines[j].ends_with('{')
+            {
+                let mut depth = 0i64;
+                while j < lines.len() {
+                    depth += lines[j].matches('{').count() as i64;
+                    depth -= lines[j].matches('}').count() as i64;
+                    j += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                i = j;
+                continue;
+            }
+        }
+        kept.push(lines[i]);
+        i += 1;
+    }
+    kept
+}
+
+#[test]
+fn no_source_file_is_over_500_lines() {
+    for (path, text) in sources() {
+        let lines = text.lines().count();
+        assert!(lines <= 500, "{} has {lines} lines", path.display());
+    }
+}
+
+#[test]
+fn comments_stay_at_most_0_45_lines_per_code_line() {
+    let (mut comments, mut code) = (0usize, 0usize);
+    for (path, text) in sources().iter().filter(|(path, _)| !is_test_file(path)) {
+        for line in outside_test_modules(text).iter().map(|line| line.trim()) {
+            match line {
+                "" => {}
+                _ if line.starts_with("//") => comments += 1,
+                _ => code += 1,
+            }
+        }
+        assert!(code > 0 || comments > 0, "{} is empty", path.display());
+    }
+    let ratio = comments as f64 / code as f64;
+    assert!(
+        ratio <= 0.45,
+        "{comments} comment lines per {code} code lines: {ratio:.3}"
+    );
+}
+
+#[test]
+fn the_files_of_a_folder_import_one_another_without_a_circle() {
+    // Each folder's modules, and which of them each one names through `super::`.
+    let mut folders: BTreeMap<PathBuf, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (path, text) in sources().iter().filter(|(path, _)| !is_test_file(path)) {
+        let folder = path.parent().expect("a file in a folder").to_path_buf();
+        let module = path
+            .file_stem()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
+        let mut names = BTreeSet::new();
+        for line in outside_test_modules(text) {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (at, _) in line.match_indices("super::") {
+                let name: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
+        folders.entry(folder).or_default().insert(module, names);
+    }
+    // The one circle the design map names: an entry holds its callback, whose repeating run
+    // is handed its entry.
+    let allowed = ("entry", "callback", "node");
+    for (folder, modules) in &folders {
+        let folder_name = folder.file_name().unwrap().to_string_lossy();
+        let edges = |module: &str| -> Vec<String> {
+            modules[module]
+                .iter()
+                .filter(|other| modules.contains_key(*other) && *other != module)
+                .filter(|other| {
+                    let pair = [module, other.as_str()];
+                    !(folder_name == allowed.0
+                        && (pair == [allowed.1, allowed.2] || pair == [allowed.2, allowed.1]))
+                })
+                .cloned()
+                .collect()
+        };
+        // Depth-first search; a module met again while on the path closes a circle.
+        fn visit(
+            module: &str,
+            edges: &dyn Fn(&str) -> Vec<String>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(at) = path.iter().position(|m| m == module) {
+                return Some(path[at..].to_vec());
+            }
+            if !done.insert(module.to_owned()) {
+                return None;
+            }
+            path.push(module.to_owned());
+            for next in edges(module) {
+                if let Some(circle) = visit(&next, edges, path, done) {
+                    return Some(circle);
+                }
+            }
+            path.pop();
+            None
+        }
+        let mut done = BTreeSet::new();
+        for module in modules.keys() {
+            let circle = visit(module, &edges, &mut Vec::new(), &mut done);
+            assert!(
+                circle.is_none(),
+                "{}: a circle of imports: {circle:?}",
+                folder.display()
+            );
         }
     }
 }
