@@ -174,9 +174,12 @@ mod tests {
         let counter = std::sync::Arc::new(Counting(Count::new(0)));
         let waker = Waker::from(counter.clone());
         assert!(!cap.wait_for_room(&waker));
-        assert!(!cap.wait_for_room(&waker), "left once");
+        assert!(!cap.wait_for_room(&waker));
         drop(held);
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        // Once where `will_wake` knows the waker again; Miri gives each use of a vtable its
+        // own address, so there it is left, and woken, twice.
+        let woken = counter.0.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&woken), "woken {woken} times");
         assert!(cap.wait_for_room(&waker), "a permit is free");
     }
 }
