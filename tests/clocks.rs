@@ -3,7 +3,7 @@
 #![cfg(not(loom))]
 
 mod support;
-use support::{manual, one_shard_ticking, scaled};
+use support::{counting_runs, manual, one_shard_ticking, scaled};
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -137,20 +137,12 @@ fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
     }
 }
 
-fn counter() -> (Arc<AtomicUsize>, impl FnOnce() + Send + 'static) {
-    let count = Arc::new(AtomicUsize::new(0));
-    let c = count.clone();
-    (count, move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    })
-}
-
 #[test]
 fn advance_to_next_fires_one_timer_at_a_time() {
     let (clock, engine) = manual();
     let start = clock.now();
-    let (first, bump_first) = counter();
-    let (second, bump_second) = counter();
+    let (first, bump_first) = counting_runs();
+    let (second, bump_second) = counting_runs();
     // On either shard, still queued when asked.
     engine.schedule_keyed(1, 3 * SEC, bump_first).unwrap();
     engine.schedule_keyed(2, 10 * SEC, bump_second).unwrap();
@@ -214,7 +206,7 @@ fn a_deadline_between_ticks_is_reported_at_the_tick_it_fires() {
         .build()
         .unwrap();
     let start = clock.now();
-    let (fired, bump) = counter();
+    let (fired, bump) = counting_runs();
     engine.schedule(Duration::from_millis(25), bump).unwrap();
     assert_eq!(
         clock.next_deadline(),

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+
+mod support;
 use shardwheel::{ManualClock, TimerEngine};
+use support::counting_runs;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -22,19 +25,10 @@ fn own_engine() -> (ManualClock, TimerEngine) {
     (clock, engine)
 }
 
-/// A callback that counts its runs, and the count.
-fn counting() -> (Arc<AtomicUsize>, impl FnMut() + Send + 'static) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    (runs, move || {
-        counted.fetch_add(1, Ordering::SeqCst);
-    })
-}
-
 #[test]
 fn schedule_on_an_entered_thread_fires_on_its_engines_clock() {
     let (clock, engine) = own_engine();
-    let (runs, callback) = counting();
+    let (runs, callback) = counting_runs();
     let _entered = engine.enter();
     let timer = shardwheel::schedule(SEC * 10, callback).unwrap();
     assert_eq!(engine.pending(), 1, "on the entered engine");
@@ -101,8 +95,8 @@ fn a_timeout_in_a_scope_elapses_on_its_clock() {
 #[test]
 fn repeating_timers_follow_the_entered_engine() {
     let (clock, engine) = own_engine();
-    let (plain, callback) = counting();
-    let (built, other) = counting();
+    let (plain, callback) = counting_runs();
+    let (built, other) = counting_runs();
     let _entered = engine.enter();
     let every = shardwheel::schedule_repeating(SEC, callback).unwrap();
     let fixed = shardwheel::repeating(SEC * 2)
@@ -161,7 +155,7 @@ fn engines_on_parallel_threads_keep_to_their_own_clocks() {
         .map(|n| {
             std::thread::spawn(move || {
                 let (clock, engine) = own_engine();
-                let (runs, callback) = counting();
+                let (runs, callback) = counting_runs();
                 let _entered = engine.enter();
                 shardwheel::schedule(SEC * n, callback).unwrap();
                 clock.advance(SEC * n - Duration::from_millis(1));

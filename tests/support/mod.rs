@@ -55,11 +55,18 @@ pub fn one_shard_ticking(clock: &ManualClock, tick: Duration) -> TimerEngine {
 }
 
 /// A callback that adds one to `ran`.
-pub fn adds_one(ran: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+pub fn adds_one(ran: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
     let ran = ran.clone();
     move || {
         ran.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// A callback that counts its runs, and the count.
+pub fn counting_runs() -> (Arc<AtomicUsize>, impl FnMut() + Send + 'static) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let callback = adds_one(&runs);
+    (runs, callback)
 }
 
 /// A waker that counts its wakes.
