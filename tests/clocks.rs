@@ -3,7 +3,7 @@
 #![cfg(not(loom))]
 
 mod support;
-use support::{counting_runs, manual, one_shard_ticking, scaled};
+use support::{counting_runs, manual, one_shard_on, one_shard_ticking, scaled};
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,11 +19,7 @@ const SEC: Duration = Duration::from_secs(1);
 #[test]
 fn an_advance_waits_for_a_backlog_of_due_timers() {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(1)
-        .build()
-        .unwrap();
+    let engine = one_shard_on(&clock);
     let ran = Arc::new(AtomicUsize::new(0));
     let n = scaled(40_000);
     for _ in 0..n {

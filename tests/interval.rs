@@ -3,7 +3,7 @@
 #![cfg(not(loom))]
 
 mod support;
-use support::CountingWaker;
+use support::{one_shard_ticking, CountingWaker};
 
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -286,11 +286,7 @@ fn interval_at_a_past_start_is_late_at_once() {
 #[test]
 fn a_zero_period_is_one_engine_tick() {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .tick(MS * 4)
-        .build()
-        .unwrap();
+    let engine = one_shard_ticking(&clock, MS * 4);
     let start = engine.now();
     let mut interval = engine.interval(Duration::ZERO);
     assert_eq!(interval.period(), MS * 4);

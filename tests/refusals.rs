@@ -25,21 +25,29 @@ fn run_for(window: Duration, looping: impl std::future::Future<Output = ()>) {
     assert!(outcome.is_err(), "the loop spun {SPINNING} times");
 }
 
+/// How many times `$step` completes, awaited in a loop, within `$window` (see `run_for`).
+macro_rules! passes_in {
+    ($window:expr, $step:expr) => {{
+        let mut passes = 0;
+        run_for($window, async {
+            loop {
+                $step.await;
+                passes += 1;
+                if passes == SPINNING {
+                    return;
+                }
+            }
+        });
+        passes
+    }};
+}
+
 #[test]
 fn a_loop_on_tick_does_not_spin_after_shutdown() {
     let engine = TimerEngine::builder().build().unwrap();
     let mut interval = engine.interval(MS * 50);
     drop(engine.shutdown());
-    let mut ticks = 0;
-    run_for(MS * 200, async {
-        loop {
-            interval.tick().await;
-            ticks += 1;
-            if ticks == SPINNING {
-                return;
-            }
-        }
-    });
+    let ticks = passes_in!(MS * 200, interval.tick());
     assert!(ticks <= 5, "{ticks} ticks of a 50 ms interval in 200 ms");
 }
 
@@ -47,16 +55,7 @@ fn a_loop_on_tick_does_not_spin_after_shutdown() {
 fn a_loop_on_sleep_does_not_spin_after_shutdown() {
     let engine = TimerEngine::builder().build().unwrap();
     drop(engine.shutdown());
-    let mut sleeps = 0;
-    run_for(MS * 200, async {
-        loop {
-            engine.sleep(MS * 100).await;
-            sleeps += 1;
-            if sleeps == SPINNING {
-                return;
-            }
-        }
-    });
+    let sleeps = passes_in!(MS * 200, engine.sleep(MS * 100));
     assert!(sleeps <= 5, "{sleeps} sleeps of 100 ms in 200 ms");
 }
 
@@ -64,16 +63,7 @@ fn a_loop_on_sleep_does_not_spin_after_shutdown() {
 fn a_loop_on_sleep_does_not_spin_at_the_cap() {
     let engine = TimerEngine::builder().max_pending(1).build().unwrap();
     let held = engine.schedule(Duration::from_secs(60), || {}).unwrap();
-    let mut sleeps = 0;
-    run_for(MS * 200, async {
-        loop {
-            engine.sleep(MS * 100).await;
-            sleeps += 1;
-            if sleeps == SPINNING {
-                return;
-            }
-        }
-    });
+    let sleeps = passes_in!(MS * 200, engine.sleep(MS * 100));
     assert!(sleeps <= 5, "{sleeps} sleeps of 100 ms in 200 ms");
     drop(held);
 }
@@ -83,16 +73,7 @@ fn a_loop_on_tick_does_not_spin_at_the_cap() {
     let engine = TimerEngine::builder().max_pending(1).build().unwrap();
     let held = engine.schedule(Duration::from_secs(60), || {}).unwrap();
     let mut interval = engine.interval(MS * 50);
-    let mut ticks = 0;
-    run_for(MS * 200, async {
-        loop {
-            interval.tick().await;
-            ticks += 1;
-            if ticks == SPINNING {
-                return;
-            }
-        }
-    });
+    let ticks = passes_in!(MS * 200, interval.tick());
     assert!(ticks <= 6, "{ticks} ticks of a 50 ms interval in 200 ms");
     drop(held);
 }

@@ -3,7 +3,7 @@
 #![cfg(not(loom))]
 
 mod support;
-use support::{capped, manual, on_manual_clock, poll_once, CountingWaker};
+use support::{capped, manual, on_manual_clock, one_shard_ticking, poll_once, CountingWaker};
 
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
@@ -273,11 +273,7 @@ fn a_sleep_pushed_later_under_a_cap_keeps_its_place_and_its_deadline() {
 #[test]
 fn a_timer_reset_at_is_due_at_that_deadline_rounded_up_to_the_tick() {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .tick(MS * 4)
-        .build()
-        .unwrap();
+    let engine = one_shard_ticking(&clock, MS * 4);
     let start = engine.now();
     let timer = engine.schedule_at(start + MS * 5, || {}).unwrap();
     assert_eq!(timer.deadline(), start + MS * 8);

@@ -10,18 +10,14 @@ use futures::FutureExt;
 
 mod support;
 use shardwheel::{ManualClock, TimerEngine};
-use support::counting_runs;
+use support::{counting_runs, one_shard_on};
 
 const SEC: Duration = Duration::from_secs(1);
 
 /// An engine of its own on a clock of its own.
 fn own_engine() -> (ManualClock, TimerEngine) {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .shards(1)
-        .build()
-        .unwrap();
+    let engine = one_shard_on(&clock);
     (clock, engine)
 }
 

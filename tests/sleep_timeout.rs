@@ -3,7 +3,9 @@
 #![cfg(not(loom))]
 
 mod support;
-use support::{on_manual_clock, one_shard_on, poll_once, CountingWaker, PATIENCE};
+use support::{
+    on_manual_clock, one_shard_on, one_shard_ticking, poll_once, CountingWaker, PATIENCE,
+};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -409,11 +411,7 @@ fn a_sleep_beyond_the_range_is_no_error_and_never_ends() {
 #[test]
 fn a_sleep_s_deadline_is_its_deadline_rounded_up_to_the_tick() {
     let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .tick(MS * 4)
-        .build()
-        .unwrap();
+    let engine = one_shard_ticking(&clock, MS * 4);
     let start = engine.now();
     assert_eq!(engine.sleep(MS * 5).deadline(), Some(start + MS * 8));
     assert_eq!(engine.sleep(MS * 8).deadline(), Some(start + MS * 8));

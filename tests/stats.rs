@@ -2,7 +2,7 @@
 //! queued and running, memory held for entries.
 
 mod support;
-use support::{adds_one, one_shard_on, scaled, wait_until};
+use support::{adds_one, capped, one_shard_on, scaled, wait_until};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -198,12 +198,7 @@ const MS: Duration = Duration::from_millis(1);
 
 #[test]
 fn each_refusal_counts_under_its_reason() {
-    let clock = ManualClock::new();
-    let engine = TimerEngine::builder()
-        .manual_clock(&clock)
-        .max_pending(1)
-        .build()
-        .unwrap();
+    let (_clock, engine) = capped(1);
     let _held = engine.schedule(60 * MS, || {}).unwrap();
     assert!(matches!(
         engine.schedule(60 * MS, || {}),
