@@ -22,7 +22,9 @@ pub(crate) struct ShardCallbacks {
     /// The engine's id (see `sync::next_engine_id`), to recognise its own callbacks.
     engine: u64,
     cap: Option<Arc<Cap>>,
-    handed_over: Counter,
+    /// Written by the tick thread every turn that fires: a line of its own, apart from `cap`,
+    /// which every schedule reads.
+    handed_over: CachePadded<Counter>,
     panicked: Counter,
     runs: Runs,
 }
@@ -33,7 +35,7 @@ impl ShardCallbacks {
         ShardCallbacks {
             engine,
             cap,
-            handed_over: Counter::default(),
+            handed_over: CachePadded::new(Counter::default()),
             panicked: Counter::default(),
             runs: Runs::new(pool_threads),
         }
