@@ -26,6 +26,7 @@ mod schedule_vs_shutdown;
 mod shutdown_callers;
 mod slab_chunks;
 mod sleep_vs_insert;
+mod young;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Wake;

@@ -35,7 +35,7 @@ fn sleep_while_a_producer_schedules(far: bool) {
         };
         shard.turn(engine.now_tick());
         let took_it = shard.shared().counts().in_wheel() == linked;
-        if shard.prepare_sleep().is_ok() && !took_it {
+        if shard.prepare_sleep(engine.now_tick()).is_ok() && !took_it {
             thread::park();
             shard.shared().signal().awake();
         }
@@ -70,7 +70,7 @@ fn sleep_vs_cancel() {
             handle
         });
         shard.shared().signal().set_thread(thread::current());
-        if shard.prepare_sleep().is_ok() {
+        if shard.prepare_sleep(engine.now_tick()).is_ok() {
             thread::park();
             shard.shared().signal().awake();
         }

@@ -69,6 +69,9 @@ fn the_cap_refuses_with_full_and_keeps_the_count_exact() {
     assert!(engine.stats().rejected >= 1);
 }
 
+/// Due too soon to be kept young: a timer that goes to its shard at once.
+const SOON: Duration = Duration::from_millis(1);
+
 #[test]
 fn a_cancelled_timer_counts_against_the_cap_until_its_shard_drops_it() {
     const CAP: usize = 8;
@@ -80,7 +83,7 @@ fn a_cancelled_timer_counts_against_the_cap_until_its_shard_drops_it() {
         .unwrap();
     // The shard is held, so the cancelled timer below keeps its place until it is let go.
     let go = hold_a_callback_thread(&engine);
-    let cancelled = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    let cancelled = engine.schedule(SOON, || {}).unwrap();
     assert!(cancelled.cancel());
     let mut held = Vec::new();
     while engine.pending() < CAP as u64 {
@@ -100,6 +103,30 @@ fn a_cancelled_timer_counts_against_the_cap_until_its_shard_drops_it() {
 }
 
 #[test]
+fn a_timer_cancelled_young_gives_its_place_back_with_the_shard_held() {
+    const CAP: usize = 4;
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .max_pending(CAP)
+        .build()
+        .unwrap();
+    let go = hold_a_callback_thread(&engine);
+    // Far timers stay young in this thread's lane: each cancel frees its place at this
+    // thread's next schedule, however many there are, while the shard is held.
+    let (accepted, refused) =
+        schedule_until_full(&engine, Duration::from_secs(60), 100 * CAP, |timer| {
+            assert!(timer.cancel());
+        });
+    assert!(!refused, "refused after {accepted} cancelled young timers");
+    assert!(engine.pending() <= 1, "only the last one is not swept yet");
+    go.send(()).unwrap();
+    assert_eq!(engine.shutdown().len(), 0);
+    assert_eq!(engine.stats().pending, 0);
+    assert_eq!(engine.stats().cancelled, 100 * CAP as u64);
+}
+
+#[test]
 fn the_cap_bounds_what_a_stalled_shard_holds() {
     const CAP: usize = 1_000;
     let engine = TimerEngine::builder()
@@ -111,10 +138,9 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
         .unwrap();
     // An inline callback that holds the shard until told to go.
     let go = hold_a_callback_thread(&engine);
-    let (accepted, refused) =
-        schedule_until_full(&engine, Duration::from_secs(60), 100 * CAP, |timer| {
-            assert!(timer.cancel());
-        });
+    let (accepted, refused) = schedule_until_full(&engine, SOON, 100 * CAP, |timer| {
+        assert!(timer.cancel());
+    });
     assert!(
         refused,
         "{accepted} timers queued behind a stalled shard under a cap of {CAP}"

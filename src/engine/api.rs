@@ -13,6 +13,7 @@ use super::shutdown::{Engine, Threads, Unfired};
 use super::stats::Stats;
 use crate::shard::{Lane, Memory, OneShot, Stopped};
 use crate::sync::{Arc, StdArc};
+use crate::time::Due;
 
 use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
 
@@ -67,7 +68,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.shared().clock.tick_after(delay), callback)
+        self.schedule_routed(None, self.shared().clock.due_after(delay), callback)
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -83,7 +84,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.shared().clock.tick_at(deadline), callback)
+        self.schedule_routed(None, self.shared().clock.due_at(deadline), callback)
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
@@ -97,7 +98,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.shared().clock.tick_after(delay), callback)
+        self.schedule_routed(Some(key), self.shared().clock.due_after(delay), callback)
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
@@ -110,7 +111,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.shared().clock.tick_at(deadline), callback)
+        self.schedule_routed(Some(key), self.shared().clock.due_at(deadline), callback)
     }
 
     /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
@@ -369,19 +370,19 @@ impl TimerEngine {
         sleep.shard().callbacks().engine() == self.shared().id
     }
 
-    /// Routes and queues a timer due at `tick` (`None`: refused as too far away), by `route`
-    /// if keyed, else to the calling thread's home shard.
+    /// Routes and queues a timer `due` (at no tick: refused as too far away), by `route` if
+    /// keyed, else to the calling thread's home shard.
     fn schedule_routed<F>(
         &self,
         route: Option<u64>,
-        tick: Option<u64>,
+        due: Due,
         callback: F,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
-        let lane = self.shared().lane(route);
-        Lane::schedule(lane, tick, OneShot(callback), Memory::Lane)
+        let (lane, ownership) = self.shared().lane(route);
+        Lane::schedule_as(lane, ownership, due, OneShot(callback), Memory::Lane)
             .map(|entry| TimerHandle::of(entry, lane.clone()))
             .map_err(ScheduleError::not_queued)
     }

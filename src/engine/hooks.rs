@@ -5,7 +5,6 @@ use super::api::TimerEngine;
 use super::builder::{Assembled, Builder};
 use super::closing::Phase;
 use super::shutdown::{Threads, Unfired};
-#[cfg(not(loom))]
 use crate::shard::Lane;
 use crate::shard::Shard;
 #[cfg(not(loom))]
@@ -43,6 +42,29 @@ impl TimerEngine {
     #[cfg(not(loom))]
     pub(crate) fn lanes_made(&self, shard: usize) -> usize {
         self.shared().lanes[shard].all().len()
+    }
+
+    /// Schedules `callback` `delay` ahead through the engine's one lane as its owner would:
+    /// under loom no thread owns a lane, so a model says which thread does (it alone calls
+    /// this). `Err` hands the callback back.
+    #[cfg(loom)]
+    pub(crate) fn schedule_as_owner<F: FnOnce() + Send + 'static>(
+        &self,
+        delay: std::time::Duration,
+        callback: F,
+    ) -> Result<crate::TimerHandle, F> {
+        use crate::shard::{Memory, OneShot, Ownership};
+        let lane = self.shared().lane_for(0);
+        let due = self.shared().clock.due_after(delay);
+        Lane::schedule_as(
+            lane,
+            Ownership::MODEL_OWNER,
+            due,
+            OneShot(callback),
+            Memory::Lane,
+        )
+        .map(|entry| crate::TimerHandle::of(entry, lane.clone()))
+        .map_err(|(_, callback)| callback)
     }
 
     /// The engine's current tick.

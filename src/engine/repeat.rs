@@ -8,6 +8,7 @@ use super::error::ScheduleError;
 use super::shared::EngineShared;
 use crate::shard::{Lane, Memory};
 use crate::sync::Arc;
+use crate::time::Due;
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
 /// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating); nothing is scheduled
@@ -142,7 +143,7 @@ fn schedule_repeating<R: RepeatFn>(
     if period.is_zero() {
         return Err(ScheduleError::ZeroPeriod(callback.into_value()));
     }
-    let lane = engine.lane(route);
+    let (lane, ownership) = engine.lane(route);
     let clock = &engine.clock;
     let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
         Some(first) => (first, clock.tick_at(first)),
@@ -156,7 +157,9 @@ fn schedule_repeating<R: RepeatFn>(
         period,
         pace,
     };
-    Lane::schedule(lane, tick, job, Memory::Own)
+    // Not kept young (`Memory::Own`): when it was made does not matter.
+    let due = Due { tick, born: 0 };
+    Lane::schedule_as(lane, ownership, due, job, Memory::Own)
         .map(|entry| TimerHandle::of(entry, lane.clone()))
         .map_err(ScheduleError::not_queued)
 }

@@ -303,6 +303,7 @@ pub(crate) struct CallbackCell<L> {
 }
 
 impl<L> CallbackCell<L> {
+    #[inline]
     pub(crate) fn full(callback: CallbackBox) -> Self {
         CallbackCell {
             word: callback.into_raw().as_ptr().cast(),
@@ -311,6 +312,7 @@ impl<L> CallbackCell<L> {
     }
 
     /// An empty cell holding `link`.
+    #[inline]
     pub(crate) fn empty(link: Option<NonNull<L>>) -> Self {
         CallbackCell {
             word: Self::empty_word(link),
@@ -319,12 +321,14 @@ impl<L> CallbackCell<L> {
     }
 
     /// The word of an empty cell holding `link`.
+    #[inline]
     fn empty_word(link: Option<NonNull<L>>) -> *mut () {
         const { assert!(mem::align_of::<L>() > EMPTY) };
         let at: *mut () = link.map_or(ptr::null_mut(), |link| link.as_ptr().cast());
         at.map_addr(|addr| addr | EMPTY)
     }
 
+    #[inline]
     fn callback(&self) -> Option<NonNull<Header>> {
         if self.word.addr() & EMPTY == 0 {
             // A full cell's word is a box's pointer, never null.
@@ -335,6 +339,7 @@ impl<L> CallbackCell<L> {
     }
 
     /// Takes the callback, leaving the cell empty with no link; `None` if it was empty.
+    #[inline]
     pub(crate) fn take(&mut self) -> Option<CallbackBox> {
         let header = self.callback()?;
         // The word alone: assigning a whole cell would drop this one, still full.
@@ -356,6 +361,7 @@ impl<L> CallbackCell<L> {
 }
 
 impl<L> Drop for CallbackCell<L> {
+    #[inline]
     fn drop(&mut self) {
         drop(self.take());
     }

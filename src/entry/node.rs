@@ -59,6 +59,7 @@ unsafe impl Sync for Entry {}
 pub(super) type Won = (StateWord, CallbackBox);
 
 impl Entry {
+    #[inline]
     pub(crate) fn new(deadline: u64, callback: CallbackBox) -> Self {
         Entry::with_word(StateWord::pending(deadline), Some(callback))
     }
@@ -68,6 +69,7 @@ impl Entry {
         Entry::with_word(StateWord::pending(deadline).repeating(), None)
     }
 
+    #[inline]
     fn with_word(word: StateWord, callback: Option<CallbackBox>) -> Self {
         Entry {
             state: AtomicU64::new(word.bits()),

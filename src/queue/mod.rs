@@ -8,11 +8,13 @@
 //! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).
 //! - `unlink`: [`Unlinks`], timers cancelled after linking, for the shard to unlink.
 //! - `recycle`: [`Recycler`], dead entries handed back to a lane's owner for reuse.
+//! - `young`: [`Young`], new timers a lane's owner keeps at home until they have lived a while.
 
 mod inbound;
 mod recycle;
 mod ring;
 mod unlink;
+mod young;
 
 pub(crate) use inbound::{Inbound, Pop};
 pub(crate) use recycle::{Recycler, RETURN_LIMIT};
@@ -20,3 +22,4 @@ pub(crate) use ring::Ring;
 #[cfg(all(test, loom))]
 pub(crate) use ring::RING_CELLS;
 pub(crate) use unlink::{Requests, Unlinks};
+pub(crate) use young::{Take, Young};

@@ -7,7 +7,8 @@
 //! - At the end of a turn the shard links a lane's dead entries through `next` and pushes the
 //!   chain onto the lane's take-all `returned` stack with one CAS ([`Recycler::give`]).
 //! - The owner draws from a private stash, refilled by taking the whole stack with one swap
-//!   ([`Recycler::take`]).
+//!   ([`Recycler::take`]); a timer it takes back young goes straight into the stash
+//!   ([`Recycler::keep`], see `queue::young`).
 //!
 //! The shard gives a lane at most `KEEP_PER_TURN` (`shard::worker`) a turn, and more than
 //! [`RETURN_LIMIT`] only after seeing the stack emptied; past that it frees them. Shutdown
@@ -81,6 +82,7 @@ impl Recycler {
     /// # Safety
     /// The caller is the lane's owner thread (so `free_stash` is not running: it runs only
     /// once the lane is closed to owners).
+    #[inline]
     pub(crate) unsafe fn take(&self) -> Option<EntryRef> {
         // SAFETY: by this function's contract the calling thread alone touches the stash.
         self.stash.with_mut(|stash| unsafe {
@@ -106,6 +108,23 @@ impl Recycler {
             }
             Some(EntryRef::from_raw(head))
         })
+    }
+
+    /// Owner: keeps `spare` (unshared, resolved and unlinked: a timer cancelled young) in the
+    /// stash, first in line for the next schedule while its memory is in this cpu's cache.
+    ///
+    /// # Safety
+    /// As [`take`](Self::take).
+    #[inline]
+    pub(crate) unsafe fn keep(&self, spare: EntryRef) {
+        let node = EntryRef::into_raw(spare).cast_mut();
+        // SAFETY: by this function's contract the calling thread alone touches the stash, and
+        // `node` carries the count `into_raw` took, so this thread alone writes its `next`.
+        self.stash.with_mut(|stash| unsafe {
+            // Relaxed: the stash is this thread's alone.
+            (*node).next.store(*stash, Ordering::Relaxed);
+            *stash = node;
+        });
     }
 
     /// Frees the entries on the stack. Any thread; used once the shard thread is gone.

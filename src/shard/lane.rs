@@ -1,10 +1,14 @@
 //! Lanes: the inbound side of a shard, and the one path by which a timer gets onto it.
 //!
 //! A shard has a lane per scheduling thread (see `lanes`; past the table's capacity threads
-//! share), so queue tails and counters are mostly one thread's. A lane carries the owner's
-//! ring and `inserts` (new timers), `unlinks` (cancelled after linking) and `changes` (reset
-//! earlier; a `SegQueue`, since a linked entry's links are the wheel's). Its owner (see
-//! `owner`) reuses spares and carves entries from its chunks. A handle keeps its lane alive.
+//! share), so queue tails and counters are mostly one thread's. A lane carries its owner's
+//! young timers (`queue::young`), the owner's ring and `inserts` (new timers), `unlinks`
+//! (cancelled after linking) and `changes` (reset earlier; a `SegQueue`, since a linked
+//! entry's links are the wheel's). Its owner (see `owner`) reuses spares and carves entries
+//! from its chunks. A handle keeps its lane alive.
+//!
+//! The owner keeps a new timer due well past the horizon (see `horizon`) young, at home, and
+//! sweeps it from there (see `young`).
 //!
 //! # Shutdown hand-off
 //!
@@ -19,9 +23,13 @@ use std::ptr::NonNull;
 use super::owner::{LaneCounts, Ownership, Refusal};
 use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
-use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks};
+use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permits, SegQueue};
+use crate::time::Due;
+
+mod held;
+mod young;
 
 /// What a timer runs: [`Lane::schedule`] builds its entry once admitted, or hands it back.
 pub(crate) trait TimerKind {
@@ -64,6 +72,8 @@ pub(crate) enum Memory {
 
 /// One lane of a shard: the queues from one producer thread (or several, see `lanes`) into it.
 pub(crate) struct Lane {
+    /// New timers the owner keeps at home for now (see `queue::young`).
+    young: Young,
     /// New timers from the lane's owner (see `queue::ring`).
     ring: Ring,
     /// New timers from every other thread, and from the owner when its ring is full.
@@ -81,6 +91,7 @@ pub(crate) struct Lane {
 impl Lane {
     pub(crate) fn new(shard: Arc<ShardShared>) -> Self {
         Lane {
+            young: Young::new(),
             ring: Ring::new(),
             inserts: Inbound::new(),
             unlinks: Unlinks::new(),
@@ -111,27 +122,49 @@ impl Lane {
         self.slab.bytes()
     }
 
-    /// Admits a timer due at `tick` (`None`: beyond range), builds its entry from `kind` in
+    /// Admits a timer `due` (its tick `None`: beyond range), builds its entry from `kind` in
     /// `memory` and queues it. A refusal (at admission or by a racing shutdown) hands the value
     /// back with its reason.
     #[inline]
     pub(crate) fn schedule<K: TimerKind>(
         lane: &Arc<Self>,
-        tick: Option<u64>,
+        due: Due,
         kind: K,
         memory: Memory,
     ) -> Result<EntryRef, (Refusal, K::Value)> {
-        let (tick, permit) = match lane.admit(tick) {
+        Lane::schedule_as(lane, Lane::ownership(lane), due, kind, memory)
+    }
+
+    /// As [`schedule`](Self::schedule), from a thread whose `ownership` of `lane` is known.
+    #[inline]
+    pub(crate) fn schedule_as<K: TimerKind>(
+        lane: &Arc<Self>,
+        ownership: Ownership,
+        due: Due,
+        kind: K,
+        memory: Memory,
+    ) -> Result<EntryRef, (Refusal, K::Value)> {
+        let (tick, permit) = match lane.admit(due.tick) {
             Ok(admitted) => admitted,
             Err(refusal) => return Err((refusal, kind.refused())),
         };
         let entry = kind.entry(lane, tick);
-        let ownership = Lane::ownership(lane);
         let entry = match memory {
             Memory::Lane => lane.new_entry(ownership, entry),
             Memory::Own => EntryRef::new(entry),
         };
-        match lane.enqueue(ownership, &entry, permit) {
+        // SAFETY: the entry was just made or reused: no other reference exists.
+        let queued = unsafe { EntryRef::share_unshared(&entry) };
+        let young = memory == Memory::Lane
+            && ownership.mine()
+            && lane.shard.horizon().keeps(tick, due.born);
+        let done = if young {
+            // SAFETY: the calling thread owns the lane.
+            unsafe { lane.enqueue_young(&entry, queued, due.born, permit) }
+        } else {
+            lane.enqueue(ownership, &entry, queued, permit)
+        };
+        match done {
             Ok(()) => Ok(entry),
             Err(callback) => Err((Refusal::Shutdown, K::taken_back(callback))),
         }
@@ -141,7 +174,7 @@ impl Lane {
     /// back here, the timer stops.
     pub(crate) fn requeue(lane: &Arc<Self>, entry: &EntryRef) {
         let permit = Permits::reclaim(lane.shard.cap(), 1);
-        drop(lane.enqueue(Lane::ownership(lane), entry, permit));
+        drop(lane.enqueue(Lane::ownership(lane), entry, entry.clone(), permit));
     }
 
     /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
@@ -175,38 +208,52 @@ impl Lane {
         Some(refusal)
     }
 
-    /// Queues `entry`, admitted with `permit`; `ownership` is the calling thread's for this
-    /// lane. A shutdown racing the push that this call wins back returns the permit and the
-    /// callback as the error (see the module's shutdown hand-off).
+    /// Queues `entry` (`queued`: the queue's reference to it), admitted with `permit`;
+    /// `ownership` is the calling thread's for this lane. A shutdown racing the push that this
+    /// call wins back returns the permit and the callback as the error (see the module's
+    /// shutdown hand-off).
     #[inline]
     fn enqueue(
         &self,
         ownership: Ownership,
         entry: &EntryRef,
+        queued: EntryRef,
         permit: Permits<'_>,
     ) -> Result<(), CallbackBox> {
         let mine = ownership.mine();
         self.counts.add_scheduled(mine);
         if mine {
             // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
-            if let Err(full) = unsafe { self.ring.push(entry.clone()) } {
+            if let Err(full) = unsafe { self.ring.push(queued) } {
                 self.inserts.push(full);
             }
         } else {
-            self.inserts.push(entry.clone());
+            self.inserts.push(queued);
         }
         // `notify` passes a SeqCst fence before reading the sleep word; the `stop` read below
         // follows it, as the shutdown hand-off needs.
         self.shard.signal().notify();
         if self.shard.stop_seen_after_fence() {
-            fence(Ordering::SeqCst);
-            if let Ok((_, callback)) = entry.give_back() {
-                self.counts.unschedule();
-                drop(permit);
-                return Err(callback);
-            }
-            // Shutdown already handed it back, or the shard fired it: it is accounted for.
+            return self.take_back(entry, permit);
         }
+        permit.hold();
+        Ok(())
+    }
+
+    /// A schedule that found the stop flag set after its push: hands its own timer back, if
+    /// shutdown did not (see the module's shutdown hand-off).
+    pub(super) fn take_back(
+        &self,
+        entry: &EntryRef,
+        permit: Permits<'_>,
+    ) -> Result<(), CallbackBox> {
+        fence(Ordering::SeqCst);
+        if let Ok((_, callback)) = entry.give_back() {
+            self.counts.unschedule();
+            drop(permit);
+            return Err(callback);
+        }
+        // Shutdown already handed it back, or the shard fired it: it is accounted for.
         permit.hold();
         Ok(())
     }
@@ -272,6 +319,10 @@ impl Lane {
     /// # Safety
     /// The shard thread has left its loop for good and its wheel has been drained.
     pub(super) unsafe fn empty_after_stop(&self, out: &mut Vec<EntryRef>) -> usize {
+        // First, as a schedule in progress may still send young timers to the other queues.
+        // SAFETY: shutdown set the stop flag and passed a SeqCst fence before joining the
+        // shard thread.
+        unsafe { self.young.take_after_stop(out) };
         loop {
             // SAFETY: by this function's contract this thread is the only consumer.
             match unsafe { self.pop_insert() } {
@@ -312,7 +363,13 @@ impl Lane {
         !self.unlinks.is_empty()
     }
 
+    /// Whether the lane has work for the shard, young timers included.
     pub(crate) fn has_work(&self) -> bool {
+        self.has_queued() || self.has_young()
+    }
+
+    /// Whether the lane has work for the shard, young timers aside.
+    pub(super) fn has_queued(&self) -> bool {
         !self.ring.is_empty()
             || !self.inserts.is_empty()
             || !self.unlinks.is_empty()
@@ -321,7 +378,9 @@ impl Lane {
 
     /// `entry` in a spare or a chunk block if the calling thread owns the lane (per
     /// `ownership`), else in a block of its own.
-    #[inline]
+    // Always: a call passes the entry through memory the callee reads back wider than it
+    // was written, which stalled each schedule (measured in BENCHMARKS.md).
+    #[inline(always)]
     fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
         if !ownership.mine() {
             return EntryRef::new(entry);
@@ -350,7 +409,7 @@ impl Lane {
 impl Lane {
     /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
     #[inline]
-    pub(super) fn ownership(lane: &Arc<Self>) -> Ownership {
+    pub(crate) fn ownership(lane: &Arc<Self>) -> Ownership {
         lane.counts.ownership(|me| held::record(lane, me))
     }
 
@@ -358,63 +417,5 @@ impl Lane {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
         Lane::ownership(lane).mine()
-    }
-}
-
-/// The lanes the current thread owns, given up when it exits.
-#[cfg(not(loom))]
-mod held {
-    use std::cell::RefCell;
-
-    use super::Lane;
-    use crate::sync::{Arc, Weak};
-
-    /// A thread's owned lanes; dropped (and so given up) when the thread exits.
-    struct Held {
-        number: usize,
-        lanes: Vec<Weak<Lane>>,
-    }
-
-    impl Drop for Held {
-        fn drop(&mut self) {
-            for lane in self.lanes.drain(..) {
-                if let Some(lane) = lane.upgrade() {
-                    lane.counts().give_up(self.number);
-                }
-            }
-        }
-    }
-
-    thread_local! {
-        static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
-    }
-
-    /// Records that the thread numbered `number` (the calling thread) owns `lane`; false if the
-    /// thread is exiting and its record is gone.
-    pub(super) fn record(lane: &Arc<Lane>, number: usize) -> bool {
-        HELD.try_with(|held| {
-            let mut held = held.borrow_mut();
-            let held = held.get_or_insert_with(|| Held {
-                number,
-                lanes: Vec::new(),
-            });
-            if held.lanes.len() == held.lanes.capacity() {
-                // Forget lanes whose engines are gone before the list grows.
-                held.lanes.retain(|lane| lane.strong_count() > 0);
-            }
-            held.lanes.push(Arc::downgrade(lane));
-        })
-        .is_ok()
-    }
-}
-
-/// Under loom no thread owns a lane (see `sync::owner_number`).
-#[cfg(loom)]
-mod held {
-    use super::Lane;
-    use crate::sync::Arc;
-
-    pub(super) fn record(_: &Arc<Lane>, _: usize) -> bool {
-        false
     }
 }

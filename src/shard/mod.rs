@@ -2,16 +2,20 @@
 //! which everyone else reaches it. It imports callbacks, pinning, the wheel, queues, entries.
 //!
 //! - `worker`: [`Shard`], the tick thread's state and loop (turn, poll, sleep).
-//! - `core`: [`ShardShared`], its stop flag, counters, clock, cap, signal.
+//! - `shared`: [`ShardShared`], its stop flag, counters, clock, cap, signal.
+//! - `outcomes`: what a turn does with the entries it handled.
 //! - `lane`: [`Lane`], the queues from one producer thread, and admission (the producer's half
-//!   of the shutdown hand-off).
+//!   of the shutdown hand-off); the owner's young timers.
+//! - `horizon`: when a young timer leaves its owner's lane.
 //! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 
+mod horizon;
 mod lane;
 mod lanes;
 mod lateness;
+mod outcomes;
 mod owner;
 mod shared;
 mod signal;
@@ -23,5 +27,5 @@ pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]
 pub(crate) use owner::LaneCounts;
-pub(crate) use owner::Refusal;
+pub(crate) use owner::{Ownership, Refusal};
 pub(crate) use worker::{Shard, Stopped};

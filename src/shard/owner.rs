@@ -175,6 +175,7 @@ impl LaneCounts {
     }
 
     /// Counts a timer scheduled by the calling thread; `mine`: it owns the lane.
+    #[inline]
     pub(crate) fn add_scheduled(&self, mine: bool) {
         self.add_as(mine, Count::Scheduled, 1);
     }
@@ -185,6 +186,7 @@ impl LaneCounts {
         self.add_rejected(Refusal::Shutdown);
     }
 
+    #[inline]
     pub(crate) fn add_cancelled(&self) {
         self.add(Count::Cancelled, 1);
     }
@@ -206,13 +208,21 @@ impl LaneCounts {
     }
 }
 
-/// What [`Lane::ownership`] found for the calling thread, read once per call. `true` stays
-/// true while the call lasts (an owner owns until exit). Not `Send`: it speaks for the thread
-/// (and for the lane it came from).
+/// What [`Lane::ownership`] found for the calling thread. `true` stays true while the
+/// thread lives (an owner owns until exit, or until its engine is dropped). Not `Send`: it
+/// speaks for the thread (and for the lane it came from).
 #[derive(Clone, Copy)]
-pub(super) struct Ownership(bool, PhantomData<*const ()>);
+pub(crate) struct Ownership(bool, PhantomData<*const ()>);
 
 impl Ownership {
+    /// Not the owner.
+    #[cfg(not(loom))]
+    pub(crate) const NONE: Ownership = Ownership(false, PhantomData);
+
+    /// The owner, as a loom model says (no thread owns a lane under loom).
+    #[cfg(all(test, loom))]
+    pub(crate) const MODEL_OWNER: Ownership = Ownership(true, PhantomData);
+
     fn new(mine: bool) -> Self {
         Ownership(mine, PhantomData)
     }

@@ -3,6 +3,7 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::horizon::Horizon;
 use super::lateness::Lateness;
 use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
@@ -19,6 +20,8 @@ pub(crate) struct ShardShared {
     callbacks: Arc<ShardCallbacks>,
     lateness: Lateness,
     clock: TickClock,
+    /// When a young timer leaves its owner's lane.
+    horizon: Horizon,
     pinning: Pinning,
     lookahead: Lookahead,
 }
@@ -93,12 +96,14 @@ impl ShardShared {
             counts: CachePadded::new(ShardCounts::default()),
             callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_threads)),
             lateness: Lateness::new(),
+            horizon: Horizon::new(clock.tick_nanos()),
             clock,
             pinning: Pinning::default(),
             lookahead: Lookahead::default(),
         }
     }
 
+    #[inline]
     pub(crate) fn signal(&self) -> &Signal {
         &self.signal
     }
@@ -121,8 +126,15 @@ impl ShardShared {
         &self.lateness
     }
 
+    #[inline]
     pub(crate) fn clock(&self) -> &TickClock {
         &self.clock
+    }
+
+    /// When a young timer leaves its owner's lane.
+    #[inline]
+    pub(super) fn horizon(&self) -> &Horizon {
+        &self.horizon
     }
 
     /// Tells the shard to stop; producers seeing the flag take back what they queue. The
@@ -133,20 +145,24 @@ impl ShardShared {
 
     /// The `stop` flag as a producer reads it after its push: Relaxed, ordered by the fence
     /// it just passed (see `Lane::enqueue`).
+    #[inline]
     pub(super) fn stop_seen_after_fence(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// The engine's cap on pending timers, if it has one (see `sync::cap`).
+    #[inline]
     pub(crate) fn cap(&self) -> Option<&Cap> {
         self.callbacks.cap()
     }
 
     /// A permit for a new timer; `None` if the engine's cap is reached.
+    #[inline]
     pub(super) fn take_permit(&self) -> Option<Permits<'_>> {
         Permits::take(self.cap())
     }
 
+    #[inline]
     pub(crate) fn is_stopped(&self) -> bool {
         // Acquire: pairs with the SeqCst store in shutdown; the shard exits its loop.
         self.stop.load(Ordering::Acquire)
@@ -176,6 +192,7 @@ impl ShardShared {
     }
 
     /// Whether the engine has a cap on pending timers.
+    #[inline]
     pub(super) fn has_cap(&self) -> bool {
         self.cap().is_some()
     }
@@ -215,6 +232,7 @@ impl ShardShared {
     }
 
     /// Gives back the permits of `count` timers the engine is done with.
+    #[inline]
     pub(crate) fn done_with(&self, count: usize) {
         drop(Permits::reclaim(self.cap(), count));
     }

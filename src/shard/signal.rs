@@ -4,7 +4,8 @@
 //! One with empty queues announces its sleep in the word first; a Dekker pair on SeqCst fences:
 //!
 //! - producer: push; fence; read the word; if a sleep is announced, swap it to `AWAKE` and,
-//!   winning, unpark the shard.
+//!   winning, unpark the shard. A young timer (see `queue::young`) wakes it only if the sleep
+//!   lasts past the tick by which the shard must take that timer.
 //! - shard: write the word; fence; look at the queues; if not empty, back to `AWAKE`, no park.
 //!
 //! Either the shard sees the item or the producer the announcement. An unpark before the park
@@ -36,16 +37,34 @@ impl Signal {
         *self.thread.lock() = Some(thread);
     }
 
-    /// Producer side, after pushing work: wakes the shard if it announced a long sleep.
+    /// Producer side, after pushing work: wakes the shard if it announced a sleep.
+    #[inline]
     pub(super) fn notify(&self) {
         // SeqCst: the producer's side of the Dekker pair (see the module docs).
         fence(Ordering::SeqCst);
-        // Relaxed load: the fence above orders it after the push.
+        if self.announced().is_some() {
+            self.wake_sleeper();
+        }
+    }
+
+    /// Producer side, after its push and a SeqCst fence: the sleep the shard announced, if
+    /// any: until a tick, or (`None`) until woken.
+    #[inline]
+    pub(super) fn announced(&self) -> Option<Option<u64>> {
+        // Relaxed: the caller's fence orders it after the push.
+        match self.sleep.load(Ordering::Relaxed) {
+            AWAKE => None,
+            FOREVER => Some(None),
+            until => Some(Some(until - 1)),
+        }
+    }
+
+    /// Producer side, having seen a sleep announced: wakes the shard unless another producer
+    /// did first.
+    pub(super) fn wake_sleeper(&self) {
         // AcqRel swap: decides which notifier unparks; its Acquire pairs with the
         // announcement so the recorded thread handle is visible to `unpark`.
-        if self.sleep.load(Ordering::Relaxed) != AWAKE
-            && self.sleep.swap(AWAKE, Ordering::AcqRel) != AWAKE
-        {
+        if self.sleep.swap(AWAKE, Ordering::AcqRel) != AWAKE {
             self.unpark();
         }
     }
@@ -63,6 +82,15 @@ impl Signal {
         self.sleep.store(word, Ordering::SeqCst);
         // SeqCst: the shard's side of the Dekker pair (see the module docs).
         fence(Ordering::SeqCst);
+    }
+
+    /// Shard side, after [`announce_sleep`](Self::announce_sleep) and its look at the queues:
+    /// the sleep ends sooner, at `until` (a young timer's horizon, see `queue::young`).
+    pub(super) fn shorten_sleep(&self, until: u64) {
+        // Relaxed: a producer still reading the longer sleep wakes the shard needlessly, which
+        // is harmless; the word only ever shrinks here.
+        self.sleep
+            .store(until.saturating_add(1).min(FOREVER - 1), Ordering::Relaxed);
     }
 
     /// Shard side: back to polling; producers need not wake it.

@@ -3,25 +3,27 @@
 //! Each [`Shard::turn`]:
 //! 1. unlinks the timers cancelled after linking (every lane's unlink stack, see
 //!    `queue::unlink`) and moves those reset earlier (the `changes` queue);
-//! 2. links new timers from every lane's ring and `inserts` queue (dropping those cancelled
-//!    while queued);
+//! 2. links new timers from every lane's ring and `inserts` queue, and the young timers of a
+//!    lane whose oldest has passed the horizon (see `queue::young`), dropping those cancelled
+//!    while queued;
 //! 3. advances the wheel to now, winning PENDING→FIRED for each due timer;
 //! 4. hands the turn's callbacks to the executor as one batch, and dead unshared entries back
 //!    to their lanes (see `queue::recycle`).
 //!
 //! Between turns it polls once a tick while work arrives, a slot is due next tick or handed
 //! callbacks wait to begin (then at least every [`LOOK_AGAIN`]); otherwise it sleeps until the
-//! wheel's next deadline (see `signal`).
+//! wheel's next deadline or a young timer's horizon, whichever comes first (see `signal`).
 
 use std::time::Duration;
 
 use super::lane::Lane;
 use super::lanes::Lanes;
+use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
 use crate::callbacks::Executor;
-use crate::entry::{EntryRef, Fired, Lifecycle};
+use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
-use crate::queue::{Pop, Requests, RETURN_LIMIT};
+use crate::queue::{Pop, Requests, Take};
 use crate::sync::{thread, Arc};
 use crate::wheel::{Settled, Wheel};
 
@@ -35,10 +37,6 @@ const LOOK_AGAIN: Duration = Duration::from_micros(250);
 
 /// Unlink requests handled at a time, their neighbours loaded first (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
-
-/// The most dead entries a turn keeps to give back to one lane: a steady flow comes back
-/// whole, a spike's does not come back as long as itself.
-const KEEP_PER_TURN: usize = 4 * RETURN_LIMIT;
 
 /// A reused buffer a spike grew past this is shrunk back once a turn needs a quarter of it or
 /// less; a steady flow does not reallocate it every turn.
@@ -68,6 +66,8 @@ pub(crate) struct Shard {
     unlinked: Requests,
     /// How late turns begin, to unpin a pinned thread that its cpu cannot keep on time.
     lag: LagWatch,
+    /// On a manual clock, which jumps: take every young timer each turn.
+    take_all_young: bool,
 }
 
 /// A stopped shard: its wheel and lanes, for shutdown to empty; its holder is the only
@@ -92,115 +92,6 @@ impl Stopped {
         }
         // The timers cancelled while linked whose requests were still waiting: dropped now.
         self.shared.done_with(released);
-    }
-}
-
-/// What a turn does with the entries it handled.
-struct Outcomes {
-    /// The callbacks fired, for the executor.
-    fired: Vec<Fired>,
-    /// How many were due at each deadline tick, runs counted together (see `lateness`).
-    due: Vec<(u64, u64)>,
-    /// The dead entries, for their lanes to reuse.
-    spares: Spares,
-    /// Whether the engine has a cap (see `count_dropped`).
-    capped: bool,
-    /// Cancelled timers dropped in this turn, whose permits the turn releases.
-    dropped: usize,
-}
-
-impl Outcomes {
-    /// Puts a settled entry where it goes: a fired callback to the batch, a dead one to its
-    /// lane's spares.
-    fn record(&mut self, settled: Settled, index: usize, lane: &Lane) {
-        match settled {
-            Settled::Fired(fired, deadline) => self.fire(fired, deadline),
-            Settled::Dropped(dead) => self.spares.keep(index, lane, dead),
-            Settled::Linked | Settled::LeftToUnlink => {}
-        }
-    }
-
-    /// Records an entry taken from an inbound queue or ring. A cancelled timer keeps its
-    /// permit until the shard drops its entry, so the cap bounds a stalled shard's memory:
-    /// one cancelled while queued is dropped here, one cancelled while linked when its unlink
-    /// request is taken. Every arming passes through a queue once.
-    fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
-        if let Settled::Dropped(dead) = &settled {
-            if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
-                self.count_dropped();
-            }
-        }
-        self.record(settled, index, lane);
-    }
-
-    /// Keeps a callback fired for its deadline tick `deadline`, for the executor.
-    fn fire(&mut self, fired: Fired, deadline: u64) {
-        self.fired.push(fired);
-        match self.due.last_mut() {
-            Some((tick, count)) if *tick == deadline => *count += 1,
-            _ => self.due.push((deadline, 1)),
-        }
-    }
-
-    /// Counts a cancelled timer the shard drops, whose permit the turn releases.
-    fn count_dropped(&mut self) {
-        if self.capped {
-            self.dropped += 1;
-        }
-    }
-}
-
-/// The dead entries a turn gives back to each lane (indexed as `Shard::lanes`).
-#[derive(Default)]
-struct Spares {
-    kept: Vec<Vec<EntryRef>>,
-    /// How many entries each lane's stack has been given since the shard last saw it empty.
-    given: Vec<usize>,
-}
-
-impl Spares {
-    /// Makes room for `lanes` lanes.
-    fn grow(&mut self, lanes: usize) {
-        self.kept.resize_with(lanes, Vec::new);
-        self.given.resize(lanes, 0);
-    }
-
-    /// Keeps `entry` (resolved, out of the wheel) for lane `index` if no one else holds it and
-    /// the lane has an owner; otherwise drops it.
-    fn keep(&mut self, index: usize, lane: &Lane, mut entry: EntryRef) {
-        if EntryRef::get_mut(&mut entry).is_none() || !lane.counts().has_owner() {
-            return;
-        }
-        let kept = self.kept[index].len();
-        if kept >= KEEP_PER_TURN {
-            return;
-        }
-        if self.given[index] + kept >= RETURN_LIMIT {
-            if !lane.spares_drained() {
-                return;
-            }
-            self.given[index] = 0;
-        }
-        self.kept[index].push(entry);
-    }
-
-    /// Pushes each lane's kept entries onto its stack.
-    fn flush(&mut self, lanes: &[Arc<Lane>]) {
-        for ((lane, kept), given) in lanes
-            .iter()
-            .zip(self.kept.iter_mut())
-            .zip(self.given.iter_mut())
-        {
-            let n = kept.len();
-            if n == 0 {
-                continue;
-            }
-            if lane.give_spares(kept) {
-                *given = n;
-            } else {
-                *given += n;
-            }
-        }
     }
 }
 
@@ -234,7 +125,9 @@ impl Shard {
         let shared = table.shard().clone();
         let capped = shared.has_cap();
         let lag = LagWatch::new(shared.clock().tick_nanos());
+        let take_all_young = shared.clock().manual().is_some();
         Shard {
+            take_all_young,
             shared,
             outcomes: Outcomes {
                 fired: Vec::new(),
@@ -260,6 +153,7 @@ impl Shard {
         let mut fresh = std::mem::take(&mut self.fresh);
         // The most unlink requests one lane had: what the shared buffer must hold a turn.
         let mut most_requests = 0;
+        let young_by = self.shared.horizon().taken_by(now);
         for (index, lane) in self.lanes.iter().enumerate() {
             let unlinked = &mut self.unlinked.0;
             let requests = lane.take_unlinks(unlinked);
@@ -283,6 +177,11 @@ impl Shard {
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.reconsider(entry);
                 self.outcomes.record(settled, index, lane);
+            }
+            match lane.take_young(young_by, self.take_all_young, &mut fresh) {
+                // The owner is scheduling: come back next tick.
+                Take::Took | Take::Busy => turn = turn.max(Turn::Busy),
+                Take::Young(_) | Take::Empty => {}
             }
             // SAFETY: the shard thread is the only consumer of its lanes' queues.
             if unsafe { lane.take_from_ring(&mut fresh) } > 0 {
@@ -374,17 +273,35 @@ impl Shard {
         }
     }
 
-    /// Announces a sleep until the wheel's next deadline and returns it (`None`: until woken),
-    /// or returns `Err(())` without sleeping if work arrived or the shard was stopped.
-    pub(crate) fn prepare_sleep(&mut self) -> Result<Option<u64>, ()> {
-        let until = self.wheel.next_deadline();
-        self.shared.signal().announce_sleep(until);
+    /// Announces a sleep until the wheel's next deadline or the first young timer's horizon
+    /// and returns it (`None`: until woken), or returns `Err(())` without sleeping if work
+    /// arrived, a young timer is due to be taken, or the shard was stopped.
+    pub(crate) fn prepare_sleep(&mut self, now: u64) -> Result<Option<u64>, ()> {
+        let shared = self.shared.clone();
+        let signal = shared.signal();
+        let mut until = self.wheel.next_deadline();
+        signal.announce_sleep(until);
         // After the announcement's fence: a lane made by a producer that missed the
-        // announcement is found here (see `shard::lanes`).
+        // announcement is found here (see `shard::lanes`), and so is a young timer.
         self.find_new_lanes();
-        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_work()) {
-            self.shared.signal().awake();
+        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_queued()) {
+            signal.awake();
             return Err(());
+        }
+        let horizon = shared.horizon();
+        let young = (self.lanes.iter())
+            .filter_map(|lane| lane.young_since())
+            .map(|born| horizon.take_tick(born))
+            .min();
+        if let Some(take) = young {
+            if self.take_all_young || take <= now {
+                signal.awake();
+                return Err(());
+            }
+            if until.is_none_or(|until| take < until) {
+                signal.shorten_sleep(take);
+                until = Some(take);
+            }
         }
         Ok(until)
     }
@@ -427,7 +344,7 @@ impl Shard {
                     clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
                 }
-                Turn::Idle => match self.prepare_sleep() {
+                Turn::Idle => match self.prepare_sleep(now) {
                     Ok(until) => {
                         clock.sleep_until(until);
                         self.shared.signal().awake();

@@ -151,6 +151,24 @@ impl<T> SlabArc<T> {
         unsafe { SlabArc::from_block(NonNull::new_unchecked(block)) }
     }
 
+    /// A second reference to a value only `this` holds: the count goes from one to two with a
+    /// plain store, where `clone` would take a read-modify-write.
+    ///
+    /// # Safety
+    /// `this` is the value's only reference (just made, or seen unshared by `get_mut`), so no
+    /// other thread touches the count.
+    #[inline]
+    pub(crate) unsafe fn share_unshared(this: &Self) -> Self {
+        debug_assert_eq!(this.count().load(Ordering::Relaxed), 1);
+        // Relaxed: by this function's contract no other thread reads the count until the new
+        // reference is published, which orders this store before it.
+        this.count().store(2, Ordering::Relaxed);
+        SlabArc {
+            block: this.block,
+            _owns: PhantomData,
+        }
+    }
+
     /// The value, mutably, if no one else holds it.
     pub(crate) fn get_mut(this: &mut Self) -> Option<&mut T> {
         // Acquire: pairs with every dropped holder's Release decrement.

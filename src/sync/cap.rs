@@ -113,6 +113,7 @@ impl Cap {
 
 impl<'a> Permits<'a> {
     /// One permit of `cap` for a new timer: `None` if the cap is reached.
+    #[inline]
     pub(crate) fn take(cap: Option<&'a Cap>) -> Option<Self> {
         match cap {
             Some(cap) => cap.take(),
@@ -125,17 +126,20 @@ impl<'a> Permits<'a> {
 
     /// The permits `count` admitted timers hold, taken back: given back on drop, unless held
     /// again (a repeating timer's, re-armed).
+    #[inline]
     pub(crate) fn reclaim(cap: Option<&'a Cap>, count: usize) -> Self {
         Permits { cap, count }
     }
 
     /// Leaves the permits with the timers admitted, until `reclaim` takes them back.
+    #[inline]
     pub(crate) fn hold(self) {
         std::mem::forget(self);
     }
 }
 
 impl Drop for Permits<'_> {
+    #[inline]
     fn drop(&mut self) {
         if let (Some(cap), 1..) = (self.cap, self.count) {
             cap.give_back(self.count);

@@ -3,6 +3,7 @@
 /// A small per-thread number, handed out once per thread, that spreads producer threads over a
 /// shard's lanes. Under loom every thread gets 0 (a static loom atomic cannot outlive a model).
 #[cfg(not(loom))]
+#[inline]
 pub(crate) fn thread_number() -> usize {
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
     static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
@@ -70,6 +71,7 @@ pub(crate) fn lane_index() -> usize {
 /// `lane`). `None` under loom (every thread is 0): models take the shared paths, and the
 /// recycling stack has a model of its own.
 #[cfg(not(loom))]
+#[inline]
 pub(crate) fn owner_number() -> Option<usize> {
     Some(thread_number())
 }

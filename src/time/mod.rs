@@ -11,4 +11,4 @@ mod tsc;
 
 pub(crate) use manual::CatchUp;
 pub use manual::ManualClock;
-pub(crate) use tick::TickClock;
+pub(crate) use tick::{Due, TickClock};

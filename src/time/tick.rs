@@ -20,6 +20,15 @@ pub(crate) struct TickClock {
     ceiling: Option<(&'static Ceiling, u64)>,
 }
 
+/// A new timer's deadline tick (`None`: beyond the range) and when it was made.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Due {
+    pub(crate) tick: Option<u64>,
+    /// Nanoseconds from the origin to the present as read for the deadline (or a little
+    /// before it: see [`TickClock::due_now_at`]).
+    pub(crate) born: u64,
+}
+
 /// Division by the tick length by a multiply. With `m = floor((2^64 - 1) / d)`, the high half
 /// of `n * m` is `floor(n / d)` or one less; one remainder comparison corrects it (Granlund and
 /// Montgomery, 1994, without their extra bit).
@@ -68,6 +77,7 @@ impl TickDivisor {
 pub(crate) const MAX_DELAY_NANOS: u64 = u64::MAX / 2;
 
 /// `duration` in nanoseconds, saturating at `u64::MAX` (584 years).
+#[inline]
 fn nanos_of(duration: Duration) -> u64 {
     duration
         .as_secs()
@@ -168,8 +178,38 @@ impl TickClock {
     /// The tick a timer `delay` from now is due at; `None` beyond the wheel's range. One read
     /// of the present (or the cheap bound, see `tsc`); a zero delay is due at the present's
     /// tick (or the next), so the shard fires it on its next turn.
+    #[inline]
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
-        self.tick_after_from(self.upper_nanos(), delay)
+        self.due_after(delay).tick
+    }
+
+    /// As [`tick_after`](Self::tick_after), with the present it read.
+    #[inline]
+    pub(crate) fn due_after(&self, delay: Duration) -> Due {
+        let now = self.upper_nanos();
+        Due {
+            tick: self.tick_after_from(now, delay),
+            born: now,
+        }
+    }
+
+    /// As [`tick_at`](Self::tick_at), with the present it read.
+    pub(crate) fn due_at(&self, deadline: Instant) -> Due {
+        let now = self.now();
+        Due {
+            tick: self.tick_at_from(deadline, now),
+            born: self.nanos_since_origin(now),
+        }
+    }
+
+    /// A timer due at `tick`, made about now: the calling thread's last reading of the
+    /// present where that costs no clock read (see `tsc`), else a new one.
+    pub(crate) fn due_now_at(&self, tick: Option<u64>) -> Due {
+        let born = match self.ceiling {
+            Some((ceiling, origin)) => ceiling.recent_nanos().saturating_sub(origin),
+            None => self.nanos_since_origin(self.now()),
+        };
+        Due { tick, born }
     }
 
     /// The instant `delay` from now and its tick, the present read as `tick_after` does (so up
@@ -189,6 +229,7 @@ impl TickClock {
 
     /// Nanoseconds from the origin to the present, or the cheap bound above it (a deadline
     /// rounds up, so any later time will do).
+    #[inline]
     fn upper_nanos(&self) -> u64 {
         match self.ceiling {
             Some((ceiling, origin)) => ceiling.upper_nanos().saturating_sub(origin),
@@ -197,6 +238,7 @@ impl TickClock {
     }
 
     /// As `tick_after`, with the present read as `now` nanoseconds from the origin.
+    #[inline]
     fn tick_after_from(&self, now: u64, delay: Duration) -> Option<u64> {
         if delay > self.max_delay {
             return None;
@@ -234,11 +276,13 @@ impl TickClock {
 
     /// The deadline tick of a timer due `now` from the origin: `now`'s tick, or the last tick
     /// an entry holds if earlier (a manual clock outlives 2^51 ticks under 4.096 µs).
+    #[inline]
     fn due_now(&self, now: u64) -> u64 {
         self.tick_nanos.floor(now).min(self.last_tick)
     }
 
     /// `tick`, if a timer entry can hold it as a deadline.
+    #[inline]
     fn holdable(&self, tick: u64) -> Option<u64> {
         (tick <= self.last_tick).then_some(tick)
     }

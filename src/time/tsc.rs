@@ -123,6 +123,15 @@ impl Ceiling {
         self.reanchor(rate)
     }
 
+    /// Nanoseconds since `base` at this thread's anchor: at or before the present, by at most
+    /// [`REANCHOR_NANOS`] on a thread that reads the bound often; a new reading if it has none.
+    pub(crate) fn recent_nanos(&self) -> u64 {
+        match ANCHOR.with(|anchor| anchor.get()) {
+            (0, _) => self.upper_nanos(),
+            (_, nanos) => nanos,
+        }
+    }
+
     /// Reads the clock, takes a new anchor for this thread if it can, and returns the reading.
     #[cold]
     fn reanchor(&self, mut rate: u64) -> u64 {

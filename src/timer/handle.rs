@@ -202,13 +202,18 @@ impl<'a> Timer<'a> {
             return false;
         };
         match self.entry.reset(tick) {
-            Ok(before) => {
-                if tick < before.deadline() && before.linked_at().is_some() {
+            Ok(before) if tick < before.deadline() => {
+                if before.linked_at().is_some() {
                     // Its slot may come due after the new deadline: the shard must move it.
                     self.lane.request_move(self.entry.clone());
+                } else {
+                    // It may be young, kept by its owner past the new deadline's horizon: the
+                    // shard takes the lane's young timers now (see `queue::young`).
+                    self.lane.hurry_young();
                 }
                 true
             }
+            Ok(_) => true,
             Err(_) => false,
         }
     }

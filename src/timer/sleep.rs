@@ -321,7 +321,8 @@ impl Sleep {
         };
         let wake = Wake(Some(waker.clone()));
         let lane = &self.lane;
-        match Lane::schedule(lane, Some(tick), OneShot(wake), Memory::Lane) {
+        let due = self.clock().due_now_at(Some(tick));
+        match Lane::schedule(lane, due, OneShot(wake), Memory::Lane) {
             Ok(entry) => {
                 self.timer = Some(Registered {
                     entry,

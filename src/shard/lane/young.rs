@@ -1,0 +1,153 @@
+//! A lane owner's young timers: keeping a new timer at home, sweeping the front of the young
+//! queue on each schedule, and sending the survivors to the shard. The queue and its
+//! hand-over protocol are `queue::young`; the horizons, `shard::horizon`.
+
+use super::Lane;
+use crate::entry::{CallbackBox, EntryRef, Lifecycle};
+use crate::queue::Take;
+use crate::sync::{fence, Ordering, Permits};
+
+/// The most young timers one schedule sweeps from the front (it adds one).
+const SWEEP_MOST: usize = 4;
+
+/// The most young timers a lane keeps before it sends the front one, old or not.
+const YOUNG_MOST: usize = 1024;
+
+impl Lane {
+    /// As [`enqueue`](Self::enqueue), for the owner's young timer made at `born`: one SeqCst
+    /// fence after the push serves the three Dekker pairs of `queue::young` (the stop flag,
+    /// the shard's take, the shard's sleep).
+    ///
+    /// # Safety
+    /// The calling thread owns the lane.
+    #[inline]
+    pub(super) unsafe fn enqueue_young(
+        &self,
+        entry: &EntryRef,
+        queued: EntryRef,
+        born: u64,
+        permit: Permits<'_>,
+    ) -> Result<(), CallbackBox> {
+        self.counts.add_scheduled(true);
+        // SAFETY: by this function's contract.
+        let busy = unsafe { self.young.enter() };
+        // SAFETY: as above, with `busy` alive.
+        let young = match unsafe { self.young.push(queued, born) } {
+            Ok(()) => true,
+            Err(entry) => {
+                self.send(entry);
+                false
+            }
+        };
+        // SeqCst: the owner's half of the Dekker pairs with shutdown's stop flag, the shard's
+        // take and the shard's sleep (see `queue::young`).
+        fence(Ordering::SeqCst);
+        if self.shard.stop_seen_after_fence() {
+            drop(busy);
+            return self.take_back(entry, permit);
+        }
+        permit.hold();
+        let reclaimed = if self.young.taking() {
+            0
+        } else {
+            // SAFETY: the owner, `busy`, past the fence, and no one is taking.
+            unsafe { self.sweep(born) }
+        };
+        let signal = self.shard.signal();
+        if let Some(until) = signal.announced() {
+            // A shard asleep past the tick it must take this young timer by takes it at once.
+            let past = |until: u64| until > self.shard.horizon().take_tick(born);
+            if !young {
+                signal.wake_sleeper();
+            } else if until.is_none_or(past) {
+                self.young.hurry();
+                signal.wake_sleeper();
+            }
+        }
+        drop(busy);
+        if reclaimed > 0 {
+            // After `busy`: giving permits back may wake tasks waiting for one.
+            self.shard.done_with(reclaimed);
+        }
+        Ok(())
+    }
+
+    /// Owner, in a schedule that saw no one taking: takes cancelled young timers at the front
+    /// back into the stash, and sends live ones that are old or behind too many to the shard.
+    /// Returns how many cancelled timers it took back (their permits are the caller's to give).
+    ///
+    /// # Safety
+    /// As [`Young::front`].
+    unsafe fn sweep(&self, now: u64) -> usize {
+        let mut reclaimed = 0;
+        for swept in 0..=SWEEP_MOST {
+            // SAFETY: by this function's contract.
+            let Some((front, born, young)) = (unsafe { self.young.front() }) else {
+                break;
+            };
+            let state = front.state();
+            if swept == SWEEP_MOST
+                || (state.is_pending()
+                    && young <= YOUNG_MOST
+                    && !self.shard.horizon().sends(born, now))
+            {
+                self.young.mark_oldest(born);
+                break;
+            }
+            // SAFETY: `front` returned an entry.
+            let entry = unsafe { self.young.pop_front() };
+            if state.is_pending() {
+                self.send(entry);
+                continue;
+            }
+            // Only a cancel resolves a young timer: it is neither in a wheel nor handed back
+            // (shutdown waits for `busy`), so it is dead and unlinked.
+            debug_assert_eq!(state.lifecycle(), Lifecycle::Cancelled);
+            reclaimed += 1;
+            self.keep_spare(entry);
+        }
+        reclaimed
+    }
+
+    /// Owner: sends `entry` to the shard on the ring, or the inbound queue if the ring is full.
+    /// The caller passes a fence and checks the sleep word after.
+    fn send(&self, entry: EntryRef) {
+        // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
+        if let Err(full) = unsafe { self.ring.push(entry) } {
+            self.inserts.push(full);
+        }
+    }
+
+    /// Owner: keeps a dead young entry for the next schedule, if no handle holds it still.
+    fn keep_spare(&self, mut entry: EntryRef) {
+        if EntryRef::get_mut(&mut entry).is_some() {
+            // SAFETY: the calling thread owns the lane (see `sweep`'s callers).
+            unsafe { self.spares.keep(entry) };
+        }
+    }
+
+    /// Shard thread: takes the young timers into `out` if the oldest was made at or before
+    /// `by` (nanoseconds), or the owner asked, or `all` (see `Young::take`).
+    pub(in crate::shard) fn take_young(&self, by: u64, all: bool, out: &mut Vec<EntryRef>) -> Take {
+        // SAFETY: the shard thread is the lane's one taker.
+        unsafe { self.young.take(by, all, out) }
+    }
+
+    /// Whether the lane keeps young timers.
+    pub(in crate::shard) fn has_young(&self) -> bool {
+        !self.young.is_empty()
+    }
+
+    /// When the lane's oldest young timer was made (0 if the shard is asked to take them at
+    /// once); `None` if it has none. For the shard, after its sleep announcement's fence.
+    pub(in crate::shard) fn young_since(&self) -> Option<u64> {
+        self.young.since()
+    }
+
+    /// Asks the shard to take the lane's young timers at once and wakes it: a timer among them
+    /// was moved to a deadline the horizon may not meet.
+    pub(crate) fn hurry_young(&self) {
+        self.young.hurry();
+        self.shard.signal().notify();
+    }
+}
