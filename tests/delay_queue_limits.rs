@@ -308,6 +308,11 @@ fn a_refused_rearm_brings_the_earliest_values_out() {
     assert!(queue.is_empty());
 }
 
+/// A delay spread over the wheel's levels: 1 ms to about 50 days, log-uniform.
+fn wide_delay() -> impl Strategy<Value = u64> + Clone {
+    (0u32..32, any::<u64>()).prop_map(|(bits, x)| 1 + x % (1u64 << bits))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 2 } else { 64 },
@@ -321,19 +326,6 @@ proptest! {
     fn the_queue_matches_a_model_of_deadlines(ops in proptest::collection::vec(op(1u64..200, 0u64..150), 1..60)) {
         check_against_model(ops)?;
     }
-}
-
-/// A delay spread over the wheel's levels: 1 ms to about 50 days, log-uniform.
-fn wide_delay() -> impl Strategy<Value = u64> + Clone {
-    (0u32..32, any::<u64>()).prop_map(|(bits, x)| 1 + x % (1u64 << bits))
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 64 },
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
 
     /// The queue against the model of `check_against_model`, with deadlines and steps of the
     /// clock spread over every level of the wheel.
