@@ -25,6 +25,8 @@
 //! cargo run --release --example idle_connections -- --connections 50000
 //! ```
 
+mod support;
+
 use std::fs;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,9 +34,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::builder::RangedU64ValueParser;
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use shardwheel::{ManualClock, TimerEngine, TimerHandle};
+
+use support::{threshold, SplitMix};
 
 /// The command line.
 #[derive(Parser)]
@@ -96,28 +99,6 @@ impl Config {
             ));
         }
         Ok(())
-    }
-}
-
-/// A small seeded generator (SplitMix64): reproducible choices without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// The bound a uniform 64-bit draw falls below with probability `p`.
-fn threshold(p: f64) -> u64 {
-    if p >= 1.0 {
-        u64::MAX
-    } else {
-        (p * 2f64.powi(64)) as u64
     }
 }
 
@@ -224,13 +205,7 @@ fn yes_no(ok: bool) -> &'static str {
 }
 
 fn main() -> ExitCode {
-    // A bad command line exits with status 2 (clap's for a usage error).
-    let config = Config::parse();
-    if let Err(message) = config.check() {
-        Config::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit();
-    }
+    let config = support::config(|config: Config| config.check().map(|()| config));
     match run(&config) {
         Ok(failures) if failures.kinds.is_empty() => {
             println!("all checks passed");
@@ -253,7 +228,7 @@ fn run(config: &Config) -> Result<Failures, String> {
     let idle = Duration::from_secs(config.idle.into());
     let heartbeat = Duration::from_secs(config.heartbeat.into());
     let mut failures = Failures::default();
-    let mut rng = Rng(config.seed);
+    let mut rng = SplitMix(config.seed);
 
     println!(
         "{n} connections, idle timeout {} s, heartbeat every {} s, {} s simulated in 1 s steps; \

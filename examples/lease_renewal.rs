@@ -22,15 +22,18 @@
 //! cargo run --release --example lease_renewal -- --lease 30 --hold 305 --step-ms 1000
 //! ```
 
+mod support;
+
 use std::fmt;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use shardwheel::{ManualClock, TimerEngine, TimerHandle};
+
+use support::lock;
 
 /// The command line.
 #[derive(Parser)]
@@ -128,21 +131,15 @@ struct LeaseState {
 impl LeaseState {
     fn expires_at(&self) -> MutexGuard<'_, Duration> {
         // A poisoned lock only means a callback panicked; the value is still the latest one.
-        self.expires_at.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.expires_at)
     }
 
     fn record(&self, event: Event) {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(event);
+        lock(&self.events).push(event);
     }
 
     fn events(&self) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.events).clone()
     }
 
     fn lost_at(&self) -> Option<Duration> {
@@ -234,28 +231,8 @@ impl Checks {
 }
 
 fn main() -> ExitCode {
-    // A bad command line exits with status 2 (clap's for a usage error).
-    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
-        Args::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit()
-    });
-    match run(&config) {
-        Ok(checks) if checks.failures.is_empty() => {
-            println!("all checks passed");
-            ExitCode::SUCCESS
-        }
-        Ok(checks) => {
-            for failure in &checks.failures {
-                eprintln!("lease_renewal: check failed: {failure}");
-            }
-            ExitCode::FAILURE
-        }
-        Err(message) => {
-            eprintln!("lease_renewal: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    let config = support::config(Config::new);
+    support::verdict("lease_renewal", run(&config).map(|checks| checks.failures))
 }
 
 fn run(config: &Config) -> Result<Checks, String> {

@@ -23,6 +23,8 @@
 //! cargo run --release --example ttl_cache -- --keys 100000 --requests 1000000 --ttl-ms 50
 //! ```
 
+mod support;
+
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use shardwheel::{delay_queue::Key, DelayQueue, TimerEngine};
 use tokio::sync::{mpsc, oneshot};
+
+use support::SplitMix;
 
 /// The command line.
 #[derive(Parser)]
@@ -160,9 +164,12 @@ async fn client(seed: u64, count: u64, workload: Workload, requests: mpsc::Sende
     let mut rng = SplitMix(seed);
     let mut answered = 0;
     for n in 0..count {
-        let key = rng.next() % workload.keys;
-        let done = if rng.next() % 100 < workload.put_percent {
-            requests.send(Request::Put(key, rng.next())).await.is_ok()
+        let key = rng.next_u64() % workload.keys;
+        let done = if rng.next_u64() % 100 < workload.put_percent {
+            requests
+                .send(Request::Put(key, rng.next_u64()))
+                .await
+                .is_ok()
         } else {
             let (tx, rx) = oneshot::channel();
             requests.send(Request::Get(key, tx)).await.is_ok() && rx.await.is_ok()
@@ -184,19 +191,6 @@ struct Workload {
     keys: u64,
     put_percent: u64,
     burst: u64,
-}
-
-/// splitmix64: a small deterministic generator.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 fn main() -> ExitCode {

@@ -19,14 +19,14 @@ fn lookahead_answer_vs_question() {
         let (engine, mut shard, _clock) = driven_engine();
         let timer = engine.schedule(MS * 5, || {}).unwrap();
         shard.turn(engine.now_tick());
-        let core = shard.shared_arc();
+        let shared = shard.shared_arc();
         let done = Arc::new(AtomicBool::new(false));
         let asker = {
             let done = done.clone();
             thread::spawn(move || {
-                let ticket = core.ask_earliest();
+                let ticket = shared.ask_earliest();
                 let answer = loop {
-                    if let Some(answer) = core.earliest_answer(ticket) {
+                    if let Some(answer) = shared.earliest_answer(ticket) {
                         break answer;
                     }
                     thread::yield_now();

@@ -1,4 +1,4 @@
-//! The cap on pending timers (`max_pending`): refusals with `Full`, and what holds a place.
+//! The cap on pending timers (`max_pending`): refusals with `Full`, and what holds a permit.
 
 #![cfg(not(loom))]
 
@@ -56,9 +56,9 @@ fn the_cap_refuses_with_full_and_keeps_the_count_exact() {
     ));
     assert_eq!(engine.pending(), 3);
     assert!(handles[0].cancel());
-    // The cancelled timer's place comes back once its shard lets go of it, within a turn.
+    // The cancelled timer's permit comes back once its shard lets go of it, within a turn.
     let mut again = None;
-    wait_until("the cancelled timer's place comes back", || {
+    wait_until("the cancelled timer's permit comes back", || {
         again = engine.schedule(Duration::from_secs(60), || {}).ok();
         again.is_some()
     });
@@ -81,7 +81,7 @@ fn a_cancelled_timer_counts_against_the_cap_until_its_shard_drops_it() {
         .max_pending(CAP)
         .build()
         .unwrap();
-    // The shard is held, so the cancelled timer below keeps its place until it is let go.
+    // The shard is held, so the cancelled timer below keeps its permit until it is let go.
     let go = hold_a_callback_thread(&engine);
     let cancelled = engine.schedule(SOON, || {}).unwrap();
     assert!(cancelled.cancel());
@@ -147,7 +147,7 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
     );
     assert!(accepted <= CAP);
     go.send(()).unwrap();
-    // Once the shard takes its queues again, the places come back.
+    // Once the shard takes its queues again, the permits come back.
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         match engine.schedule(Duration::from_secs(60), || {}) {
@@ -156,7 +156,7 @@ fn the_cap_bounds_what_a_stalled_shard_holds() {
                 break;
             }
             Err(_) if std::time::Instant::now() < deadline => thread::yield_now(),
-            Err(_) => panic!("the cap's places never came back"),
+            Err(_) => panic!("the cap's permits never came back"),
         }
     }
     assert_eq!(engine.shutdown().len(), 0);

@@ -179,12 +179,12 @@ fn a_cancelled_timer_is_never_reported() {
     let (clock, engine) = manual();
     let start = clock.now();
     let queued = engine.schedule(2 * SEC, || {}).unwrap();
-    let placed = engine.schedule(3 * SEC, || {}).unwrap();
+    let linked = engine.schedule(3 * SEC, || {}).unwrap();
     engine.schedule(10 * SEC, || {}).unwrap();
-    clock.advance(Duration::ZERO); // the shards place all three
+    clock.advance(Duration::ZERO); // the shards link all three
     assert_eq!(clock.next_deadline(), Some(start + 2 * SEC));
     // One cancelled while linked in its wheel, one before its shard took it in.
-    assert!(placed.cancel());
+    assert!(linked.cancel());
     assert!(queued.cancel());
     assert_eq!(clock.next_deadline(), Some(start + 10 * SEC));
     let fresh = engine.schedule(SEC, || {}).unwrap();

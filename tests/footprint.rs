@@ -94,7 +94,7 @@ fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
     after_a_spike_the_memory_goes_back_while_timers_come_and_go();
 }
 
-/// `TIMERS` timers scheduled, placed and cancelled, then a thousand at a time scheduled to
+/// `TIMERS` timers scheduled, linked and cancelled, then a thousand at a time scheduled to
 /// fire at once: what the spike took (its entries' chunks, the spare entries handed back, the
 /// shard's buffers) goes back to the allocator but for an eighth.
 fn after_a_spike_the_memory_goes_back_while_timers_come_and_go() {
@@ -106,7 +106,7 @@ fn after_a_spike_the_memory_goes_back_while_timers_come_and_go() {
     for _ in 0..TIMERS {
         handles.push(engine.schedule(Duration::from_secs(600), || {}).unwrap());
     }
-    // All placed, so that their cancels reach the shard as unlink requests, in one turn.
+    // All linked, so that their cancels reach the shard as unlink requests, in one turn.
     wait_until("every timer is in a wheel", || {
         engine.stats().shards[0].in_wheel == TIMERS as u64 + 1
     });

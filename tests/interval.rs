@@ -363,14 +363,14 @@ fn tick_waits_for_a_place_at_the_cap() {
         .build()
         .unwrap();
     let start = engine.now();
-    engine.schedule(MS * 5, || {}).unwrap(); // takes the only place
+    engine.schedule(MS * 5, || {}).unwrap(); // takes the only permit
     let mut interval = engine.interval(MS * 10);
     assert_eq!(interval.tick().now_or_never(), Some(start));
-    // Refused: the tick waits for a place, however often it is polled.
+    // Refused: the tick waits for a permit, however often it is polled.
     for _ in 0..5 {
         assert_eq!(interval.tick().now_or_never(), None);
     }
-    clock.advance(MS * 5); // the timer fires and gives its place back
+    clock.advance(MS * 5); // the timer fires and gives its permit back
     assert_eq!(ready_tick(&mut interval, &clock), None);
     assert_eq!(engine.pending(), 1, "the interval holds its timer");
     no_tick_until(&mut interval, &clock, start + MS * 10);

@@ -92,8 +92,11 @@ fn a_sleep_at_the_cap_waits_for_a_place_then_ends_at_its_deadline() {
     let mut sleep = engine.sleep(MS * 10);
     assert!(poll_once(&mut sleep, &waker).is_pending(), "not early");
     assert!(held.cancel());
-    clock.advance(MS); // the shard drops the cancelled timer: its place is free
-    assert!(counter.0.load(Ordering::SeqCst) >= 1, "woken for the place");
+    clock.advance(MS); // the shard drops the cancelled timer: its permit is free
+    assert!(
+        counter.0.load(Ordering::SeqCst) >= 1,
+        "woken for the permit"
+    );
     assert!(poll_once(&mut sleep, &waker).is_pending());
     assert_eq!(engine.pending(), 1, "the sleep holds its timer");
     clock.advance(MS * 8);

@@ -1,7 +1,7 @@
 //! Repeating timers: fixed rate or delay, missed runs, steering and cancelling from the callback.
 
 mod support;
-use support::{capped, manual};
+use support::{capped, counting_runs, manual};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -336,7 +336,7 @@ fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
         .unwrap();
     for _ in 0..2 {
         clock.advance(SEC);
-        assert!(engine.schedule(SEC, || {}).is_err(), "the place is held");
+        assert!(engine.schedule(SEC, || {}).is_err(), "the permit is held");
     }
     for _ in 0..8 {
         clock.advance(SEC);
@@ -345,7 +345,7 @@ fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
     assert!(timer.is_cancelled());
     assert!(!timer.cancel());
     assert_eq!(engine.pending(), 0);
-    assert!(engine.schedule(SEC, || {}).is_ok(), "the place came back");
+    assert!(engine.schedule(SEC, || {}).is_ok(), "the permit came back");
 }
 
 #[test]
@@ -398,33 +398,28 @@ fn a_panicking_repeating_callback_stops_its_timer_for_good() {
     assert!(!timer.cancel(), "it had already stopped");
     assert!(
         engine.schedule(SEC, || {}).is_ok(),
-        "its cap place was given back"
+        "its permit was given back"
     );
     assert_eq!(engine.pending(), 1);
 }
 
 #[test]
-fn a_repeating_timer_holds_one_cap_place_for_its_whole_life() {
+fn a_repeating_timer_holds_one_permit_for_its_whole_life() {
     let (clock, engine) = capped(1);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = runs.clone();
-    let heartbeat = engine
-        .schedule_repeating(SEC, move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (runs, count) = counting_runs();
+    let heartbeat = engine.schedule_repeating(SEC, count).unwrap();
     for _ in 0..5 {
         clock.advance(SEC);
-        // Between runs the place stays taken: no one-shot timer can slip in and stop it.
+        // Between runs the permit stays taken: no one-shot timer can slip in and stop it.
         assert!(engine.schedule(SEC, || {}).is_err());
     }
     assert_eq!(runs.load(Ordering::SeqCst), 5);
     assert!(heartbeat.cancel());
-    // The place comes back once the shard lets go of the timer, on its next turn.
+    // The permit comes back once the shard lets go of the timer, on its next turn.
     clock.advance(Duration::ZERO);
     assert!(
         engine.schedule(SEC, || {}).is_ok(),
-        "the place is free again"
+        "the permit is free again"
     );
 }
 
@@ -437,10 +432,7 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
         .first_at(too_far)
         .schedule(|| {})
         .unwrap_err();
-    assert!(matches!(
-        refused,
-        shardwheel::ScheduleError::DelayTooLong(_)
-    ));
+    assert!(matches!(refused, ScheduleError::DelayTooLong(_)));
     engine.shutdown();
     let refused = engine
         .repeating(SEC)
@@ -448,19 +440,14 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
             run.cancel();
         })
         .unwrap_err();
-    assert!(matches!(refused, shardwheel::ScheduleError::Shutdown(_)));
+    assert!(matches!(refused, ScheduleError::Shutdown(_)));
 }
 
 #[test]
 fn a_repeating_timer_is_handed_back_once_at_shutdown() {
     let (clock, engine) = manual();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = runs.clone();
-    let handle = engine
-        .schedule_repeating(SEC, move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (runs, count) = counting_runs();
+    let handle = engine.schedule_repeating(SEC, count).unwrap();
     clock.advance(SEC);
     clock.advance(SEC);
     assert_eq!(runs.load(Ordering::SeqCst), 2);

@@ -47,17 +47,17 @@ fn a_timer_reset_later_never_fires_at_the_old_deadline() {
 #[test]
 fn a_timer_reset_earlier_fires_at_the_new_deadline() {
     let (clock, engine) = manual();
-    // One timer placed in a coarse wheel level (an hour away), one still queued.
-    let (placed, placed_runs) = recording(&engine, &clock, 3600 * SEC);
-    clock.advance(Duration::from_millis(1)); // the shards place it
-    assert!(placed.reset(2 * SEC));
+    // One timer linked in a coarse wheel level (an hour away), one still queued.
+    let (linked, linked_runs) = recording(&engine, &clock, 3600 * SEC);
+    clock.advance(Duration::from_millis(1)); // the shards link it
+    assert!(linked.reset(2 * SEC));
     let (queued, queued_runs) = recording(&engine, &clock, 3600 * SEC);
     assert!(queued.reset(3 * SEC));
     clock.advance(SEC);
-    assert!(placed_runs.lock().unwrap().is_empty());
+    assert!(linked_runs.lock().unwrap().is_empty());
     clock.advance(SEC + Duration::from_millis(1));
-    assert_eq!(placed_runs.lock().unwrap().len(), 1);
-    assert!(placed_runs.lock().unwrap()[0] >= 2 * SEC);
+    assert_eq!(linked_runs.lock().unwrap().len(), 1);
+    assert!(linked_runs.lock().unwrap()[0] >= 2 * SEC);
     clock.advance(SEC);
     assert_eq!(queued_runs.lock().unwrap().len(), 1);
     assert!(queued_runs.lock().unwrap()[0] >= 3 * SEC);
@@ -256,11 +256,11 @@ fn a_sleep_pushed_later_under_a_cap_keeps_its_place_and_its_deadline() {
     assert!(poll_once(&mut sleep, &waker).is_pending());
     sleep.reset(MS * 6);
     clock.advance(MS * 2);
-    // Had the sleep let its timer fire at 2 ms, this timer would take its place, and the
+    // Had the sleep let its timer fire at 2 ms, this timer would take its permit, and the
     // sleep would find none for its deadline.
     assert!(
         engine.schedule(MS * 10, || {}).is_err(),
-        "the sleep holds the one place"
+        "the sleep holds the one permit"
     );
     assert!(
         poll_once(&mut sleep, &waker).is_pending(),

@@ -269,7 +269,7 @@ fn at_the_cap_a_request_is_refused_as_overloaded_without_calling_the_service() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut service = TimeoutService::new(counted(&calls), engine.clone(), SEC);
 
-    // The first request takes the engine's only place, and its service is slow.
+    // The first request takes the engine's only permit, and its service is slow.
     let (_slow, slow_answered) = oneshot::channel();
     let mut slow = Box::pin(call_now(&mut service, slow_answered));
     assert!(poll_once(&mut slow).is_pending());

@@ -27,7 +27,7 @@
 //!   inserts [`DQ_BATCH`] values due 1–2 ms ahead and is timed until the last has come out of
 //!   the queue. See [`delay_queue`].
 //! - `async`: timeouts and sleeps used from tasks on a tokio runtime's workers, beside
-//!   `tokio::time` and futures-timer; `async_cpu` (on Linux), the loops of `async` timed by
+//!   `tokio::time` and futures-timer, and the timeouts beside pingora-timeout; `async_cpu` (on Linux), the loops of `async` timed by
 //!   the whole process's CPU time. See [`tasks`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
@@ -38,7 +38,7 @@
 //!
 //! Peers:
 //!
-//! - `shardwheel`: `TimerEngine::builder().build()` with the defaults (one shard per core,
+//! - `shardwheel`: `TimerEngine::builder().build()` with the defaults (one shard per cpu,
 //!   1 ms tick, callbacks on a rayon pool); in `fire` also `shardwheel_inline`, whose callbacks
 //!   run on the shard threads.
 //! - `tokio`: `tokio::time::sleep` on a multi-thread runtime. A sleep is boxed, pinned and
@@ -55,17 +55,17 @@
 //!
 //! Times are what the calling threads pay. Work a peer hands to a thread of its own
 //! (shardwheel's shard threads, the hierarchical wheel's timer thread, futures-timer's helper
-//! thread) runs beside them on the same cores and counts only as far as it slows them down;
+//! thread) runs beside them on the same cpus and counts only as far as it slows them down;
 //! between batches and samples it is left to drain, untimed. This flatters a peer whose
 //! thread falls behind its callers: the hierarchical wheel's thread, in particular, took about
 //! as long again as the timed part to drain its queue after a `schedule_cancel` sample on a
-//! 2-core machine, so its sustainable churn rate is about half the reported one.
+//! 2-cpu machine, so its sustainable churn rate is about half the reported one.
 //!
 //! Files: `peers/` holds one file per peer, `patterns` what each group runs on a peer,
 //! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the
 //! `async` groups) and `floor` a file each.
 //!
-//! Every peer takes part in every group. Configuration is at the bottom (`criterion_group!`):
+//! Every peer above takes part in every group. Configuration is at the bottom (`criterion_group!`):
 //! 10 samples, 1 s warm-up and 3 s measurement per benchmark, which command-line flags
 //! override.
 

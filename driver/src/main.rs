@@ -14,7 +14,7 @@
 //!   one in a hundred) and schedule a fresh 1–30 s timeout; reports the operation rate and the
 //!   peak resident set.
 //! - `conn-idle`: a million 60–120 s timers inserted from several threads; reports the insert
-//!   rate, the resident bytes per timer once all are placed, the cancel rate from one thread,
+//!   rate, the resident bytes per timer once all are linked, the cancel rate from one thread,
 //!   how long the engine takes to unlink them all, and the resident set afterwards.
 //! - `accuracy`: timers due within a second, scheduled from one thread; every callback records
 //!   how late it ran; reports the lateness percentiles and any callback that ran early.
@@ -22,20 +22,24 @@
 //! - `idle-hold`: ten million timers due in 10–20 minutes; reports the insert rate, the resident
 //!   bytes per timer and the process's CPU use over five idle seconds.
 //!
+//! `shardwheel scaling` runs only when named: rpc-churn's loop and a timeout in tokio tasks at
+//! a list of thread counts, beside tokio's timer (and, for the timeout, pingora-timeout's);
+//! `--plot` draws the curves (`driver/plot.rs`).
+//!
 //! `shardwheel sleeping-tasks` runs only when named: a million tasks on a two-worker tokio
 //! runtime, each awaiting a 60 s sleep, shardwheel's and then tokio's (each peer in a child
 //! process of its own); reports the resident bytes per sleeping task and the spawn rate.
 //!
 //! `shardwheel host-stalls` is not a workload of the engine and a full run leaves it out: it
-//! measures how often, and how long, the machine's cores stall (see `driver/host_stalls.rs`),
+//! measures how often, and how long, the machine's cpus stall (see `driver/host_stalls.rs`),
 //! to tell a calm hour from a noisy one before measuring lateness.
 //!
 //! Output is a table on stdout with one row per workload; `--json` adds one JSON object per
 //! workload on its own line after the table. Progress is drawn on stderr only when stderr is a
 //! terminal. Run with `--help` for every flag.
 //!
-//! The command line is parsed by clap (`driver/args.rs`: the flags, their ranges and the help
-//! text); the JSON lines are written, and a full run reads its children's back, with
+//! The command line is parsed by clap (`driver/args.rs`: the flags and their ranges;
+//! `driver/help.rs`: the help text); the JSON lines are written, and a full run reads its children's back, with
 //! serde_json (`driver/report.rs`), every figure keeping its decimals; idle-hold's CPU time
 //! comes from `getrusage`, to the microsecond, and the resident set from `/proc/self/status`
 //! (`driver/proc.rs`). With the `mimalloc` feature (on by default) the driver allocates through

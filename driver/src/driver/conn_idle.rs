@@ -1,5 +1,5 @@
 //! conn-idle: many long-lived connection timeouts. Inserts M timers from T threads, measures
-//! their memory once placed, cancels them all from one thread, and times how long the engine
+//! their memory once linked, cancels them all from one thread, and times how long the engine
 //! takes to unlink them.
 
 use std::time::{Duration, Instant};

@@ -18,12 +18,12 @@ pub(crate) struct Filled {
     /// Timers inserted per second, in millions, from the common start until every inserting
     /// thread was done.
     pub(crate) insert_mops: f64,
-    /// (RSS once every timer is placed in a wheel − RSS before inserting) / timers.
+    /// (RSS once every timer is linked into a wheel − RSS before inserting) / timers.
     pub(crate) bytes_per_timer: f64,
 }
 
 /// Inserts `timers` timers with delays drawn from `delays`, from `threads` threads (thread i
-/// draws from seed (`stream`, i)), then waits until the engine has placed them all.
+/// draws from seed (`stream`, i)), then waits until the engine has linked them all.
 pub(crate) fn fill(
     ctx: &Context,
     engine: &TimerEngine,
@@ -36,7 +36,7 @@ pub(crate) fn fill(
     let mut handles = slots(timers, || None)?;
     let before_kb = proc::rss_kb()?;
     let elapsed = insert(ctx, engine, &mut handles, threads, delays, stream)?;
-    wait::until_in_wheels(ctx, engine, count(timers), "placing timers")?;
+    wait::until_in_wheels(ctx, engine, count(timers), "linking timers")?;
     let after_kb = proc::rss_kb()?;
     let grown_bytes = (after_kb as f64 - before_kb as f64) * 1024.0;
     Ok(Filled {

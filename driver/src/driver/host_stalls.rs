@@ -1,10 +1,10 @@
 //! host-stalls: not a workload of the engine but a probe of the machine under it, run apart
-//! from the five. One thread per core, pinned to it, reads the monotonic clock in a loop for
+//! from the five. One thread per cpu, pinned to it, reads the monotonic clock in a loop for
 //! `--seconds` and counts the gaps between two reads longer than 1 ms and 4 ms: the spans in
-//! which its core ran something else or, on a virtual machine whose host takes the core away,
+//! which its cpu ran something else or, on a virtual machine whose host takes the cpu away,
 //! nothing of this machine at all. On an otherwise idle machine the gaps are the host's.
 //!
-//! Why it is here: a timer on a stalled core fires late by as much as the stall, whatever the
+//! Why it is here: a timer on a stalled cpu fires late by as much as the stall, whatever the
 //! engine does, and the tail of `accuracy` and `slow-callback` (100 timers a millisecond over a
 //! second: a p99.9 is a hundred timers) moves with the host's stalls from one hour to the next.
 //! Run it just before a measurement to tell a calm hour from a noisy one.
@@ -25,7 +25,7 @@ const STALL: Duration = Duration::from_millis(1);
 /// engine (fifty a millisecond on the stalled shard) more than 2 ms late.
 const LONG_STALL: Duration = Duration::from_millis(4);
 
-/// What one core's thread saw.
+/// What one cpu's thread saw.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 struct Gaps {
     /// Gaps longer than [`STALL`].
@@ -62,20 +62,20 @@ impl Gaps {
 pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
     let seconds = ctx.options.seconds.unwrap_or(DEFAULT_SECONDS);
     let length = Duration::from_secs(seconds);
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    if cores.is_empty() {
-        return Err(Failure::new("cannot list the cores to probe"));
+    let cpus = core_affinity::get_core_ids().unwrap_or_default();
+    if cpus.is_empty() {
+        return Err(Failure::new("cannot list the cpus to probe"));
     }
     ctx.progress.show(format_args!(
-        "host-stalls: {} cores for {seconds} s",
-        cores.len()
+        "host-stalls: {} cpus for {seconds} s",
+        cpus.len()
     ));
     let mut all = Gaps::default();
     let mut pinned = 0;
     thread::scope(|scope| {
-        let probes: Vec<_> = cores
+        let probes: Vec<_> = cpus
             .iter()
-            .map(|&core| scope.spawn(move || (core_affinity::set_for_current(core), probe(length))))
+            .map(|&cpu| scope.spawn(move || (core_affinity::set_for_current(cpu), probe(length))))
             .collect();
         for probe in probes {
             // A probe's thread only reads the clock: it does not panic.
@@ -84,23 +84,23 @@ pub(crate) fn run(ctx: &Context) -> Result<Report, Failure> {
             all.merge(gaps);
         }
     });
-    if pinned < cores.len() as u64 {
+    if pinned < cpus.len() as u64 {
         ctx.progress.show(format_args!(
             "host-stalls: pinning refused for {} of {} threads; a thread the kernel moves \
-             between cores may miss a stall of the core it left",
-            cores.len() as u64 - pinned,
-            cores.len()
+             between cpus may miss a stall of the cpu it left",
+            cpus.len() as u64 - pinned,
+            cpus.len()
         ));
     }
-    let core_seconds = length.as_secs_f64() * cores.len() as f64;
+    let cpu_seconds = length.as_secs_f64() * cpus.len() as f64;
     Ok(Report::new(Workload::HostStalls)
-        .count("cores", cores.len() as u64)
+        .count("cpus", cpus.len() as u64)
         .count("pinned", pinned)
         .count("seconds", seconds)
-        .fixed("stalls_per_sec", all.stalls as f64 / core_seconds, 2)
-        .fixed("long_stalls_per_sec", all.long as f64 / core_seconds, 2)
+        .fixed("stalls_per_sec", all.stalls as f64 / cpu_seconds, 2)
+        .fixed("long_stalls_per_sec", all.long as f64 / cpu_seconds, 2)
         .fixed("max_stall_ms", all.longest.as_secs_f64() * 1e3, 2)
-        .fixed("lost_pct", all.lost.as_secs_f64() / core_seconds * 100.0, 3))
+        .fixed("lost_pct", all.lost.as_secs_f64() / cpu_seconds * 100.0, 3))
 }
 
 /// Reads the clock in a loop for `length`, counting the gaps.

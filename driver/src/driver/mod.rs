@@ -1,4 +1,4 @@
-//! The driver's core: which workloads exist, how one is run, and how failures are reported.
+//! The heart of the driver: which workloads exist, how one is run, and how failures are reported.
 
 mod accuracy;
 #[cfg(feature = "mimalloc")]
@@ -7,10 +7,12 @@ mod args;
 mod child;
 mod conn_idle;
 mod fill;
+mod help;
 mod host_stalls;
 mod idle_hold;
 mod lateness;
 mod parallel;
+mod plot;
 mod proc;
 mod progress;
 mod report;
@@ -53,7 +55,7 @@ pub(crate) enum Workload {
     SleepingTasks,
     /// Not one of the five: rpc-churn and a timeout in tasks over thread counts (`scaling`).
     Scaling,
-    /// Not a workload of the engine: how long the machine's cores stall (`host_stalls`).
+    /// Not a workload of the engine: how long the machine's cpus stall (`host_stalls`).
     HostStalls,
 }
 

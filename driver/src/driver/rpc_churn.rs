@@ -82,7 +82,7 @@ pub(super) fn produce(
         rings.iter_mut().collect(),
         |index, ring| churn(ctx, engine, ring, ops, Rng::new(STREAM, index)),
     )?;
-    wait::until_placed(ctx, engine, "rpc-churn: taking in")?;
+    wait::until_linked(ctx, engine, "rpc-churn: taking in")?;
     Ok(elapsed)
 }
 

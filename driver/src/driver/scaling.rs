@@ -2,17 +2,18 @@
 //! the same threads. Not one of the five: it runs only when named.
 //!
 //! Each point is one (case, peer, thread count): `churn` is rpc-churn's loop, `timeout` a
-//! timeout around a yield in tasks of a multi-thread tokio runtime. Every point's CPU is the
-//! whole process's, over the timed part, per operation.
+//! timeout around a yield in tasks of a multi-thread tokio runtime, where pingora-timeout's
+//! timer runs too. Every point's CPU is the whole process's, over the timed part, per
+//! operation.
 
 use std::future::Future;
-use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
+use super::plot::plot;
 use super::report::{print_line, Report};
 use super::rng::{Delays, Rng};
 use super::{count, mops, proc, rpc_churn, Context, Failure, Workload};
@@ -50,6 +51,9 @@ enum Peer {
     /// tokio's per-worker timer (`enable_alt_timer`, in a build with `--cfg tokio_unstable`).
     #[cfg_attr(not(tokio_unstable), allow(dead_code))]
     TokioAlt,
+    /// pingora-timeout's `fast_timeout`: lazy timers shared per 10 ms bucket of each thread,
+    /// fired by a thread of its own (the timeout case only).
+    Pingora,
     /// No timer: the loop alone.
     None,
 }
@@ -68,7 +72,7 @@ impl Case {
         #[cfg(tokio_unstable)]
         peers.push(Peer::TokioAlt);
         if self == Case::Timeout {
-            peers.push(Peer::None);
+            peers.extend([Peer::Pingora, Peer::None]);
         }
         peers
     }
@@ -80,6 +84,7 @@ impl Peer {
             Peer::Shardwheel => "shardwheel",
             Peer::Tokio => "tokio",
             Peer::TokioAlt => "tokio-alt",
+            Peer::Pingora => "pingora-timeout",
             Peer::None => "none",
         }
     }
@@ -283,6 +288,11 @@ async fn timeout_task(iterations: u64, peer: Peer) {
             Peer::Tokio | Peer::TokioAlt => {
                 let _ = tokio::time::timeout(TIMEOUT, tokio::task::yield_now()).await;
             }
+            Peer::Pingora => {
+                let _ =
+                    pingora_timeout::fast_timeout::fast_timeout(TIMEOUT, tokio::task::yield_now())
+                        .await;
+            }
             Peer::None => tokio::task::yield_now().await,
         }
     }
@@ -315,6 +325,13 @@ fn summary(points: &[Report], list: &[usize], cpus: usize) -> Report {
         .windows(2)
         .all(|pair| pair[1] > at || ratio(churn(pair[1], "mops"), churn(pair[0], "mops")) >= 1.0);
     let twice = ratio(churn(at * 2, "mops"), churn(at, "mops"));
+    // shardwheel's timeout throughput over `peer`'s.
+    let timeout_vs = |peer: Peer| {
+        ratio(
+            find(Case::Timeout, Peer::Shardwheel, at, "mops"),
+            find(Case::Timeout, peer, at, "mops"),
+        )
+    };
     let over_floor = match (
         find(Case::Timeout, Peer::Shardwheel, at, "cpu_ns_per_op"),
         find(Case::Timeout, Peer::None, at, "cpu_ns_per_op"),
@@ -340,129 +357,10 @@ fn summary(points: &[Report], list: &[usize], cpus: usize) -> Report {
         .count("churn_no_knee", u64::from(no_knee))
         .fixed("churn_twice_cpus_ratio", twice, 2)
         .fixed("timeout_cpu_over_floor_ns", over_floor, 1)
-        .fixed(
-            "timeout_vs_tokio",
-            ratio(
-                find(Case::Timeout, Peer::Shardwheel, at, "mops"),
-                find(Case::Timeout, Peer::Tokio, at, "mops"),
-            ),
-            2,
-        )
+        .fixed("timeout_vs_tokio", timeout_vs(Peer::Tokio), 2)
         // null without `--cfg tokio_unstable`.
-        .fixed(
-            "timeout_vs_tokio_alt",
-            ratio(
-                find(Case::Timeout, Peer::Shardwheel, at, "mops"),
-                find(Case::Timeout, Peer::TokioAlt, at, "mops"),
-            ),
-            2,
-        )
-}
-
-/// The line of the plot a point belongs to: its case and peer.
-fn series_name(point: &Report) -> String {
-    format!(
-        "{} {}",
-        point.text("case").unwrap_or(""),
-        point.text("peer").unwrap_or("")
-    )
-}
-
-/// A point's threads, throughput and CPU per operation.
-type Figures = (f64, f64, f64);
-
-/// Writes an SVG of `mops` and `cpu_ns_per_op` against threads, a line per case and peer.
-fn plot(path: &Path, points: &[Report], cpus: usize) -> Result<(), Failure> {
-    use plotters::prelude::*;
-
-    let fail = |error: &dyn std::fmt::Display| {
-        Failure::new(format!("cannot write the plot {}: {error}", path.display()))
-    };
-    let series: Vec<(String, Vec<Figures>)> = {
-        let mut names: Vec<String> = Vec::new();
-        for p in points {
-            if !names.contains(&series_name(p)) {
-                names.push(series_name(p));
-            }
-        }
-        names
-            .into_iter()
-            .map(|name| {
-                let line = points
-                    .iter()
-                    .filter(|p| series_name(p) == name)
-                    .filter_map(|p| {
-                        Some((
-                            p.number("threads")?,
-                            p.number("mops")?,
-                            p.number("cpu_ns_per_op")?,
-                        ))
-                    })
-                    .collect();
-                (name, line)
-            })
-            .collect()
-    };
-    let max_threads = points
-        .iter()
-        .filter_map(|p| p.number("threads"))
-        .fold(1.0, f64::max);
-    let max_mops = points
-        .iter()
-        .filter_map(|p| p.number("mops"))
-        .fold(1.0, f64::max);
-    let max_cpu = points
-        .iter()
-        .filter_map(|p| p.number("cpu_ns_per_op"))
-        .fold(1.0, f64::max);
-    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let (left, right) = root.split_horizontally(600);
-    let panels = [
-        (left, "throughput (M ops/s)", max_mops * 1.1, 1usize),
-        (right, "CPU per operation (ns)", max_cpu * 1.1, 2usize),
-    ];
-    for (area, title, top, column) in panels {
-        let mut chart = ChartBuilder::on(&area)
-            .caption(format!("{title}, {cpus} cpus"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..max_threads * 1.05, 0.0..top)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("threads")
-            .draw()
-            .map_err(|e| fail(&e))?;
-        for (index, (name, line)) in series.iter().enumerate() {
-            let color = Palette99::pick(index).to_rgba();
-            let values: Vec<(f64, f64)> = line
-                .iter()
-                .map(|&(t, m, c)| (t, if column == 1 { m } else { c }))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(values.clone(), color.stroke_width(2)))
-                .map_err(|e| fail(&e))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-            chart
-                .draw_series(
-                    values
-                        .into_iter()
-                        .map(|v| Circle::new(v, 3, color.filled())),
-                )
-                .map_err(|e| fail(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| fail(&e))?;
-    }
-    root.present().map_err(|e| fail(&e))
+        .fixed("timeout_vs_tokio_alt", timeout_vs(Peer::TokioAlt), 2)
+        .fixed("timeout_vs_pingora", timeout_vs(Peer::Pingora), 2)
 }
 
 #[cfg(test)]
@@ -475,5 +373,24 @@ mod tests {
         assert_eq!(default_threads(2), vec![1, 2, 4]);
         assert_eq!(default_threads(12), vec![1, 2, 4, 8, 12, 24]);
         assert_eq!(default_threads(16), vec![1, 2, 4, 8, 16, 32]);
+    }
+
+    #[test]
+    fn pingora_timeout_is_a_peer_of_the_timeout_case_only() {
+        let names: Vec<_> = Case::Timeout.peers().into_iter().map(Peer::name).collect();
+        assert!(names.ends_with(&["pingora-timeout", "none"]), "{names:?}");
+        assert!(!Case::Churn.peers().contains(&Peer::Pingora));
+    }
+
+    #[test]
+    fn the_summary_sets_shardwheel_s_timeout_against_each_peer_s() {
+        let timed = |peer, secs| {
+            let elapsed = Duration::from_secs_f64(secs);
+            point(Case::Timeout, peer, 2, 1_000_000, elapsed, Duration::ZERO)
+        };
+        let points = [timed(Peer::Shardwheel, 0.5), timed(Peer::Pingora, 1.5)];
+        let summary = summary(&points, &[2], 2);
+        assert_eq!(summary.number("timeout_vs_pingora"), Some(3.0));
+        assert_eq!(summary.number("timeout_vs_tokio"), None, "no tokio point");
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use shardwheel::TimerEngine;
 use tokio::runtime::Runtime;
 
-use super::args::Options;
+use super::args::{Options, Peer};
 use super::report::Report;
 use super::{child, count, mops, proc, wait, Context, Failure, Workload};
 
@@ -40,34 +40,14 @@ static STARTED: AtomicUsize = AtomicUsize::new(0);
 /// The progress line is redrawn every this many spawns.
 const PROGRESS_STEP: usize = 1 << 16;
 
-/// Whose sleep the tasks await. On the command line (`--peer`) each is named as
-/// [`Peer::name`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Peer {
-    Shardwheel,
-    Tokio,
-}
-
-impl Peer {
-    /// Both peers, in the order a run takes them.
-    const ALL: [Peer; 2] = [Peer::Shardwheel, Peer::Tokio];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Peer::Shardwheel => "shardwheel",
-            Peer::Tokio => "tokio",
-        }
-    }
-
-    /// The keys of its bytes per task and of its spawn rate.
-    fn keys(self) -> (&'static str, &'static str) {
-        match self {
-            Peer::Shardwheel => (
-                "shardwheel_bytes_per_task",
-                "shardwheel_spawn_mtasks_per_sec",
-            ),
-            Peer::Tokio => ("tokio_bytes_per_task", "tokio_spawn_mtasks_per_sec"),
-        }
+/// The keys of `peer`'s bytes per task and of its spawn rate.
+fn keys(peer: Peer) -> (&'static str, &'static str) {
+    match peer {
+        Peer::Shardwheel => (
+            "shardwheel_bytes_per_task",
+            "shardwheel_spawn_mtasks_per_sec",
+        ),
+        Peer::Tokio => ("tokio_bytes_per_task", "tokio_spawn_mtasks_per_sec"),
     }
 }
 
@@ -110,7 +90,7 @@ fn run_peer(ctx: &Context, peer: Peer) -> Result<Report, Failure> {
         }
         Peer::Tokio => measure(ctx, tasks, tokio::time::sleep, None)?,
     };
-    let (bytes_key, spawn_key) = peer.keys();
+    let (bytes_key, spawn_key) = keys(peer);
     Ok(Report::new(Workload::SleepingTasks)
         .count("tasks", count(tasks))
         .fixed(bytes_key, measured.bytes_per_task, 1)
@@ -127,7 +107,7 @@ fn start_default_engine(ctx: &Context) -> Result<&'static TimerEngine, Failure> 
 
 /// Spawns `tasks` tasks that each await `sleep(SLEEP)` on a fresh runtime, and measures them;
 /// then drops the runtime and with it every sleep. `engine` is the engine the sleeps are on,
-/// if any: its timers are awaited placed before the reading, and gone after the drop.
+/// if any: its timers are awaited linked before the reading, and gone after the drop.
 fn measure<S, F>(
     ctx: &Context,
     tasks: usize,
@@ -163,7 +143,7 @@ where
     })?;
     let elapsed = all_started.saturating_duration_since(start);
     if let Some(engine) = engine {
-        wait::until_in_wheels(ctx, engine, total, "placing the sleeps' timers")?;
+        wait::until_in_wheels(ctx, engine, total, "linking the sleeps' timers")?;
     }
     thread::sleep(SETTLE);
     let after_kb = proc::rss_kb()?;

@@ -48,7 +48,7 @@ pub(crate) fn poll_until<S: fmt::Display>(
 }
 
 /// Waits until the engine reports exactly `timers` pending timers and as many entries linked
-/// into its wheels (all placed; or, with 0, all gone and unlinked). Returns the instant it saw
+/// into its wheels (all linked; or, with 0, all gone and unlinked). Returns the instant it saw
 /// it.
 pub(crate) fn until_in_wheels(
     ctx: &Context,
@@ -62,11 +62,11 @@ pub(crate) fn until_in_wheels(
     })
 }
 
-/// Waits until every pending timer is placed in a wheel (none left in a queue, no cancelled
+/// Waits until every pending timer is linked into a wheel (none left in a queue, no cancelled
 /// one left to unlink), however many fire meanwhile: seen so on two polls in a row, since a
 /// queued timer and a cancelled one not yet unlinked could balance on one. Returns the
 /// instant it first saw it.
-pub(crate) fn until_placed(
+pub(crate) fn until_linked(
     ctx: &Context,
     engine: &TimerEngine,
     what: &str,
@@ -76,18 +76,18 @@ pub(crate) fn until_placed(
     let mut first = Instant::now();
     poll_until(ctx, what, timeout, || {
         let seen = WheelCounts::of(engine);
-        let placed = seen.pending == seen.in_wheel;
-        if placed && !seen_once {
+        let linked = seen.pending == seen.in_wheel;
+        if linked && !seen_once {
             first = Instant::now();
         }
-        let done = placed && seen_once;
-        seen_once = placed;
+        let done = linked && seen_once;
+        seen_once = linked;
         (done, seen)
     })?;
     Ok(first)
 }
 
-/// A generous bound on how long the engine may take to place or unlink `timers` timers: a
+/// A generous bound on how long the engine may take to link or unlink `timers` timers: a
 /// minute plus 20 µs a timer.
 pub(crate) fn settle_timeout(timers: u64) -> Duration {
     Duration::from_secs(60).saturating_add(Duration::from_micros(timers.saturating_mul(20)))

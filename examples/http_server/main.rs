@@ -29,34 +29,37 @@
 //! stays idle, and the server must close it too. Last comes one summary line: requests per
 //! second, p50 and p99 latency of the requests answered in time, the timeouts (504s) and how
 //! long after its start each was answered (the deadline's precision, for either layer's timer),
-//! and the idle connections closed.
+//! and the idle connections closed; then "all checks passed", or each check that failed.
+//!
+//! The files: `main.rs` the command line, the client and the run; `server.rs` the server.
 //!
 //! Checks (exit status 1 if one fails; 2 for a bad command line): every response is a 200 or a
 //! 504; no slow handler ran to its end (its deadline cut it off); there are at least as many
 //! 504s as slow requests (more only if an ordinary request was held up past its deadline on a
 //! busy machine: the summary shows both); every connection was closed by the server once idle.
 
-use std::convert::Infallible;
+mod server;
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser, ValueEnum};
-use http_body_util::{BodyExt, Empty, Full};
+use clap::{Parser, ValueEnum};
+use http_body_util::{BodyExt, Empty};
 use hyper::body::{Bytes, Incoming};
-use hyper::{header, Request, Response, StatusCode};
+use hyper::{header, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use shardwheel::tower::BoxError;
-use shardwheel::TimerEngine;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+use tower::{service_fn, ServiceBuilder};
+
+use server::{handle, respond, serve, ServerCounters};
+use support::{ms, percentile, threshold};
 
 /// The command line.
 #[derive(Parser)]
@@ -151,11 +154,7 @@ impl Config {
         if args.header_read_ms <= args.idle_ms {
             return Err("--header-read-ms must be longer than --idle-ms".into());
         }
-        let slow_threshold = if args.slow_percent >= 100.0 {
-            u64::MAX
-        } else {
-            (args.slow_percent / 100.0 * 2f64.powi(64)) as u64
-        };
+        let slow_threshold = threshold(args.slow_percent / 100.0);
         Ok(Config {
             timeouts: args.timeouts,
             connections: args.connections,
@@ -173,221 +172,6 @@ impl Config {
     /// How long a slow request's work takes: well past its deadline.
     fn slow_work(&self) -> Duration {
         self.timeout * 4
-    }
-}
-
-/// SplitMix64's output function: a well-mixed hash of `x`.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-// The server.
-
-type Body = Full<Bytes>;
-
-/// What the server counts, for the checks at the end.
-#[derive(Default)]
-struct ServerCounters {
-    /// Requests handled so far: the next request's number, from which its work is drawn.
-    requests: AtomicU64,
-    /// Slow requests started, and those whose work ran to its end (none should).
-    slow_started: AtomicU64,
-    slow_finished: AtomicU64,
-    /// Connections the server closed because their idle timer elapsed.
-    idle_closed: AtomicU64,
-}
-
-// Relaxed throughout: each counter is only a count (or, for `requests`, a source of distinct
-// numbers), and publishes nothing else. They are read once the clients are done, after the
-// work they count has been seen through the sockets.
-
-/// The handler: simulated work, then a 200.
-async fn handle(
-    config: Config,
-    counters: Arc<ServerCounters>,
-) -> Result<Response<Body>, Infallible> {
-    let n = counters.requests.fetch_add(1, Ordering::Relaxed);
-    let draw = mix(n ^ mix(config.seed));
-    if config.slow_threshold > 0 && draw < config.slow_threshold {
-        counters.slow_started.fetch_add(1, Ordering::Relaxed);
-        tokio::time::sleep(config.slow_work()).await;
-        counters.slow_finished.fetch_add(1, Ordering::Relaxed);
-    } else {
-        let work_us = config.work.as_micros() as u64;
-        let work = Duration::from_micros(mix(draw) % (work_us + 1));
-        if !work.is_zero() {
-            tokio::time::sleep(work).await;
-        }
-    }
-    Ok(Response::new(Full::new(Bytes::from_static(b"done\n"))))
-}
-
-/// A bare response with `status`.
-fn status(status: StatusCode) -> Response<Body> {
-    let mut response = Response::new(Body::default());
-    *response.status_mut() = status;
-    response
-}
-
-/// Turns the timeout layer's result into a response: 504 for a deadline that passed (either
-/// layer's `Elapsed`), 503 for a request shardwheel's layer shed because its engine would not
-/// time it (`Overloaded`), 500 for any other error. (Its own error type stays tower's `BoxError`,
-/// which readiness errors, of which there are none, would be converted into.)
-fn respond(result: Result<Response<Body>, BoxError>) -> Result<Response<Body>, BoxError> {
-    Ok(match result {
-        Ok(response) => response,
-        Err(e) if e.is::<shardwheel::Elapsed>() || e.is::<tower::timeout::error::Elapsed>() => {
-            status(StatusCode::GATEWAY_TIMEOUT)
-        }
-        Err(e) if e.is::<shardwheel::tower::Overloaded>() => {
-            status(StatusCode::SERVICE_UNAVAILABLE)
-        }
-        Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR),
-    })
-}
-
-/// Whether a connection has a request under way, and a signal whenever that changes.
-#[derive(Default)]
-struct Activity {
-    in_flight: AtomicUsize,
-    changed: Notify,
-}
-
-/// Marks a request under way on its connection for as long as it lives.
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn start(activity: &Arc<Activity>) -> Busy {
-        // Read by the connection's task when its idle timer elapses.
-        activity.in_flight.fetch_add(1, Ordering::SeqCst);
-        activity.changed.notify_one();
-        Busy(activity.clone())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.0.changed.notify_one();
-    }
-}
-
-/// The tower service stack of one connection, as hyper calls it (by shared reference, so each
-/// request runs on a clone), with the connection's activity tracked.
-struct Tracked<S> {
-    service: S,
-    activity: Arc<Activity>,
-}
-
-type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
-
-impl<S> hyper::service::Service<Request<Incoming>> for Tracked<S>
-where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = ResponseFuture;
-
-    fn call(&self, request: Request<Incoming>) -> ResponseFuture {
-        let busy = Busy::start(&self.activity);
-        let response = self.service.clone().oneshot(request);
-        Box::pin(async move {
-            let response = response.await;
-            drop(busy);
-            response
-        })
-    }
-}
-
-/// Accepts connections, serving each with `service` and closing it once idle, until accepting
-/// fails (out of file descriptors, say): returns why.
-async fn serve<S>(
-    listener: TcpListener,
-    service: S,
-    engine: &'static TimerEngine,
-    config: Config,
-    counters: Arc<ServerCounters>,
-) -> String
-where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let service = service.clone();
-                let counters = counters.clone();
-                tokio::spawn(async move {
-                    if let Err(e) =
-                        serve_connection(stream, service, engine, config, &counters).await
-                    {
-                        eprintln!("http_server: server connection failed: {e}");
-                    }
-                });
-            }
-            Err(e) => return format!("the server cannot accept a connection: {e}"),
-        }
-    }
-}
-
-/// Serves one connection until it closes. Its idle timer is a shardwheel `Sleep`, reset each
-/// time a request starts or ends; if it elapses with no request under way, the connection is
-/// shut down gracefully (hyper closes an idle connection at once). hyper times each request's
-/// head on the same engine.
-async fn serve_connection<S>(
-    stream: TcpStream,
-    service: S,
-    engine: &TimerEngine,
-    config: Config,
-    counters: &ServerCounters,
-) -> Result<(), hyper::Error>
-where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = BoxError>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
-    let _ = stream.set_nodelay(true);
-    let activity = Arc::new(Activity::default());
-    let tracked = Tracked {
-        service,
-        activity: activity.clone(),
-    };
-    let idle = config.idle;
-    let connection = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .timer(engine.clone())
-        .header_read_timeout(config.header_read)
-        .serve_connection(TokioIo::new(stream), tracked);
-    let mut connection = std::pin::pin!(connection);
-    let mut idle_timer = engine.sleep(idle);
-    let mut closing = false;
-    loop {
-        tokio::select! {
-            result = connection.as_mut() => return result,
-            () = activity.changed.notified() => idle_timer.reset(idle),
-            () = &mut idle_timer, if !closing => {
-                if activity.in_flight.load(Ordering::SeqCst) == 0 {
-                    connection.as_mut().graceful_shutdown();
-                    closing = true;
-                    counters.idle_closed.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    idle_timer.reset(idle);
-                }
-            }
-        }
     }
 }
 
@@ -470,19 +254,6 @@ async fn client(
 }
 
 // The run and its checks.
-
-/// The nearest-rank percentile `p` (0 < p <= 1) of sorted `values`.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// Runs `work`, unless the server stops first (it stops only if it fails): then its clients
 /// would wait for ever, so the run ends with the server's error.
@@ -636,33 +407,6 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    // A bad command line exits with status 2 (clap's for a usage error).
-    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
-        Args::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit()
-    });
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("http_server: cannot start the tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(config)) {
-        Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
-        Ok(failures) => {
-            for failure in failures {
-                eprintln!("http_server: check failed: {failure}");
-            }
-            ExitCode::FAILURE
-        }
-        Err(message) => {
-            eprintln!("http_server: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    let config = support::config(Config::new);
+    support::verdict("http_server", support::on_tokio(run(config)))
 }

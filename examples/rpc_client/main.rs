@@ -21,24 +21,35 @@
 //! It prints requests per second, the timeouts, and latency percentiles of the completed
 //! requests, and exits with status 1 if a check fails (status 2 for a bad command line).
 //!
+//! The files: `main.rs` the command line, the client and the run; `server.rs` the server;
+//! `wire.rs` the frames both ends read and write.
+//!
 //! ```text
 //! cargo run --release --example rpc_client -- --help
 //! cargo run --release --example rpc_client -- --connections 4 --requests 200
 //! ```
 
+mod server;
+#[path = "../support/mod.rs"]
+mod support;
+mod wire;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use shardwheel::TimerEngine;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+
+use server::{serve, ServerLog};
+use support::{lock, mix, ms, percentile};
+use wire::{answer, decode, encode, read_frame};
 
 /// The command line.
 #[derive(Parser)]
@@ -114,130 +125,6 @@ impl Config {
     fn late_delay(&self) -> Duration {
         self.timeout * self.late_factor
     }
-}
-
-/// SplitMix64's output function: a well-mixed hash of `x`.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-/// Locks a mutex, ignoring poisoning (a panicking task already reported itself).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-// The wire format: requests and responses are 16 bytes, a request id and a value, big-endian.
-
-const FRAME: usize = 16;
-
-fn encode(id: u64, value: u64) -> [u8; FRAME] {
-    let mut frame = [0; FRAME];
-    frame[..8].copy_from_slice(&id.to_be_bytes());
-    frame[8..].copy_from_slice(&value.to_be_bytes());
-    frame
-}
-
-fn decode(frame: &[u8; FRAME]) -> (u64, u64) {
-    let mut id = [0; 8];
-    let mut value = [0; 8];
-    id.copy_from_slice(&frame[..8]);
-    value.copy_from_slice(&frame[8..]);
-    (u64::from_be_bytes(id), u64::from_be_bytes(value))
-}
-
-/// What the server computes for a request's value.
-fn answer(value: u64) -> u64 {
-    value.rotate_left(17) ^ 0x0005_DEEC_E66D
-}
-
-/// Reads one frame; `None` at a clean end of stream.
-async fn read_frame(reader: &mut OwnedReadHalf) -> Result<Option<[u8; FRAME]>, std::io::Error> {
-    let mut frame = [0; FRAME];
-    match reader.read_exact(&mut frame).await {
-        Ok(_) => Ok(Some(frame)),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-// The server.
-
-/// What the server decided, shared with the checks at the end.
-struct ServerLog {
-    /// Ids of the requests answered late.
-    late: Mutex<Vec<u64>>,
-}
-
-async fn serve(listener: TcpListener, config: Config, log: Arc<ServerLog>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let (config, log) = (config.clone(), log.clone());
-                tokio::spawn(async move {
-                    if let Err(e) = serve_connection(stream, config, log).await {
-                        eprintln!("rpc_client: server connection failed: {e}");
-                    }
-                });
-            }
-            Err(e) => {
-                eprintln!("rpc_client: accept failed: {e}");
-                return;
-            }
-        }
-    }
-}
-
-/// Answers every request on `stream`, each after its own delay, in whatever order the delays
-/// end; closes the stream once the client has stopped sending and every answer is written.
-async fn serve_connection(
-    stream: TcpStream,
-    config: Config,
-    log: Arc<ServerLog>,
-) -> Result<(), std::io::Error> {
-    stream.set_nodelay(true)?;
-    let (mut reader, mut writer) = stream.into_split();
-    let (responses, mut outbox) = mpsc::unbounded_channel::<[u8; FRAME]>();
-    let write_all = tokio::spawn(async move {
-        while let Some(frame) = outbox.recv().await {
-            writer.write_all(&frame).await?;
-        }
-        writer.shutdown().await
-    });
-    // Whether a request is late depends on its id and the seed only: reproducible whatever
-    // order the connections are accepted in.
-    let late_threshold = if config.late_fraction >= 1.0 {
-        u64::MAX
-    } else {
-        (config.late_fraction * 2f64.powi(64)) as u64
-    };
-    while let Some(frame) = read_frame(&mut reader).await? {
-        let (id, value) = decode(&frame);
-        let response = encode(id, answer(value));
-        let late = config.late_fraction > 0.0 && mix(id ^ mix(config.seed)) < late_threshold;
-        let delay = if late {
-            lock(&log.late).push(id);
-            config.late_delay()
-        } else {
-            config.service
-        };
-        if delay.is_zero() {
-            // The writer only stops when every sender is gone: it cannot have.
-            let _ = responses.send(response);
-        } else {
-            let responses = responses.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                let _ = responses.send(response);
-            });
-        }
-    }
-    drop(responses);
-    write_all
-        .await
-        .map_err(|e| std::io::Error::other(format!("the writer task failed: {e}")))?
 }
 
 // The client.
@@ -350,19 +237,6 @@ async fn read_responses(
 }
 
 // The run and its checks.
-
-/// The nearest-rank percentile `p` (0 < p <= 1) of sorted `values`.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 async fn run(config: Config) -> Result<Vec<String>, String> {
     let engine = Arc::new(
@@ -538,36 +412,6 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    // A bad command line exits with status 2 (clap's for a usage error).
-    let config = Config::new(Args::parse()).unwrap_or_else(|message| {
-        Args::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit()
-    });
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("rpc_client: cannot start the tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(config)) {
-        Ok(failures) if failures.is_empty() => {
-            println!("all checks passed");
-            ExitCode::SUCCESS
-        }
-        Ok(failures) => {
-            for failure in failures {
-                eprintln!("rpc_client: check failed: {failure}");
-            }
-            ExitCode::FAILURE
-        }
-        Err(message) => {
-            eprintln!("rpc_client: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    let config = support::config(Config::new);
+    support::verdict("rpc_client", support::on_tokio(run(config)))
 }
