@@ -1,6 +1,7 @@
 //! The design map (`src/design.rs`) and the README point only at files that exist, no retired
 //! word is used, and the code keeps the shape the map promises: no file over 500 lines, at most
-//! 0.45 comment lines per code line outside tests, no circle of imports inside a folder.
+//! 0.45 comment lines per code line outside tests, no circle of imports inside a folder, and
+//! no doc comment says a line twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -271,4 +272,105 @@ fn the_files_of_a_folder_import_one_another_without_a_circle() {
             );
         }
     }
+}
+
+/// The line numbers (from 1) of the doc-comment lines of `text` that restate the line before
+/// them: both `///` or both `//!` at the same indentation, and the first three words the same
+/// (a line said twice, or two drafts of one sentence). Lines in a doc's code blocks, table
+/// rows and list items are left out: they may begin alike.
+fn restated_doc_lines(text: &str) -> Vec<usize> {
+    let mut restated = Vec::new();
+    let mut in_code = false;
+    let mut before: Option<(&str, Vec<&str>)> = None;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let marker = ["//!", "///"]
+            .into_iter()
+            .find(|marker| trimmed.starts_with(marker) && !trimmed.starts_with("////"));
+        let Some(marker) = marker else {
+            before = None;
+            continue;
+        };
+        let words: Vec<&str> = trimmed[marker.len()..].split_whitespace().collect();
+        if words.first().is_some_and(|word| word.starts_with("```")) {
+            in_code = !in_code;
+            before = None;
+            continue;
+        }
+        let prose = !in_code
+            && words.len() >= 3
+            && !words[0].starts_with(['|', '-', '*', '#'])
+            && !words[0].ends_with(['.', ')']);
+        let key = &line[..line.len() - trimmed.len() + marker.len()];
+        if let Some((before_key, before_words)) = &before {
+            if prose && *before_key == key && before_words[..3] == words[..3] {
+                restated.push(n + 1);
+            }
+        }
+        before = prose.then_some((key, words));
+    }
+    restated
+}
+
+#[test]
+fn a_restated_doc_line_is_found_and_a_list_is_not() {
+    // One line each, so that this file holds no doc comment of its own here.
+    let text = [
+        "/// Whether the queue holds no value.",
+        "/// Whether the queue holds no value.",
+        "fn a() {}",
+        "    /// Makes room for at least `n` values more, so that",
+        "    /// Makes room for `n` more values.",
+        "//! - `api`: the engine's calls.",
+        "//! - `api`: its tests.",
+        "//! | shard | one wheel |",
+        "//! | shard | its lanes |",
+        "/// ```",
+        "/// clock.advance(Duration::from_secs(5));",
+        "/// clock.advance(Duration::from_secs(5));",
+        "/// ```",
+        "/// The number of values in the queue.",
+        "//! The number of values in the queue.",
+        "/// The number of values",
+        "///",
+        "/// The number of values",
+    ]
+    .join("\n");
+    assert_eq!(restated_doc_lines(&text), [2, 5]);
+}
+
+#[test]
+fn no_doc_comment_says_a_line_twice() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "tests",
+        "examples",
+        "benches",
+        "loom-tests",
+        "driver",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let restated: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).expect("a readable file");
+            let shown = file
+                .strip_prefix(root)
+                .unwrap_or(file)
+                .display()
+                .to_string();
+            restated_doc_lines(&text)
+                .into_iter()
+                .map(move |line| format!("{shown}:{line}"))
+        })
+        .collect();
+    assert!(
+        restated.is_empty(),
+        "{} doc-comment lines restate the line before them: {restated:?}",
+        restated.len()
+    );
 }

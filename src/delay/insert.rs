@@ -187,7 +187,6 @@ impl<T> DelayQueue<T> {
     }
 
     /// As [`remove`](Self::remove), with `None` for a key that names no value.
-    /// As [`remove`](Self::remove), with `None` for a key that names no value.
     pub fn try_remove(&mut self, key: &Key) -> Option<T> {
         self.remove(key).ok()
     }

@@ -221,38 +221,32 @@ impl<T> DelayQueue<T> {
             .map(|(_, _, generation, index)| Key::new(index, generation))
     }
 
-    /// Whether `key` names a value in the queue (one not yet removed, yielded or cleared).
     /// Whether `key` names a value in the queue (not yet removed, yielded or cleared).
     pub fn contains(&self, key: &Key) -> bool {
         self.values.get(key.index(), key.generation()).is_some()
     }
 
     /// The number of values in the queue, expired but not yet yielded ones included.
-    /// The number of values in the queue, expired but not yet yielded ones included.
     pub fn len(&self) -> usize {
         self.values.len()
     }
 
     /// Whether the queue holds no value.
-    /// Whether the queue holds no value.
     pub fn is_empty(&self) -> bool {
         self.values.len() == 0
     }
 
-    /// Makes room for at least `additional` values more than the queue holds, so that
     /// Makes room for `additional` more values, kept as a fill's storage is
     /// (see [Storage](Self#storage)).
     pub fn reserve(&mut self, additional: usize) {
         self.values.reserve(additional);
     }
 
-    /// How many values the queue's values has room for without growing (free cells between
-    /// How many values the store has room for without growing (free cells included).
+    /// How many values the queue has room for without growing (free cells included).
     pub fn capacity(&self) -> usize {
         self.values.capacity()
     }
 
-    /// Releases what storage the queue can: all of it if the queue is empty, else the free
     /// Releases what storage it can: all if empty, else the free cells after the last value.
     pub fn shrink_to_fit(&mut self) {
         self.values.shrink_to_fit();

@@ -45,7 +45,7 @@ impl Link {
     };
 }
 
-/// A values value with a link.
+/// A value of the queue's store, with its link.
 pub(super) trait Linked {
     fn link(&mut self) -> &mut Link;
     fn link_ref(&self) -> &Link;

@@ -235,8 +235,7 @@ impl Entry {
     ///
     /// # Safety
     /// The caller won the cancel that emptied the callback cell and has not yet published the
-    /// The caller won the cancel that emptied the cell and has not yet published the entry on
-    /// a stack (rule 3).
+    /// entry on a stack (rule 3).
     pub(crate) unsafe fn set_unlink_next(&self, next: Option<NonNull<Entry>>) {
         // SAFETY: by this function's contract.
         self.callback

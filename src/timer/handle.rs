@@ -133,12 +133,10 @@ impl TimerHandle {
     }
 
     /// Whether a `cancel` call stopped this timer.
-    /// Whether a `cancel` call stopped this timer.
     pub fn is_cancelled(&self) -> bool {
         self.state() == TimerState::Cancelled
     }
 
-    /// Whether the timer fired: its callback has been handed to the executor (it may still be
     /// Whether the timer fired: its callback has been handed to the executor.
     pub fn is_fired(&self) -> bool {
         self.state() == TimerState::Fired
@@ -150,13 +148,11 @@ impl TimerHandle {
         self.is_fired()
     }
 
-    /// Whether the timer is still waiting: not fired, not cancelled, not handed back.
     /// Whether the timer is still waiting: not fired, cancelled or handed back.
     pub fn is_pending(&self) -> bool {
         self.state() == TimerState::Pending
     }
 
-    /// When the timer is due: the start of the tick it fires at. That is the requested
     /// When the timer is due: the deadline rounded up to the engine's tick (for a zero or past
     /// deadline, the start of the tick it was scheduled in).
     pub fn deadline(&self) -> Instant {
