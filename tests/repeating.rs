@@ -398,7 +398,7 @@ fn a_panicking_repeating_callback_stops_its_timer_for_good() {
     assert!(!timer.cancel(), "it had already stopped");
     assert!(
         engine.schedule(SEC, || {}).is_ok(),
-        "its cap place was given back"
+        "its permit was released"
     );
     assert_eq!(engine.pending(), 1);
 }

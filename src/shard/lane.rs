@@ -200,7 +200,7 @@ impl Lane {
         self.shard.signal().notify();
         if self.shard.stop_seen_after_fence() {
             fence(Ordering::SeqCst);
-            if let Ok((_, callback)) = entry.give_back() {
+            if let Ok((_, callback)) = entry.hand_back() {
                 self.counts.unschedule();
                 drop(permit);
                 return Err(callback);
