@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use shardwheel::{ManualClock, TimerEngine, TimerHandle};
+use shardwheel::{ManualClock, TimerEngine, TimerHandle, TimerState};
 
 /// The command line.
 #[derive(Parser)]
@@ -200,7 +200,7 @@ impl Lease {
                 s.record(Event::RenewedTooLate(now));
             }
         };
-        let renewer = match engine.schedule_repeating(lease / 3, renew) {
+        let renewer = match engine.repeating(lease / 3).schedule(renew) {
             Ok(renewer) => renewer,
             Err(e) => {
                 expiry.cancel();
@@ -293,7 +293,7 @@ fn run(config: &Config) -> Result<Checks, String> {
         checks.check(expires_at > now, || {
             format!("(a) at {now:?} the lease had lapsed (it ran out at {expires_at:?})")
         });
-        checks.check(first.expiry.is_pending(), || {
+        checks.check(first.expiry.state() == TimerState::Pending, || {
             format!("(a) at {now:?} the expiry timer is no longer pending")
         });
     }
@@ -337,7 +337,7 @@ fn run(config: &Config) -> Result<Checks, String> {
             renewals_b - renewals_a
         )
     });
-    checks.check(first.expiry.is_fired(), || {
+    checks.check(first.expiry.state() == TimerState::Fired, || {
         "(b) the expiry timer did not fire".into()
     });
     if let Some(lost) = lost {

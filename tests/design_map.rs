@@ -94,15 +94,9 @@ fn no_retired_word_is_used_outside_the_glossary() {
     files.push(root.join("README.md"));
     for file in files.iter().filter(|file| !file.ends_with("src/design.rs")) {
         let text = std::fs::read_to_string(file).expect("a readable file");
-        let lines: Vec<&str> = text.lines().collect();
-        for (n, line) in lines.iter().enumerate() {
-            // A deprecated alias keeps its old name for one release.
-            let deprecated = lines[n.saturating_sub(3)..n]
-                .iter()
-                .any(|before| before.contains("#[deprecated"));
-            for word in retired.iter().filter(|word| names(line, word)) {
-                assert!(
-                    deprecated || line.contains("deprecated"),
+        for (n, line) in text.lines().enumerate() {
+            if let Some(word) = retired.iter().find(|word| names(line, word)) {
+                panic!(
                     "{}:{} uses the retired word `{word}`",
                     file.display(),
                     n + 1
@@ -372,5 +366,119 @@ fn no_doc_comment_says_a_line_twice() {
         restated.is_empty(),
         "{} doc-comment lines restate the line before them: {restated:?}",
         restated.len()
+    );
+}
+
+#[test]
+fn no_item_is_deprecated() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a readable file");
+        assert!(
+            !text.contains("#[deprecated"),
+            "{} keeps a deprecated item: remove it, with its uses",
+            file.display()
+        );
+    }
+}
+
+/// The names `lib` (the text of `src/lib.rs`) puts at the crate root, every feature on: its
+/// `pub mod`s, each name of its `pub use`s, and its other `pub` items.
+fn root_items(lib: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut depth = 0usize;
+    let mut import = String::new();
+    for line in lib.lines().map(str::trim) {
+        if line.starts_with("//") {
+            continue;
+        }
+        if depth == 0 && (line.starts_with("pub use ") || !import.is_empty()) {
+            import.push_str(line);
+            import.push(' ');
+            if !line.ends_with(';') {
+                continue;
+            }
+            let path = import["pub use ".len()..].trim_end_matches([';', ' ']);
+            let names = match path.split_once('{') {
+                Some((_, group)) => group.trim_end_matches('}').split(',').collect(),
+                None => vec![path],
+            };
+            for name in names
+                .iter()
+                .map(|name| name.trim())
+                .filter(|name| !name.is_empty())
+            {
+                let last = name.rsplit([':', ' ']).next().expect("a name");
+                items.push(last.to_owned());
+            }
+            import.clear();
+            continue;
+        }
+        if depth == 0 {
+            let mut words = line.split_whitespace();
+            if words.next() == Some("pub") {
+                let kinds = [
+                    "mod", "fn", "struct", "enum", "type", "trait", "const", "static",
+                ];
+                if words.next().is_some_and(|kind| kinds.contains(&kind)) {
+                    let name = words.next().expect("an item's name");
+                    let name = name
+                        .split(['<', '(', ':', ';', ' '])
+                        .next()
+                        .expect("a name");
+                    items.push(name.to_owned());
+                }
+            }
+        }
+        depth += line.matches('{').count();
+        depth -= line.matches('}').count();
+    }
+    items
+}
+
+#[test]
+fn the_root_items_are_read_from_lib_rs() {
+    let lib = [
+        "//! pub use not::Counted;",
+        "pub mod design;",
+        "pub mod stats {",
+        "    pub use crate::engine::{Lateness, Stats};",
+        "}",
+        "mod private;",
+        "pub use engine::api::TimerEngine;",
+        "pub use engine::global::{",
+        "    interval, now as clock_now,",
+        "    sleep,",
+        "};",
+        "pub fn free<F>(f: F) {}",
+    ]
+    .join("\n");
+    assert_eq!(
+        root_items(&lib),
+        [
+            "design",
+            "stats",
+            "TimerEngine",
+            "interval",
+            "clock_now",
+            "sleep",
+            "free"
+        ]
+    );
+}
+
+#[test]
+fn the_crate_root_holds_at_most_30_items() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("the crate root is there");
+    let items = root_items(&lib);
+    assert!(
+        items.len() <= 30,
+        "{} items at the crate root (move the rarely named into a module): {items:?}",
+        items.len()
     );
 }

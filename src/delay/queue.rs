@@ -25,7 +25,8 @@ const ID_BLOCK: u64 = 1 << 12;
 /// ```
 /// use std::time::Duration;
 /// use futures::StreamExt;
-/// use shardwheel::{DelayQueue, ManualClock, TimerEngine};
+/// use shardwheel::delay_queue::DelayQueue;
+/// use shardwheel::{ManualClock, TimerEngine};
 ///
 /// let clock = ManualClock::new();
 /// let engine = TimerEngine::builder().manual_clock(&clock).build()?;
@@ -68,7 +69,7 @@ const ID_BLOCK: u64 = 1 << 12;
 ///   [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong).
 /// - Shut down: `insert` makes the value due at once; `try_insert` returns
 ///   [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown).
-/// - At the cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the timer must be
+/// - At the cap ([`Builder::max_pending`](crate::engine::Builder::max_pending)) when the timer must be
 ///   armed or moved earlier: `insert` and `reset` make the value due at once; `try_insert`
 ///   returns [`ScheduleError::Full`](crate::ScheduleError::Full). A re-arm refused at a poll
 ///   brings the earliest tick's values out.
