@@ -9,7 +9,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! shardwheel = "0.2"
+//! shardwheel = "0.3"
 //! ```
 //!
 //! The free functions run on the [`default_engine`], started on first use (configure it before
