@@ -2,7 +2,7 @@
 //!
 //! Each of C connections (default 1,000,000) has an idle timer (default 30 s) that is pushed
 //! back with `TimerHandle::reset` on every read, and a heartbeat (default every 10 s) from
-//! `schedule_repeating`. Time comes from a `ManualClock` moved in 1 s steps, so minutes of
+//! `repeating(..).schedule`. Time comes from a `ManualClock` moved in 1 s steps, so minutes of
 //! simulated time pass in seconds. At each step a random subset of connections reads; a chosen
 //! fraction of them goes silent at a chosen time and must then be closed by its idle timer.
 //! When an idle timer fires, its callback marks the connection closed at the clock's time; the
@@ -275,7 +275,8 @@ fn run(config: &Config) -> Result<Failures, String> {
             r.heartbeats[connection as usize].fetch_add(1, Ordering::Relaxed);
         };
         let timer = engine
-            .schedule_repeating(heartbeat, beat)
+            .repeating(heartbeat)
+            .schedule(beat)
             .map_err(|e| format!("cannot schedule a heartbeat: {e}"))?;
         heartbeats.push(timer);
     }

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use shardwheel::{ManualClock, TimerEngine, TimerHandle};
+use shardwheel::{ManualClock, TimerEngine, TimerHandle, TimerState};
 
 use support::lock;
 
@@ -197,7 +197,7 @@ impl Lease {
                 s.record(Event::RenewedTooLate(now));
             }
         };
-        let renewer = match engine.schedule_repeating(lease / 3, renew) {
+        let renewer = match engine.repeating(lease / 3).schedule(renew) {
             Ok(renewer) => renewer,
             Err(e) => {
                 expiry.cancel();
@@ -270,7 +270,7 @@ fn run(config: &Config) -> Result<Checks, String> {
         checks.check(expires_at > now, || {
             format!("(a) at {now:?} the lease had lapsed (it ran out at {expires_at:?})")
         });
-        checks.check(first.expiry.is_pending(), || {
+        checks.check(first.expiry.state() == TimerState::Pending, || {
             format!("(a) at {now:?} the expiry timer is no longer pending")
         });
     }
@@ -314,7 +314,7 @@ fn run(config: &Config) -> Result<Checks, String> {
             renewals_b - renewals_a
         )
     });
-    checks.check(first.expiry.is_fired(), || {
+    checks.check(first.expiry.state() == TimerState::Fired, || {
         "(b) the expiry timer did not fire".into()
     });
     if let Some(lost) = lost {

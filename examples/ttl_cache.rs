@@ -30,7 +30,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use shardwheel::{delay_queue::Key, DelayQueue, TimerEngine};
+use shardwheel::delay_queue::{DelayQueue, Key};
+use shardwheel::TimerEngine;
 use tokio::sync::{mpsc, oneshot};
 
 use support::SplitMix;

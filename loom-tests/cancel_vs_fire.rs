@@ -5,6 +5,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, MS};
+use crate::TimerState;
 
 /// Cancel vs fire: exactly one of PENDING→CANCELLED and PENDING→FIRED wins; the callback runs once
 /// if and only if `cancel()` returned false; afterwards the wheel holds nothing and the
@@ -36,8 +37,12 @@ fn cancel_vs_fire() {
         let (cancelled, handle) = canceller.join().unwrap();
         shard.turn(engine.now_tick()); // take any unlink request
         assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
-        assert_eq!(handle.is_cancelled(), cancelled);
-        assert_eq!(handle.is_fired(), !cancelled);
+        let state = if cancelled {
+            TimerState::Cancelled
+        } else {
+            TimerState::Fired
+        };
+        assert_eq!(handle.state(), state);
         assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert!(engine.shutdown_driven(vec![shard]).is_empty());

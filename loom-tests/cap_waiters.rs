@@ -1,4 +1,4 @@
-//! A sleep waiting for a permit against a timer giving one back (`sync::cap`).
+//! A sleep waiting for a permit against a timer releasing one (`sync::cap`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Waker;
@@ -9,24 +9,24 @@ use loom::thread;
 use super::Counting;
 use crate::sync::{Cap, Permits};
 
-/// The cap is full; a task leaves its waker while another thread's timer gives its permit
-/// back. Either the task sees the room, or the give-back wakes it.
+/// The cap is full; a task leaves its waker while another thread's timer releases its
+/// permit. Either the task sees the room, or the release wakes it.
 ///
-/// Catches: a give-back without its fence, or one that reads `waiting` before it subtracts
+/// Catches: a release without its fence, or one that reads `waiting` before it subtracts
 /// from `used` (each checked once): the task sleeps though a permit is free.
 #[test]
-fn a_give_back_wakes_the_waiter_or_the_waiter_sees_the_room() {
+fn a_release_wakes_the_waiter_or_the_waiter_sees_the_room() {
     loom::model(|| {
         let cap = Arc::new(Cap::new(1));
         Permits::take(Some(&cap)).expect("room for one").hold();
         let counter = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
-        let giver = {
+        let releaser = {
             let cap = cap.clone();
             thread::spawn(move || drop(Permits::reclaim(Some(&cap), 1)))
         };
         let room = cap.wait_for_room(&waker);
-        giver.join().unwrap();
+        releaser.join().unwrap();
         assert!(
             room || counter.0.load(Ordering::SeqCst) == 1,
             "the task waits for a permit that is free, and no one wakes it"

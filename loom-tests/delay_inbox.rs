@@ -6,7 +6,7 @@ use std::task::{Context, Poll, Waker};
 use loom::thread;
 
 use super::{driven_engine, Counting, MS};
-use crate::DelayQueue;
+use crate::delay_queue::DelayQueue;
 
 /// Poll vs fire, through the queue's one sleep: the task's first poll finds nothing due and
 /// leaves the sleep holding its waker; the shard links the sleep's timer and then fires it

@@ -6,6 +6,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, MS};
+use crate::TimerState;
 
 /// Reset vs fire: a timer linked and due, a thread resetting it to later while the shard
 /// fires it. If the reset returns true the callback does not run at the old deadline, and runs
@@ -32,12 +33,12 @@ fn reset_vs_fire() {
         let (moved, handle) = resetter.join().unwrap();
         if moved {
             assert_eq!(ran.load(Ordering::SeqCst), 0, "fired at the old deadline");
-            assert!(handle.is_pending());
+            assert_eq!(handle.state(), TimerState::Pending);
             clock.advance(MS * 10);
             shard.turn(engine.now_tick());
         }
         assert_eq!(ran.load(Ordering::SeqCst), 1);
-        assert!(handle.is_fired());
+        assert_eq!(handle.state(), TimerState::Fired);
         assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
@@ -58,7 +59,8 @@ fn cancel_vs_rearm() {
         let ran = Arc::new(AtomicUsize::new(0));
         let r = ran.clone();
         let handle = engine
-            .schedule_repeating(MS, move || {
+            .repeating(MS)
+            .schedule(move || {
                 r.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
@@ -68,7 +70,7 @@ fn cancel_vs_rearm() {
         shard.turn(engine.now_tick()); // run it (inline) and re-arm it
         let (cancelled, handle) = canceller.join().unwrap();
         assert!(cancelled);
-        assert!(handle.is_cancelled());
+        assert_eq!(handle.state(), TimerState::Cancelled);
         let runs = ran.load(Ordering::SeqCst);
         assert!(runs <= 1);
         clock.advance(MS * 3);

@@ -62,7 +62,7 @@
 //! 9. `Signal::notify` (src/shard/signal.rs) passes a SeqCst fence and wakes the shard if it
 //!    announced a sleep.
 //! 10. The stop flag is read again: if shutdown began and this call wins PENDING→HANDED_BACK,
-//!     the permit comes back and so does the callback, in `ScheduleError::Shutdown`.
+//!     the permit is released and the callback comes back, in `ScheduleError::Shutdown`.
 //! 11. Otherwise the timer holds its permit, and the caller gets a `TimerHandle`
 //!     (src/timer/handle.rs).
 //!
@@ -94,7 +94,7 @@
 //! - **One thread per wheel**; shutdown empties a wheel only after joining its thread.
 //! - **The cap bounds what the engine holds.** A permit is held from admission until the
 //!   callback begins, the timer is handed back, or its cancelled entry is dropped; a repeating
-//!   timer holds one until it stops. Permits come back only through the drop of `Permits`.
+//!   timer holds one until it stops. Permits are released only by the drop of `Permits`.
 //! - **No lost wake-up.** A push and a sleep announcement form a Dekker pair.
 //! - **Shutdown waits** for the engine's callbacks and threads; **no input panics the engine.**
 //!
@@ -143,7 +143,7 @@
 //! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! give-back; and the look-ahead. What loom cannot see (the ring's tail and the slab's live
+//! release; and the look-ahead. What loom cannot see (the ring's tail and the slab's live
 //! count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
@@ -160,16 +160,18 @@
 //! | home shard | where the calling thread's unkeyed timers go | |
 //! | owner | the thread that alone uses a lane's ring, spares and chunks | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
+//! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
 //! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
 //! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `unplaced` |
 //! | tick, turn | the engine's unit of time; one pass of a shard's tick loop | |
-//! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level | |
+//! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level; a delay queue's `DelayWheel` and `DelayLevel` place a value by the same `wheel::level_for` | |
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
 //! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
 //! | cell | one word that a value is put into and taken out of: a callback cell, a ring's cell | |
 //! | spare | a dead, unshared entry given back to its lane's owner for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
+//! | release | a permit's return to the cap, by the drop of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
 //! | hand over | the shard passing a turn's fired callbacks to the executor as a batch | |
 //! | runner, claim | a long-lived job on a pool thread; the range of a batch it holds | claims `Slot` |
 //! | steal | a runner with nothing to run taking half of another's claim | |
@@ -182,5 +184,6 @@
 //! | stand-in timer | the timer a far `Sleep` holds at the farthest deadline the engine takes | |
 //! | look-ahead | a manual clock asking a shard for its earliest pending deadline | |
 //! | Dekker pair | a push then a read of the sleep word, against an announcement then a look at the queues, each with a SeqCst fence between (src/shard/signal.rs) | |
+//! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
 //! | expired | a delay-queue value whose deadline passed (tokio-util's word) | |
 //! | item | a delay-queue value with its deadline and list links | the delay queue's Entry |

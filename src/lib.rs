@@ -9,12 +9,12 @@
 //!
 //! ```toml
 //! [dependencies]
-//! shardwheel = "0.2"
+//! shardwheel = "0.3"
 //! ```
 //!
 //! The free functions run on the [`default_engine`], started on first use (configure it before
-//! with [`Builder::build_global`]); a [`TimerEngine`] of your own is
-//! [`TimerEngine::builder`]`().build()`, and a clone of it is one more handle on it.
+//! with [`Builder::build_global`](engine::Builder::build_global)); a [`TimerEngine`] of your
+//! own is [`TimerEngine::builder`]`().build()`, and a clone of it is one more handle on it.
 //!
 //! ```
 //! use std::time::Duration;
@@ -31,7 +31,7 @@
 //!
 //! // A DelayQueue: values that come out at their deadlines.
 //! use futures::StreamExt;
-//! let mut sessions = shardwheel::DelayQueue::default();
+//! let mut sessions = shardwheel::delay_queue::DelayQueue::default();
 //! sessions.insert("session 7", Duration::from_millis(5));
 //! assert_eq!(block_on(sessions.next()).unwrap().into_inner(), "session 7");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -44,26 +44,41 @@
 //!
 //! | item | what it is for |
 //! |---|---|
-//! | [`TimerEngine`], [`Builder`], [`BuildError`] | an engine of your own, and its settings |
-//! | [`default_engine`], [`try_default_engine`] | the process's engine, behind the free functions |
-//! | [`TimerEngine::enter`], [`TimerEngine::scope`] ([`EnterGuard`], [`Scoped`]) | which engine the free functions use here: one per test |
+//! | [`TimerEngine`] | an engine of your own; [`TimerEngine::builder`] for its settings |
+//! | [`default_engine`] | the process's engine, behind the free functions |
+//! | [`TimerEngine::enter`], [`TimerEngine::scope`] | which engine the free functions use here: one per test |
 //! | [`ManualClock`] | time that moves only when a test says so |
 //! | [`schedule`], [`schedule_at`] | run a callback at a deadline |
-//! | [`schedule_repeating`], [`repeating`] ([`RepeatBuilder`], [`Repeat`]) | run it every period; the builder for every other option |
+//! | [`repeating`] | run it every period |
 //! | [`TimerHandle`], [`TimerState`] | cancel, reset or look at a timer |
 //! | [`ScheduleError`], [`ScheduleErrorKind`] | why a timer was refused, with the callback back |
 //! | [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`], [`interval_at`] | as `tokio::time`, under any executor |
 //! | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`], [`MissedTickBehavior`] | the futures and types they return |
 //! | [`now`] | the time their deadlines are on: the entered engine's clock, as tokio's `Instant::now` |
-//! | [`DelayQueue`] and [`delay_queue`] | as tokio-util's `DelayQueue` |
-//! | [`Unfired`] | a timer handed back by [`TimerEngine::shutdown`] |
-//! | [`Task`] | a fired callback handed to [`Builder::spawn_callbacks`] |
+//! | [`delay_queue`] | as tokio-util's `time::delay_queue`: the `DelayQueue`, its keys and items |
+//! | [`engine`] | the engine's own types: its builder, guards, what shutdown hands back, a repeating timer's builder |
 //! | [`stats`] | what [`TimerEngine::stats`] reports |
 //! | [`migration`] | each item of `tokio::time`, tokio-util's `DelayQueue` and tower's `timeout`, and its counterpart here |
 //!
-//! The free functions are `tokio::time`'s and the three ways to schedule a callback; each is
-//! the [`TimerEngine`] method of the same name on the engine entered, else the default engine.
-//! Everything else (keyed routing, the `try_` forms, statistics, shutdown) is a method.
+//! ## One way to each thing
+//!
+//! - A callback once: [`schedule`], [`schedule_at`]; by key, [`TimerEngine::schedule_keyed`]
+//!   and `_at`. Every period: [`repeating`]`(period).schedule(f)`, the
+//!   [`RepeatBuilder`](engine::RepeatBuilder)'s options between. No `schedule_repeating`
+//!   shortcut: the builder's defaults are the common timer, already one line.
+//! - Where a timer is: [`TimerHandle::state`]. A value out of a delay queue:
+//!   [`remove`](delay_queue::DelayQueue::remove), a `Result` (`.ok()` is tokio-util's
+//!   `try_remove`). The default engine: [`default_engine`]; to configure it, or to see a failed
+//!   start as an error, [`Builder::build_global`](engine::Builder::build_global) first.
+//! - The free functions are the [`TimerEngine`] methods of the same name on the engine
+//!   entered, else the default engine; the rest (keyed routing, the `try_` forms, statistics,
+//!   shutdown) are methods only.
+//!
+//! A refused sleep, timeout or interval does not fail (tokio would panic): it waits, at the cap
+//! for a permit, after shutdown for ever, and says why through `refused`. The `try_` forms
+//! ([`TimerEngine::try_sleep`], `try_timeout`, `try_interval`, their `_until` and `_at`
+//! forms, [`Interval::try_tick`], `DelayQueue::try_insert`) return the refusal up front, as a
+//! [`ScheduleError`], instead of a sleep that waits: for a caller that would rather shed work.
 //!
 //! ## Features
 //!
@@ -88,7 +103,7 @@
 // The layers, lowest first (see `design`); each imports only from those before it.
 mod callbacks;
 mod delay;
-mod engine;
+pub mod engine;
 mod entry;
 #[cfg(feature = "hyper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
@@ -125,55 +140,23 @@ struct ReadmeExample;
 
 /// Statistics: what [`TimerEngine::stats`] reports.
 pub mod stats {
-    pub use crate::engine::{Lateness, ShardStats, Stats};
+    pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
 
-/// The delay queue's keys, items and errors ([`DelayQueue`] is at the
-/// root), as tokio-util's `time::delay_queue`.
+/// As tokio-util's `time::delay_queue`: the [`DelayQueue`](crate::delay_queue::DelayQueue),
+/// its keys, items and errors.
 pub mod delay_queue {
     pub use crate::delay::{DelayQueue, Expired, Key, KeyError};
 }
 
-// The engine and its settings.
-pub use callbacks::Task;
-pub use engine::{
-    default_engine, try_default_engine, BuildError, Builder, EnterGuard, Scoped, TimerEngine,
-    Unfired,
-};
+// An engine, the default one, and a test's time.
+pub use engine::api::TimerEngine;
+pub use engine::global::default_engine;
 pub use time::ManualClock;
-// Callbacks on a timer: scheduling, handles, repeating timers, refusals.
-pub use engine::{
-    repeating, schedule, schedule_at, schedule_repeating, RepeatBuilder, ScheduleError,
-    ScheduleErrorKind,
-};
-pub use timer::{Repeat, TimerHandle, TimerState};
+// Callbacks on a timer: scheduling, handles, refusals.
+pub use engine::error::{ScheduleError, ScheduleErrorKind};
+pub use engine::global::{repeating, schedule, schedule_at};
+pub use timer::{TimerHandle, TimerState};
 // As tokio::time: sleeps, timeouts, intervals.
-pub use engine::now;
-pub use engine::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
+pub use engine::global::{interval, interval_at, now, sleep, sleep_until, timeout, timeout_at};
 pub use timer::{Elapsed, Interval, MissedTickBehavior, Sleep, Timeout};
-// As tokio-util's DelayQueue.
-pub use delay::DelayQueue;
-
-// The old paths and names, for one release.
-#[allow(deprecated)]
-pub use delay::InsertError;
-#[allow(deprecated)]
-pub use engine::{schedule_repeating_at, schedule_repeating_with};
-/// Moved to [`delay_queue::Expired`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::Expired`")]
-pub type Expired<T> = delay::Expired<T>;
-/// Moved to [`delay_queue::Key`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::Key`")]
-pub type Key = delay::Key;
-/// Moved to [`delay_queue::KeyError`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::delay_queue::KeyError`")]
-pub type KeyError = delay::KeyError;
-/// Moved to [`stats::Stats`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::Stats`")]
-pub type Stats = engine::Stats;
-/// Moved to [`stats::ShardStats`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::ShardStats`")]
-pub type ShardStats = engine::ShardStats;
-/// Moved to [`stats::Lateness`].
-#[deprecated(since = "0.2.0", note = "use `shardwheel::stats::Lateness`")]
-pub type Lateness = engine::Lateness;

@@ -39,12 +39,13 @@
 //! | `shardwheel_timer_lateness_seconds_sum` | gauge | seconds | [`Lateness::sum`]; only rises (a gauge: the facade's counters are integers) |
 //! | `shardwheel_timer_lateness_seconds` | gauge | seconds | by label `quantile`: `0.5`, `0.9`, `0.99`, `0.999`; since the previous publish |
 //! | `shardwheel_timer_lateness_max_seconds` | gauge | seconds | since the previous publish; see [`Lateness::since`] |
-//! | `shardwheel_shard_timers_pending` | gauge | timers | [`ShardStats::pending`](crate::ShardStats::pending), by label `shard` |
-//! | `shardwheel_shard_late_turns_total` | counter | turns | [`ShardStats::late_turns`](crate::ShardStats::late_turns), by label `shard` |
+//! | `shardwheel_shard_timers_pending` | gauge | timers | [`ShardStats::pending`](crate::stats::ShardStats::pending), by label `shard` |
+//! | `shardwheel_shard_late_turns_total` | counter | turns | [`ShardStats::late_turns`](crate::stats::ShardStats::late_turns), by label `shard` |
 
 use ::metrics::{counter, describe_counter, describe_gauge, gauge, Label, SharedString, Unit};
 
-use crate::engine::{Lateness, Stats, TimerEngine};
+use crate::engine::stats::{Lateness, Stats};
+use crate::engine::TimerEngine;
 use crate::sync::Mutex;
 
 const SCHEDULED: &str = "shardwheel_timers_scheduled_total";

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use shardwheel::{BuildError, ScheduleError, TimerEngine};
+use shardwheel::engine::BuildError;
+use shardwheel::{ScheduleError, TimerEngine};
 
 #[test]
 fn build_global_configures_the_default_engine_once() {

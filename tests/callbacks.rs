@@ -10,7 +10,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shardwheel::{ManualClock, Task, TimerEngine};
+use shardwheel::engine::Task;
+use shardwheel::{ManualClock, TimerEngine};
 
 /// An engine on `clock` that runs its callbacks on the tick thread.
 fn inline_on(clock: &ManualClock) -> TimerEngine {

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
-use shardwheel::{ManualClock, TimerEngine};
+use shardwheel::{ManualClock, TimerEngine, TimerState};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -116,7 +116,7 @@ fn a_timer_scheduled_at_the_end_of_manual_time_still_fires() {
             })
             .unwrap_or_else(|e| panic!("a past deadline at a {tick:?} tick: {e}"));
         let mut sleep = Box::pin(engine.sleep(Duration::ZERO));
-        let mut queue = shardwheel::DelayQueue::new(&engine);
+        let mut queue = shardwheel::delay_queue::DelayQueue::new(&engine);
         queue.insert("due", Duration::ZERO);
         clock.advance(Duration::from_millis(1));
         assert_eq!(ran.load(Ordering::SeqCst), 2, "at a {tick:?} tick");
@@ -226,9 +226,12 @@ fn a_reset_timer_is_reported_at_its_new_deadline() {
     assert_eq!(clock.next_deadline(), Some(start + 5 * SEC));
     assert!(earlier.reset(4 * SEC));
     assert_eq!(clock.advance_to_next(), Some(start + 4 * SEC));
-    assert!(earlier.is_fired() && later.is_pending());
+    assert_eq!(
+        (earlier.state(), later.state()),
+        (TimerState::Fired, TimerState::Pending)
+    );
     assert_eq!(clock.advance_to_next(), Some(start + 5 * SEC));
-    assert!(later.is_fired());
+    assert_eq!(later.state(), TimerState::Fired);
 }
 
 #[test]
@@ -238,7 +241,8 @@ fn advance_to_next_steps_through_a_repeating_timer_and_far_timers() {
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let heartbeat = engine
-        .schedule_repeating(2 * SEC, move || {
+        .repeating(2 * SEC)
+        .schedule(move || {
             r.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
@@ -250,7 +254,7 @@ fn advance_to_next_steps_through_a_repeating_timer_and_far_timers() {
     }
     assert!(heartbeat.cancel());
     assert_eq!(clock.advance_to_next(), Some(start + 86_400 * SEC));
-    assert!(day.is_fired());
+    assert_eq!(day.state(), TimerState::Fired);
     assert_eq!(clock.advance_to_next(), None);
 }
 

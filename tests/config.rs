@@ -3,7 +3,8 @@
 use std::thread;
 use std::time::Duration;
 
-use shardwheel::{BuildError, TimerEngine};
+use shardwheel::engine::BuildError;
+use shardwheel::TimerEngine;
 
 /// The cpu each of `engine`'s tick threads is pinned to, in shard order.
 fn pinned_cpus(engine: &TimerEngine) -> Vec<Option<usize>> {

@@ -9,7 +9,8 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use shardwheel::{delay_queue::Expired, DelayQueue, TimerEngine};
+use shardwheel::delay_queue::{DelayQueue, Expired};
+use shardwheel::TimerEngine;
 
 #[test]
 fn a_batch_comes_out_soonest_deadline_first() {
@@ -127,7 +128,7 @@ fn a_removed_value_never_comes_out() {
     assert_eq!(engine.pending(), 1);
     clock.advance(secs(1));
     // Removed after its timer fired, before it was yielded.
-    assert_eq!(queue.try_remove(&a), Some("a"));
+    assert_eq!(queue.remove(&a), Ok("a"));
     clock.advance(secs(2));
     assert_eq!(values(drain(&mut queue)), ["c"]);
 }
@@ -204,7 +205,6 @@ fn a_stale_key_reaches_nothing() {
     let removed = queue.insert(1, secs(5));
     queue.remove(&removed).unwrap();
     assert!(queue.remove(&removed).is_err());
-    assert_eq!(queue.try_remove(&removed), None);
     assert!(queue.reset(&removed, secs(1)).is_err());
     assert!(queue.reset_at(&removed, clock.now()).is_err());
     assert_eq!(queue.deadline(&removed), None);
@@ -232,7 +232,7 @@ fn a_stale_key_reaches_nothing() {
     queue.clear();
     let fresh: Vec<_> = (10..20).map(|i| queue.insert(i, secs(5))).collect();
     for key in &cleared {
-        assert!(queue.try_remove(key).is_none());
+        assert!(queue.remove(key).is_err());
         assert!(queue.reset(key, secs(1)).is_err());
     }
     assert_eq!(queue.len(), 10);

@@ -10,7 +10,8 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use shardwheel::{DelayQueue, ManualClock, ScheduleError, TimerEngine};
+use shardwheel::delay_queue::DelayQueue;
+use shardwheel::{ManualClock, ScheduleError, TimerEngine};
 
 #[test]
 fn a_deadline_beyond_the_engine_s_range_expires_only_at_shutdown() {

@@ -10,7 +10,9 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
-use shardwheel::{BuildError, DelayQueue, TimerEngine};
+use shardwheel::delay_queue::DelayQueue;
+use shardwheel::engine::BuildError;
+use shardwheel::TimerEngine;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -41,10 +43,11 @@ fn the_free_functions_run_on_one_default_engine() {
 
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
-    let repeating = shardwheel::schedule_repeating(Duration::from_millis(1), move || {
-        r.fetch_add(1, Ordering::SeqCst);
-    })
-    .unwrap();
+    let repeating = shardwheel::repeating(Duration::from_millis(1))
+        .schedule(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
     let deadline = Instant::now() + PATIENCE;
     while runs.load(Ordering::SeqCst) < 3 {
         assert!(Instant::now() < deadline, "the repeating timer stopped");
@@ -67,24 +70,24 @@ fn the_free_functions_run_on_one_default_engine() {
 
     // All of it ran on one engine, which is never shut down.
     let engine = shardwheel::default_engine();
-    assert!(std::ptr::eq(
-        engine,
-        shardwheel::try_default_engine().unwrap()
-    ));
+    assert!(std::ptr::eq(engine, shardwheel::default_engine()));
     assert!(engine.stats().fired >= 5);
     assert!(!engine.is_shutdown());
 }
 
 #[test]
-#[allow(deprecated)] // The old forms stay one release, and must still work.
-fn the_free_functions_schedule_every_form_of_repeating_timer() {
+fn the_free_function_schedules_every_form_of_repeating_timer() {
     let first = Instant::now() + Duration::from_secs(3600);
-    let at = shardwheel::schedule_repeating_at(first, SEC, || {}).unwrap();
+    let at = shardwheel::repeating(SEC)
+        .first_at(first)
+        .schedule(|| {})
+        .unwrap();
     assert!(at.deadline() >= first);
-    let with = shardwheel::schedule_repeating_with(SEC, |run| {
-        run.cancel();
-    })
-    .unwrap();
+    let with = shardwheel::repeating(SEC)
+        .schedule_with(|run| {
+            run.cancel();
+        })
+        .unwrap();
     let delay = shardwheel::repeating(SEC)
         .fixed_delay()
         .schedule(|| {})

@@ -106,26 +106,22 @@ fn a_sleep_at_the_cap_waits_for_a_place_then_ends_at_its_deadline() {
 }
 
 #[test]
-#[allow(deprecated)] // The old forms stay one release, and refuse it too.
 fn a_zero_period_is_refused_with_the_callback() {
     let engine = TimerEngine::builder().build().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    let refused = engine.schedule_repeating(Duration::ZERO, move || tx.send(1).unwrap());
+    let refused = engine
+        .repeating(Duration::ZERO)
+        .schedule(move || tx.send(1).unwrap());
     let error = refused.unwrap_err();
     assert_eq!(error.kind().to_string(), "the period is zero");
     let mut callback = error.into_inner();
     callback();
     assert_eq!(rx.try_recv(), Ok(1));
     let first = engine.now();
-    assert!(engine
-        .schedule_repeating_at(first, Duration::ZERO, || {})
-        .is_err());
-    assert!(engine
-        .schedule_repeating_keyed(7, Duration::ZERO, || {})
-        .is_err());
-    assert!(engine
-        .schedule_repeating_with(Duration::ZERO, |_| {})
-        .is_err());
+    let zero = || engine.repeating(Duration::ZERO);
+    assert!(zero().first_at(first).schedule(|| {}).is_err());
+    assert!(zero().keyed(7).schedule(|| {}).is_err());
+    assert!(zero().schedule_with(|_| {}).is_err());
     assert!(engine
         .repeating(Duration::ZERO)
         .fixed_delay()

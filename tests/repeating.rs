@@ -8,7 +8,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use shardwheel::{Repeat, RepeatBuilder, ScheduleError, TimerEngine, TimerHandle};
+use shardwheel::engine::{Repeat, RepeatBuilder};
+use shardwheel::{ScheduleError, TimerEngine, TimerHandle, TimerState};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -20,7 +21,8 @@ fn a_repeating_timer_keeps_a_fixed_rate_without_drift() {
     let (r, c) = (runs.clone(), clock.clone());
     let period = Duration::from_millis(250);
     let heartbeat = engine
-        .schedule_repeating(period, move || r.lock().unwrap().push(c.elapsed()))
+        .repeating(period)
+        .schedule(move || r.lock().unwrap().push(c.elapsed()))
         .unwrap();
     for _ in 0..1000 {
         clock.advance(period);
@@ -50,7 +52,8 @@ fn a_repeating_timer_skips_missed_runs_rather_than_queueing_them() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     engine
-        .schedule_repeating(SEC, move || r.lock().unwrap().push(c.elapsed()))
+        .repeating(SEC)
+        .schedule(move || r.lock().unwrap().push(c.elapsed()))
         .unwrap();
     clock.advance(SEC);
     // The engine "was busy" for 3.5 periods: one late run, then back on the 1 s grid.
@@ -121,7 +124,7 @@ fn a_new_period_keeps_a_fixed_rate_from_the_run_that_set_it() {
 }
 
 #[test]
-fn schedule_repeating_at_first_runs_at_the_chosen_instant() {
+fn first_at_runs_first_at_the_chosen_instant() {
     let (clock, engine) = manual();
     let start = engine.now();
     let first = start + Duration::from_millis(2500);
@@ -149,7 +152,7 @@ fn schedule_repeating_at_first_runs_at_the_chosen_instant() {
 }
 
 #[test]
-fn schedule_repeating_at_a_past_instant_runs_at_once_then_on_its_grid() {
+fn first_at_a_past_instant_runs_at_once_then_on_its_grid() {
     let (clock, engine) = manual();
     clock.advance(10 * SEC);
     let start = engine.now();
@@ -300,7 +303,8 @@ fn a_repeating_timer_can_cancel_itself_from_its_callback() {
     let slot: Arc<Mutex<Option<TimerHandle>>> = Arc::new(Mutex::new(None));
     let (r, s) = (runs.clone(), slot.clone());
     let handle = engine
-        .schedule_repeating(SEC, move || {
+        .repeating(SEC)
+        .schedule(move || {
             if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
                 let cancelled = s.lock().unwrap().as_ref().unwrap().cancel();
                 assert!(
@@ -316,7 +320,8 @@ fn a_repeating_timer_can_cancel_itself_from_its_callback() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3);
     assert_eq!(engine.pending(), 0);
-    assert!(slot.lock().unwrap().as_ref().unwrap().is_cancelled());
+    let state = slot.lock().unwrap().as_ref().unwrap().state();
+    assert_eq!(state, TimerState::Cancelled);
 }
 
 #[test]
@@ -342,7 +347,7 @@ fn a_callback_that_cancels_itself_on_its_third_run_runs_three_times() {
         clock.advance(SEC);
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3);
-    assert!(timer.is_cancelled());
+    assert_eq!(timer.state(), TimerState::Cancelled);
     assert!(!timer.cancel());
     assert_eq!(engine.pending(), 0);
     assert!(engine.schedule(SEC, || {}).is_ok(), "the permit came back");
@@ -356,7 +361,8 @@ fn a_slow_repeating_callback_never_overlaps_itself() {
     let runs = Arc::new(AtomicUsize::new(0));
     let (busy, o, r) = (running.clone(), overlaps.clone(), runs.clone());
     let timer = engine
-        .schedule_repeating(Duration::from_millis(5), move || {
+        .repeating(Duration::from_millis(5))
+        .schedule(move || {
             if busy.swap(true, Ordering::SeqCst) {
                 o.fetch_add(1, Ordering::SeqCst);
             }
@@ -383,7 +389,8 @@ fn a_panicking_repeating_callback_stops_its_timer_for_good() {
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let timer = engine
-        .schedule_repeating(SEC, move || {
+        .repeating(SEC)
+        .schedule(move || {
             if r.fetch_add(1, Ordering::SeqCst) == 1 {
                 panic!("the second run panics on purpose");
             }
@@ -394,11 +401,11 @@ fn a_panicking_repeating_callback_stops_its_timer_for_good() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(engine.stats().panicked, 1);
-    assert!(timer.is_fired());
+    assert_eq!(timer.state(), TimerState::Fired);
     assert!(!timer.cancel(), "it had already stopped");
     assert!(
         engine.schedule(SEC, || {}).is_ok(),
-        "its permit was given back"
+        "its permit was released"
     );
     assert_eq!(engine.pending(), 1);
 }
@@ -407,7 +414,7 @@ fn a_panicking_repeating_callback_stops_its_timer_for_good() {
 fn a_repeating_timer_holds_one_permit_for_its_whole_life() {
     let (clock, engine) = capped(1);
     let (runs, count) = counting_runs();
-    let heartbeat = engine.schedule_repeating(SEC, count).unwrap();
+    let heartbeat = engine.repeating(SEC).schedule(count).unwrap();
     for _ in 0..5 {
         clock.advance(SEC);
         // Between runs the permit stays taken: no one-shot timer can slip in and stop it.
@@ -447,7 +454,7 @@ fn a_refused_repeating_timer_hands_its_callback_back() {
 fn a_repeating_timer_is_handed_back_once_at_shutdown() {
     let (clock, engine) = manual();
     let (runs, count) = counting_runs();
-    let handle = engine.schedule_repeating(SEC, count).unwrap();
+    let handle = engine.repeating(SEC).schedule(count).unwrap();
     clock.advance(SEC);
     clock.advance(SEC);
     assert_eq!(runs.load(Ordering::SeqCst), 2);

@@ -10,7 +10,7 @@ use std::task::Waker;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shardwheel::{ManualClock, TimerEngine, TimerHandle};
+use shardwheel::{ManualClock, TimerEngine, TimerHandle, TimerState};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -120,7 +120,7 @@ fn a_reset_racing_the_fire_either_moves_the_timer_or_finds_it_fired() {
                 deadline - at
             );
         } else {
-            assert!(timer.is_fired(), "round {round}");
+            assert_eq!(timer.state(), TimerState::Fired, "round {round}");
         }
     }
 }
@@ -280,7 +280,7 @@ fn a_timer_reset_at_is_due_at_that_deadline_rounded_up_to_the_tick() {
     assert!(timer.reset_at(start + MS * 9));
     assert_eq!(timer.deadline(), start + MS * 12);
     clock.advance(MS * 8);
-    assert!(timer.is_pending());
+    assert_eq!(timer.state(), TimerState::Pending);
     clock.advance(MS * 4);
-    assert!(timer.is_fired());
+    assert_eq!(timer.state(), TimerState::Fired);
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerHandle};
+use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerHandle, TimerState};
 
 #[test]
 fn handles_and_engine_are_send_and_sync() {
@@ -129,7 +129,8 @@ fn every_timer_fires_once_or_is_cancelled_or_is_handed_back() {
     }
     for (id, handle) in handles.iter() {
         let ran = runs[*id].load(Ordering::SeqCst);
-        assert_eq!(ran, u8::from(!handle.is_cancelled()), "timer {id}");
+        let cancelled = handle.state() == TimerState::Cancelled;
+        assert_eq!(ran, u8::from(!cancelled), "timer {id}");
     }
 }
 
@@ -284,15 +285,15 @@ fn cancel_succeeds_once_and_only_on_a_pending_timer() {
     let twice = engine.schedule(Duration::from_secs(1), || {}).unwrap();
     let late = engine.schedule(Duration::from_secs(1), || {}).unwrap();
     clock.advance(Duration::from_millis(1));
-    assert!(fired.is_fired());
+    assert_eq!(fired.state(), TimerState::Fired);
     assert!(!fired.cancel(), "cancel after fire");
     assert!(twice.cancel());
     assert!(!twice.cancel(), "cancel twice");
-    assert!(twice.is_cancelled() && !twice.is_fired() && !twice.is_pending());
+    assert_eq!(twice.state(), TimerState::Cancelled);
     let unfired = engine.shutdown();
     assert_eq!(unfired.len(), 1);
     assert!(!late.cancel(), "cancel after shutdown handed it back");
-    assert!(!late.is_pending() && !late.is_cancelled() && !late.is_fired());
+    assert_eq!(late.state(), TimerState::HandedBack);
 }
 
 #[test]
@@ -315,7 +316,7 @@ fn racing_cancels_have_exactly_one_winner() {
             .sum();
         // Either one canceller won, or the timer fired first and none did.
         assert!(wins <= 1);
-        assert_eq!(wins == 1, handle.is_cancelled());
+        assert_eq!(wins == 1, handle.state() == TimerState::Cancelled);
     }
 }
 
@@ -384,7 +385,7 @@ fn a_cancel_whose_callback_panics_on_drop_still_unlinks_the_timer() {
     wait_until("placement", || engine.stats().shards[0].in_wheel == 1);
     let cancelled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle.cancel()));
     assert!(cancelled.is_err(), "the capture's panic reaches the caller");
-    assert!(handle.is_cancelled());
+    assert_eq!(handle.state(), TimerState::Cancelled);
     assert_eq!(engine.pending(), 0);
     wait_until("unlinking", || engine.stats().shards[0].in_wheel == 0);
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 
 mod support;
-use shardwheel::{ManualClock, TimerEngine};
+use shardwheel::{ManualClock, TimerEngine, TimerState};
 use support::{counting_runs, one_shard_on};
 
 const SEC: Duration = Duration::from_secs(1);
@@ -32,7 +32,7 @@ fn schedule_on_an_entered_thread_fires_on_its_engines_clock() {
     assert_eq!(runs.load(Ordering::SeqCst), 0, "not advanced far enough");
     clock.advance(SEC);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert!(timer.is_fired());
+    assert_eq!(timer.state(), TimerState::Fired);
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn repeating_timers_follow_the_entered_engine() {
     let (plain, callback) = counting_runs();
     let (built, other) = counting_runs();
     let _entered = engine.enter();
-    let every = shardwheel::schedule_repeating(SEC, callback).unwrap();
+    let every = shardwheel::repeating(SEC).schedule(callback).unwrap();
     let fixed = shardwheel::repeating(SEC * 2)
         .fixed_delay()
         .schedule(other)
@@ -185,7 +185,7 @@ fn a_delay_queue_made_by_default_in_a_scope_uses_the_entered_engine() {
     use futures::StreamExt;
     let (clock, engine) = own_engine();
     let _entered = engine.enter();
-    let mut queue = shardwheel::DelayQueue::default();
+    let mut queue = shardwheel::delay_queue::DelayQueue::default();
     queue.insert("due", SEC * 5);
     assert!(queue.next().now_or_never().is_none());
     assert_eq!(

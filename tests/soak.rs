@@ -94,7 +94,7 @@ fn repeater(engine: Arc<TimerEngine>, stop: Arc<AtomicBool>, runs: Arc<AtomicU64
     let start = |rng: &mut SplitMix| {
         let runs = runs.clone();
         let period = Duration::from_micros(500 + rng.below(10_000));
-        engine.schedule_repeating(period, move || {
+        engine.repeating(period).schedule(move || {
             runs.fetch_add(1, Ordering::Relaxed);
         })
     };

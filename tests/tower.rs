@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use futures::channel::oneshot;
 use futures::task::noop_waker_ref;
+use shardwheel::engine::Builder;
 use shardwheel::tower::{BoxError, Overloaded, TimeoutLayer, TimeoutService};
-use shardwheel::{Builder, Elapsed, ManualClock, ScheduleErrorKind, TimerEngine};
+use shardwheel::{Elapsed, ManualClock, ScheduleErrorKind, TimerEngine};
 use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
 const SEC: Duration = Duration::from_secs(1);

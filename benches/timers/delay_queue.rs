@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use futures::stream::StreamExt;
-use shardwheel::{DelayQueue, TimerEngine};
+use shardwheel::{delay_queue::DelayQueue, TimerEngine};
 
 use crate::rpc_delays;
 

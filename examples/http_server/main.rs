@@ -270,8 +270,10 @@ async fn unless_server_fails<T>(
 async fn run(config: Config) -> Result<Vec<String>, String> {
     // The default engine, started here (its first use) so that a failure is reported, not a
     // panic: the tower layer, hyper's timer and the idle timers all run on it.
-    let engine = shardwheel::try_default_engine()
+    shardwheel::TimerEngine::builder()
+        .build_global()
         .map_err(|e| format!("cannot start the timer engine: {e}"))?;
+    let engine = shardwheel::default_engine();
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;

@@ -24,12 +24,12 @@ pub(crate) enum Executor {
 }
 
 /// One fired callback, handed to a spawner given to
-/// [`Builder::spawn_callbacks`](crate::Builder::spawn_callbacks): call [`run`](Task::run) on
+/// [`Builder::spawn_callbacks`](crate::engine::Builder::spawn_callbacks): call [`run`](Task::run) on
 /// whatever thread or executor should run it.
 ///
 /// A task is `Send` and runs its callback once; one dropped unrun runs it in its drop, so a
 /// spawner that loses tasks loses no timer. A panic is caught and counted in
-/// [`Stats::panicked`](crate::Stats::panicked).
+/// [`Stats::panicked`](crate::stats::Stats::panicked).
 ///
 /// ```
 /// use std::time::Duration;

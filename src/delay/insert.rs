@@ -186,12 +186,6 @@ impl<T> DelayQueue<T> {
         Ok(item.value)
     }
 
-    /// As [`remove`](Self::remove), with `None` for a key that names no value.
-    /// As [`remove`](Self::remove), with `None` for a key that names no value.
-    pub fn try_remove(&mut self, key: &Key) -> Option<T> {
-        self.remove(key).ok()
-    }
-
     /// Moves `key`'s value to `delay` from now, even if it expired but was not yet yielded.
     /// Only a new earliest deadline moves the engine timer; refusals are as for `insert`.
     ///

@@ -4,9 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Instant;
 
-use crate::engine::ScheduleError;
-
-/// Names a value in a [`DelayQueue`](crate::DelayQueue), returned by its `insert`.
+/// Names a value in a [`DelayQueue`](crate::delay_queue::DelayQueue), returned by its `insert`.
 /// A key names one value in one queue, once: after the value is removed, yielded or cleared
 /// it names nothing, even if its cell is reused. Calls with such a key return [`KeyError`] or
 /// `None`; none panics.
@@ -37,14 +35,14 @@ impl fmt::Debug for Key {
 }
 
 /// A value whose deadline passed, as
-/// [`DelayQueue::poll_expired`](crate::DelayQueue::poll_expired) yields it.
+/// [`DelayQueue::poll_expired`](crate::delay_queue::DelayQueue::poll_expired) yields it.
 ///
 /// ```
 /// use std::time::Duration;
 /// use futures::StreamExt;
 /// let clock = shardwheel::ManualClock::new();
 /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-/// let mut queue = shardwheel::DelayQueue::new(&engine);
+/// let mut queue = shardwheel::delay_queue::DelayQueue::new(&engine);
 /// let key = queue.insert(String::from("session"), Duration::from_secs(5));
 /// clock.advance(Duration::from_secs(5));
 /// let mut expired = futures::executor::block_on(queue.next()).unwrap();
@@ -91,7 +89,7 @@ impl<T> Expired<T> {
     }
 
     /// The deadline as given (not rounded). A value let out because the engine let its timer
-    /// go (see [`DelayQueue`](crate::DelayQueue#when-the-engine-refuses)) may come out before.
+    /// go (see [`DelayQueue`](crate::delay_queue::DelayQueue#when-the-engine-refuses)) may come out before.
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
@@ -114,8 +112,3 @@ impl fmt::Display for KeyError {
 }
 
 impl Error for KeyError {}
-
-/// The old name of the error [`DelayQueue::try_insert`](crate::DelayQueue::try_insert)
-/// returns, now the engine's [`ScheduleError`], with the same variants.
-#[deprecated(since = "0.2.0", note = "use `ScheduleError`")]
-pub type InsertError<T> = ScheduleError<T>;

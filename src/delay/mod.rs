@@ -16,7 +16,5 @@ mod queue;
 mod values;
 mod wheel;
 
-#[allow(deprecated)]
-pub use key::InsertError;
 pub use key::{Expired, Key, KeyError};
 pub use queue::DelayQueue;

@@ -25,7 +25,8 @@ const ID_BLOCK: u64 = 1 << 12;
 /// ```
 /// use std::time::Duration;
 /// use futures::StreamExt;
-/// use shardwheel::{DelayQueue, ManualClock, TimerEngine};
+/// use shardwheel::delay_queue::DelayQueue;
+/// use shardwheel::{ManualClock, TimerEngine};
 ///
 /// let clock = ManualClock::new();
 /// let engine = TimerEngine::builder().manual_clock(&clock).build()?;
@@ -68,7 +69,7 @@ const ID_BLOCK: u64 = 1 << 12;
 ///   [`ScheduleError::DelayTooLong`](crate::ScheduleError::DelayTooLong).
 /// - Shut down: `insert` makes the value due at once; `try_insert` returns
 ///   [`ScheduleError::Shutdown`](crate::ScheduleError::Shutdown).
-/// - At the cap ([`Builder::max_pending`](crate::Builder::max_pending)) when the timer must be
+/// - At the cap ([`Builder::max_pending`](crate::engine::Builder::max_pending)) when the timer must be
 ///   armed or moved earlier: `insert` and `reset` make the value due at once; `try_insert`
 ///   returns [`ScheduleError::Full`](crate::ScheduleError::Full). A re-arm refused at a poll
 ///   brings the earliest tick's values out.
@@ -221,38 +222,32 @@ impl<T> DelayQueue<T> {
             .map(|(_, _, generation, index)| Key::new(index, generation))
     }
 
-    /// Whether `key` names a value in the queue (one not yet removed, yielded or cleared).
     /// Whether `key` names a value in the queue (not yet removed, yielded or cleared).
     pub fn contains(&self, key: &Key) -> bool {
         self.values.get(key.index(), key.generation()).is_some()
     }
 
     /// The number of values in the queue, expired but not yet yielded ones included.
-    /// The number of values in the queue, expired but not yet yielded ones included.
     pub fn len(&self) -> usize {
         self.values.len()
     }
 
     /// Whether the queue holds no value.
-    /// Whether the queue holds no value.
     pub fn is_empty(&self) -> bool {
         self.values.len() == 0
     }
 
-    /// Makes room for at least `additional` values more than the queue holds, so that
     /// Makes room for `additional` more values, kept as a fill's storage is
     /// (see [Storage](Self#storage)).
     pub fn reserve(&mut self, additional: usize) {
         self.values.reserve(additional);
     }
 
-    /// How many values the queue's values has room for without growing (free cells between
-    /// How many values the store has room for without growing (free cells included).
+    /// How many values the queue has room for without growing (free cells included).
     pub fn capacity(&self) -> usize {
         self.values.capacity()
     }
 
-    /// Releases what storage the queue can: all of it if the queue is empty, else the free
     /// Releases what storage it can: all if empty, else the free cells after the last value.
     pub fn shrink_to_fit(&mut self) {
         self.values.shrink_to_fit();

@@ -21,11 +21,11 @@ pub(super) struct Values<V> {
     /// The first vacant cell, or `NONE`.
     free: usize,
     len: usize,
-    /// The capacity the values keeps when it shrinks by itself.
+    /// The capacity the store keeps when it shrinks by itself.
     floor: usize,
     /// The length at or below which a remove compacts next.
     compact_at: usize,
-    /// The highest length since the values was last empty.
+    /// The highest length since the store was last empty.
     peak: usize,
 }
 

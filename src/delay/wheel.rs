@@ -1,16 +1,14 @@
 //! A delay queue's own timing wheel, behind the queue's one engine timer.
 //!
 //! Levels of 64 slots, level n's 64^n ticks wide, added as deadlines reach them; a value due
-//! at `t` sits where the shard wheel would put it (see `wheel`), in a doubly-linked list
+//! at `t` sits where the shard wheel would put it (`wheel::level_for` and `wheel::slot_of`,
+//! without the shard wheel's top level), in a doubly-linked list
 //! threaded through the values by index, with a per-level occupancy bitmap. Values beyond the
 //! engine's range wait in one more list, `far`, which only `drain` empties.
 
 use super::values::Values;
+use crate::wheel::{level_for, slot_of, SLOTS, SLOT_BITS};
 
-/// Bits of a tick per level.
-const SLOT_BITS: u32 = 6;
-/// Slots per level.
-const SLOTS: usize = 1 << SLOT_BITS;
 /// The end of a list.
 const NONE: usize = usize::MAX;
 
@@ -45,13 +43,14 @@ impl Link {
     };
 }
 
-/// A values value with a link.
+/// A value of the queue's store, with its link.
 pub(super) trait Linked {
     fn link(&mut self) -> &mut Link;
     fn link_ref(&self) -> &Link;
 }
 
-struct Level {
+/// One level of the wheel: its slots' lists.
+struct DelayLevel {
     /// Bit `s` set: slot `s` holds a value.
     occupied: u64,
     heads: [usize; SLOTS],
@@ -59,7 +58,7 @@ struct Level {
 
 /// The wheel: its levels, its far list, and how far it has been taken.
 pub(super) struct DelayWheel {
-    levels: Vec<Level>,
+    levels: Vec<DelayLevel>,
     far: usize,
     /// Every value in the levels is due after this tick.
     elapsed: u64,
@@ -123,11 +122,10 @@ impl DelayWheel {
         if tick <= self.elapsed {
             return false;
         }
-        let masked = (self.elapsed ^ tick) | (SLOTS as u64 - 1);
-        let level = ((63 - masked.leading_zeros()) / SLOT_BITS) as usize;
-        let slot = ((tick >> (SLOT_BITS * level as u32)) as usize) & (SLOTS - 1);
+        let level = level_for(self.elapsed, tick);
+        let slot = slot_of(tick, level);
         while self.levels.len() <= level {
-            self.levels.push(Level {
+            self.levels.push(DelayLevel {
                 occupied: 0,
                 heads: [NONE; SLOTS],
             });
@@ -269,5 +267,39 @@ impl DelayWheel {
             }
         }
         self.len = 0;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    impl Linked for Link {
+        fn link(&mut self) -> &mut Link {
+            self
+        }
+        fn link_ref(&self) -> &Link {
+            self
+        }
+    }
+
+    #[test]
+    fn a_value_sits_where_the_shard_wheel_puts_it_and_above_its_top_level() {
+        let elapsed = 1000;
+        let mut wheel = DelayWheel::new(elapsed);
+        let mut values = Values::with_capacity(0);
+        let ticks = [elapsed + 1, elapsed + 64, 1 << 20, crate::wheel::SPAN - 1];
+        for (at, tick) in ticks.into_iter().chain([1 << 40]).enumerate() {
+            let index = values.insert(at as u64, Link::LOOSE);
+            assert!(wheel.insert(&mut values, index, tick));
+            let level = level_for(elapsed, tick);
+            let expected = InList::Wheel {
+                level: level as u8,
+                slot: slot_of(tick, level) as u8,
+            };
+            assert_eq!(values.get_at(index).unwrap().1.list, expected);
+        }
+        // Beyond the shard wheel's six levels, the queue's wheel grows a seventh.
+        assert_eq!(wheel.levels.len(), 7);
     }
 }

@@ -15,7 +15,7 @@ use crate::shard::{Lane, Memory, OneShot, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::Due;
 
-use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
+use crate::timer::{Interval, Sleep, Timeout, TimerHandle};
 
 /// A sharded timer engine. See the [crate documentation](crate) for an overview.
 ///
@@ -114,100 +114,9 @@ impl TimerEngine {
         self.schedule_routed(Some(key), self.shared().clock.due_at(deadline), callback)
     }
 
-    /// Runs `callback` every `period`, at a fixed rate: the n-th run is due at
-    /// `start + n·period`, where `start` is now, whatever the earlier runs cost. A run that
-    /// would overlap the one before it, or that was missed (the engine was busy, or the
-    /// callback ran long), is skipped, never queued up. `cancel()` on the handle stops it,
-    /// also from inside the callback itself; shutdown hands it back like any pending timer
-    /// (running it then runs it once). A period shorter than the tick repeats once a tick. A
-    /// callback that panics stops its timer. [`repeating`](Self::repeating) sets up the rest.
-    ///
-    /// # Errors
-    /// As [`schedule`](Self::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
-    /// zero period.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    /// let clock = shardwheel::ManualClock::new();
-    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build().unwrap();
-    /// let beats = Arc::new(AtomicUsize::new(0));
-    /// let b = beats.clone();
-    /// let heartbeat = engine
-    ///     .schedule_repeating(Duration::from_secs(5), move || { b.fetch_add(1, Ordering::SeqCst); })
-    ///     .unwrap();
-    /// for _ in 0..4 {
-    ///     clock.advance(Duration::from_secs(5));
-    /// }
-    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
-    /// assert!(heartbeat.cancel());
-    /// clock.advance(Duration::from_secs(5));
-    /// assert_eq!(beats.load(Ordering::SeqCst), 4);
-    /// ```
-    pub fn schedule_repeating<F>(
-        &self,
-        period: Duration,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        self.repeating(period).schedule(callback)
-    }
-
-    /// Use `repeating(period).keyed(key).schedule(callback)`.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `repeating(period).keyed(key).schedule(callback)`"
-    )]
-    pub fn schedule_repeating_keyed<F>(
-        &self,
-        key: u64,
-        period: Duration,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        self.repeating(period).keyed(key).schedule(callback)
-    }
-
-    /// Use `repeating(period).first_at(first).schedule(callback)`.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `repeating(period).first_at(first).schedule(callback)`"
-    )]
-    pub fn schedule_repeating_at<F>(
-        &self,
-        first: Instant,
-        period: Duration,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        self.repeating(period).first_at(first).schedule(callback)
-    }
-
-    /// Use `repeating(period).schedule_with(callback)`.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `repeating(period).schedule_with(callback)`"
-    )]
-    pub fn schedule_repeating_with<F>(
-        &self,
-        period: Duration,
-        callback: F,
-    ) -> Result<TimerHandle, ScheduleError<F>>
-    where
-        F: FnMut(&mut Repeat) + Send + 'static,
-    {
-        self.repeating(period).schedule_with(callback)
-    }
-
-    /// Sets up a repeating timer of period `period`: by default at a fixed rate, its first run
-    /// one period from now, routed as [`schedule`](Self::schedule) routes. See [`RepeatBuilder`].
+    /// Sets up a repeating timer of period `period` (see [`RepeatBuilder`] for how it runs):
+    /// by default at a fixed rate, its first run one period from now, routed as
+    /// [`schedule`](Self::schedule) routes; [`RepeatBuilder::schedule`] schedules it.
     pub fn repeating(&self, period: Duration) -> RepeatBuilder<'_> {
         RepeatBuilder::new(self.shared(), period)
     }
@@ -404,7 +313,7 @@ impl TimerEngine {
     }
 
     /// The timers the engine holds: with a cap, the permits held (see
-    /// [`max_pending`](crate::Builder::max_pending)); else those neither fired, cancelled nor
+    /// [`max_pending`](crate::engine::Builder::max_pending)); else those neither fired, cancelled nor
     /// handed back ([`Stats::pending`]).
     pub fn pending(&self) -> u64 {
         match self.shared().shards[0].cap_used() {

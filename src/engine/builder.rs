@@ -25,7 +25,7 @@ use crate::wheel::SPAN;
 ///     .max_pending(1_000_000)
 ///     .pin_threads(false)
 ///     .build()?;
-/// # Ok::<(), shardwheel::BuildError>(())
+/// # Ok::<(), shardwheel::engine::BuildError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a Builder starts no engine until `build` or `build_global`"]

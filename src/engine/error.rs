@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::shard::Refusal;
 
-/// Why [`Builder::build`](crate::Builder::build) refused.
+/// Why [`Builder::build`](crate::engine::Builder::build) refused.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -26,7 +26,7 @@ pub enum BuildError {
     /// The operating system refused to start a thread: a shard's tick thread, or one of the
     /// engine's callback threads.
     Spawn(std::io::Error),
-    /// [`Builder::build_global`](crate::Builder::build_global) after the default engine had
+    /// [`Builder::build_global`](crate::engine::Builder::build_global) after the default engine had
     /// started.
     GlobalAlreadyBuilt,
 }

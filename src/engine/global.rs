@@ -11,7 +11,7 @@ use super::builder::Builder;
 use super::error::{BuildError, ScheduleError};
 use super::repeat::RepeatBuilder;
 use super::scope::entered;
-use crate::timer::{Interval, Repeat, Sleep, Timeout, TimerHandle};
+use crate::timer::{Interval, Sleep, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
 
@@ -38,18 +38,13 @@ fn start_with(
 /// [`Builder::build_global`] configured it before.
 ///
 /// # Panics
-/// If the system refuses the engine's threads on first use; [`try_default_engine`] returns
-/// that error instead.
+/// If the system refuses the engine's threads on first use; [`Builder::build_global`], called
+/// first, returns that error instead.
 pub fn default_engine() -> &'static TimerEngine {
-    match try_default_engine() {
-        Ok(engine) => engine,
+    match start_with(|| Builder::default().build()) {
+        Ok((engine, _)) => engine,
         Err(e) => panic!("shardwheel: the default engine could not start: {e}"),
     }
-}
-
-/// The process's default engine, as [`default_engine`], or why it could not start.
-pub fn try_default_engine() -> Result<&'static TimerEngine, BuildError> {
-    start_with(|| Builder::default().build()).map(|(engine, _)| engine)
 }
 
 impl Builder {
@@ -63,7 +58,7 @@ impl Builder {
     /// use std::time::Duration;
     /// shardwheel::TimerEngine::builder().max_pending(1_000_000).build_global()?;
     /// assert!(shardwheel::TimerEngine::builder().build_global().is_err());
-    /// # Ok::<(), shardwheel::BuildError>(())
+    /// # Ok::<(), shardwheel::engine::BuildError>(())
     /// ```
     pub fn build_global(self) -> Result<(), BuildError> {
         match start_with(|| self.build())? {
@@ -97,47 +92,8 @@ where
     with_current(|engine| engine.schedule_at(deadline, callback))
 }
 
-/// [`TimerEngine::schedule_repeating`] on the [`default_engine`] (or the entered one).
-pub fn schedule_repeating<F>(period: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
-where
-    F: FnMut() + Send + 'static,
-{
-    with_current(|engine| engine.schedule_repeating(period, callback))
-}
-
-/// Use `repeating(period).first_at(first).schedule(callback)`.
-#[deprecated(
-    since = "0.2.0",
-    note = "use `repeating(period).first_at(first).schedule(callback)`"
-)]
-pub fn schedule_repeating_at<F>(
-    first: Instant,
-    period: Duration,
-    callback: F,
-) -> Result<TimerHandle, ScheduleError<F>>
-where
-    F: FnMut() + Send + 'static,
-{
-    repeating(period).first_at(first).schedule(callback)
-}
-
-/// Use `repeating(period).schedule_with(callback)`.
-#[deprecated(
-    since = "0.2.0",
-    note = "use `repeating(period).schedule_with(callback)`"
-)]
-pub fn schedule_repeating_with<F>(
-    period: Duration,
-    callback: F,
-) -> Result<TimerHandle, ScheduleError<F>>
-where
-    F: FnMut(&mut Repeat) + Send + 'static,
-{
-    repeating(period).schedule_with(callback)
-}
-
 /// [`TimerEngine::repeating`] on the [`default_engine`] (or the entered one): a repeating
-/// timer's options, such as a fixed delay.
+/// timer, scheduled by [`RepeatBuilder::schedule`].
 pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
     with_current(|engine| RepeatBuilder::owned(engine.shared().clone(), period))
 }

@@ -20,7 +20,7 @@ impl Builder {
     }
 
     /// Builds an engine whose shards the caller drives by hand, one `turn` at a time.
-    pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), crate::BuildError> {
+    pub(crate) fn build_driven(self) -> Result<(TimerEngine, Vec<Shard>), super::BuildError> {
         let (shared, shards, pool): Assembled = self.assemble()?;
         let threads = Threads {
             shard_threads: Vec::new(),

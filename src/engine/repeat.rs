@@ -1,5 +1,4 @@
-//! [`RepeatBuilder`]: the options of a repeating timer, for the forms that
-//! `TimerEngine::schedule_repeating` and its siblings do not name.
+//! [`RepeatBuilder`]: a repeating timer and its options, the one way to schedule one.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -11,13 +10,17 @@ use crate::sync::Arc;
 use crate::time::Due;
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
-/// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating); nothing is scheduled
-/// until [`schedule`](Self::schedule) or [`schedule_with`](Self::schedule_with).
+/// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating)
+/// or [`repeating`](crate::repeating); nothing is scheduled until [`schedule`](Self::schedule)
+/// or [`schedule_with`](Self::schedule_with).
 ///
-/// The first run, the pace (fixed rate or fixed delay), the route and the callback's form
-/// combine freely, so they are options of one builder rather than a method for each of the
-/// sixteen combinations; the common forms keep methods of their own on [`TimerEngine`](crate::TimerEngine)
-/// (`schedule_repeating`, `_keyed`, `_at`, `_with`), each a shorthand for a builder.
+/// By default it runs at a fixed rate: the n-th run is due at `first + n·period`, whatever the
+/// earlier runs cost, and a run that would overlap the one before it, or that was missed (the
+/// engine was busy, or the callback ran long), is skipped, never queued up. `cancel()` on its
+/// handle stops it, also from inside the callback; shutdown hands it back like any pending
+/// timer (running it then runs it once). A period shorter than the tick repeats once a tick. A
+/// callback that panics stops its timer. The first run, the pace, the route and the
+/// callback's form combine freely: options of one builder, not sixteen methods.
 ///
 /// ```
 /// use std::time::Duration;
@@ -115,7 +118,7 @@ impl<'a> RepeatBuilder<'a> {
             pace,
             key,
         } = self;
-        schedule_repeating(&engine, key, first, period, pace, run)
+        queue_first_run(&engine, key, first, period, pace, run)
     }
 }
 
@@ -132,7 +135,7 @@ impl std::fmt::Debug for RepeatBuilder<'_> {
 
 /// Schedules a repeating timer routed by `route` (else as `schedule`), first due at
 /// `first` (else a period from now).
-fn schedule_repeating<R: RepeatFn>(
+fn queue_first_run<R: RepeatFn>(
     engine: &EngineShared,
     route: Option<u64>,
     first: Option<Instant>,

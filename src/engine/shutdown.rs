@@ -243,7 +243,7 @@ impl EngineShared {
             let mut handed_back = 0;
             let mut cancelled = 0;
             for entry in entries.drain(..) {
-                match entry.give_back() {
+                match entry.hand_back() {
                     Ok((word, callback)) => {
                         handed_back += 1;
                         unfired.push(Unfired {

@@ -19,9 +19,6 @@ pub struct Stats {
     pub cancelled: u64,
     /// Timers handed back by `shutdown`.
     pub handed_back: u64,
-    /// Timers handed back by `shutdown`: the old name of `handed_back`.
-    #[deprecated(since = "0.2.0", note = "use `handed_back`")]
-    pub returned: u64,
     /// Timers refused: `schedule` calls (and sleeps) refused with `Full`, `DelayTooLong` or
     /// `Shutdown`, and repeating timers whose re-arm met shutdown. The sum of the three below.
     pub rejected: u64,
@@ -239,13 +236,11 @@ fn bucket_top(bucket: usize) -> u64 {
 impl EngineShared {
     /// Adds up the shards' and lanes' counters.
     pub(super) fn stats(&self) -> Stats {
-        #[allow(deprecated)] // `returned` is filled in for one release, as `handed_back`.
         let mut stats = Stats {
             scheduled: 0,
             fired: 0,
             cancelled: 0,
             handed_back: 0,
-            returned: 0,
             rejected: 0,
             rejected_full: 0,
             rejected_too_long: 0,
@@ -309,10 +304,6 @@ impl EngineShared {
                 lateness,
                 entry_bytes,
             });
-        }
-        #[allow(deprecated)]
-        {
-            stats.returned = stats.handed_back;
         }
         stats
     }

@@ -8,7 +8,7 @@
 //! 2. The state word ([`StateWord`]) is written by whoever schedules, cancels, resets, fires
 //!    or hands back the timer, always through one CAS loop (`Entry::transition`) except the
 //!    shard's clearing of LINKED (`mark_unlinked`). Leaving `Pending` is one transition
-//!    (`cancel`, `fire`, `give_back`) that exactly one party wins.
+//!    (`cancel`, `fire`, `hand_back`) that exactly one party wins.
 //! 3. The winner, and only the winner, owns the callback: the canceller drops it, the shard
 //!    runs it, shutdown hands it back. The emptied cell stays the winner's: a canceller uses it
 //!    as the link of its lane's unlink stack (`queue::unlink`), and the shard that pops it owns
@@ -209,7 +209,7 @@ impl Entry {
 
     /// PENDING→HANDED_BACK, at shutdown or by a racing `schedule`. The link is left for whoever
     /// unlinks the entry, so LINKED keeps meaning "linked".
-    pub(crate) fn give_back(&self) -> Result<Won, StateWord> {
+    pub(crate) fn hand_back(&self) -> Result<Won, StateWord> {
         self.resolve(Lifecycle::HandedBack, false, |_| true)
     }
 
@@ -237,8 +237,7 @@ impl Entry {
     ///
     /// # Safety
     /// The caller won the cancel that emptied the callback cell and has not yet published the
-    /// The caller won the cancel that emptied the cell and has not yet published the entry on
-    /// a stack (rule 3).
+    /// entry on a stack (rule 3).
     pub(crate) unsafe fn set_unlink_next(&self, next: Option<NonNull<Entry>>) {
         // SAFETY: by this function's contract.
         self.callback
@@ -338,7 +337,7 @@ mod tests {
             Lifecycle::Cancelled
         );
         assert!(entry.fire(u64::MAX).is_err());
-        assert!(entry.give_back().is_err());
+        assert!(entry.hand_back().is_err());
         assert_eq!(hits.load(Ordering::SeqCst), 0);
     }
 

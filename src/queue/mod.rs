@@ -22,4 +22,4 @@ pub(crate) use ring::Ring;
 #[cfg(all(test, loom))]
 pub(crate) use ring::RING_CELLS;
 pub(crate) use unlink::{Requests, Unlinks};
-pub(crate) use young::{Take, Young};
+pub(crate) use young::{Sweep, Take, Young};

@@ -12,15 +12,14 @@
 //! The owner (sweeping) and the shard or shutdown (taking) both move `head`, never at once:
 //!
 //! - The owner marks a schedule `busy` ([`Young::enter`]), pushes, passes a SeqCst fence and
-//!   sweeps only if no one is `taking` (Acquire). The shard sets `taking`, passes a SeqCst
+//!   sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`, passes a SeqCst
 //!   fence, and takes only if the owner is not `busy` (Acquire). A Dekker pair: at most one of
 //!   them goes on, and each sees what the other left (`busy` and `taking` are cleared Release).
 //! - Shutdown sets its stop flag and passes a SeqCst fence, then waits out `busy`; an owner
 //!   that entered later sees the flag after its own fence, and neither sweeps nor sends.
 //!
-//! So the owner reads its front entries (their count held by their cells) knowing no one
-//! takes them meanwhile. Pushing is the owner's alone and never races a take: a take stops at
-//! the `tail` it read, the owner writes only cells past `head`.
+//! So the owner reads its front entries knowing no one takes them meanwhile. A push never races
+//! a take: a take stops at the `tail` it read, a push writes only past it.
 //!
 //! # Waking the shard
 //!
@@ -56,7 +55,7 @@ struct Owner {
     tail: AtomicUsize,
     /// The next cell to sweep or take.
     head: AtomicUsize,
-    /// Set while the owner is in a schedule on this lane (see the module documentation).
+    /// Set while a [`Home`] lives: the owner is in a schedule on this lane.
     busy: AtomicBool,
     /// When the front timer was made (nanoseconds from the clock's origin).
     oldest: AtomicU64,
@@ -96,15 +95,104 @@ pub(crate) enum Take {
     Busy,
 }
 
-/// The owner's mark of a schedule in progress; cleared when dropped.
-pub(crate) struct Busy<'a>(&'a Young);
+/// The owner in a schedule on the lane: `busy` is set until it drops. Made by
+/// [`Young::enter`]; the owner pushes, passes a SeqCst fence, then may sweep.
+pub(crate) struct Home<'a>(&'a Young);
 
-impl Drop for Busy<'_> {
+/// The owner sweeping the front, having passed its fence and seen no one taking.
+pub(crate) struct Sweep<'a>(&'a Young);
+
+impl Drop for Home<'_> {
     #[inline]
     fn drop(&mut self) {
         // Release: the owner's sweep (cells read, `head` moved) happens before a taker or
         // shutdown that sees the flag clear.
         self.0.owner.busy.store(false, Ordering::Release);
+    }
+}
+
+impl Home<'_> {
+    /// Appends `entry`, made at `born`; hands it back if the queue is full.
+    #[inline]
+    pub(crate) fn push(&self, entry: EntryRef, born: u64) -> Result<(), EntryRef> {
+        let young = self.0;
+        // Relaxed: only the owner writes `tail`.
+        let tail = young.owner.tail.load(Ordering::Relaxed);
+        // Acquire: pairs with a taker's Release store; the cells it took are free to reuse.
+        let head = young.owner.head.load(Ordering::Acquire);
+        if tail.wrapping_sub(head) >= YOUNG_CELLS {
+            return Err(entry);
+        }
+        let cell = young.cell(tail);
+        // SAFETY: the owner alone touches `born` (a `Home` is the owner's).
+        cell.born.with_mut(|at| unsafe { *at = born });
+        if tail == head {
+            // Relaxed: published with the cell by the Release store of `tail` below.
+            young.owner.oldest.store(born, Ordering::Relaxed);
+        }
+        // Relaxed: published by the Release store of `tail` below.
+        cell.entry
+            .store(EntryRef::into_raw(entry).cast_mut(), Ordering::Relaxed);
+        // Release: a taker that reads this `tail` sees the cell and the entry whole.
+        young
+            .owner
+            .tail
+            .store(tail.wrapping_add(1), Ordering::Release);
+        Ok(())
+    }
+
+    /// After the owner's fence: the front to sweep, unless the shard is taking.
+    #[inline]
+    pub(crate) fn sweep(&self) -> Option<Sweep<'_>> {
+        // Acquire: pairs with a taker's Release clear; a clear flag shows its `head`.
+        (!self.0.others.taking.load(Ordering::Acquire)).then_some(Sweep(self.0))
+    }
+}
+
+impl Sweep<'_> {
+    /// The front entry, when it was made, and how many are young.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<(&Entry, u64, usize)> {
+        let young = self.0;
+        // Relaxed: the owner's own writes, or a taker's seen through `taking`.
+        let head = young.owner.head.load(Ordering::Relaxed);
+        let count = young.owner.tail.load(Ordering::Relaxed).wrapping_sub(head);
+        if count == 0 {
+            return None;
+        }
+        let cell = young.cell(head);
+        // Relaxed: the owner wrote it.
+        let entry = cell.entry.load(Ordering::Relaxed);
+        // SAFETY: the cell's count keeps the entry live, and no one takes it while the owner
+        // sweeps (see the module documentation); the owner alone touches `born`.
+        unsafe { Some((&*entry, cell.born.with_mut(|at| *at), count)) }
+    }
+
+    /// Takes the front entry; `None` if none is young.
+    #[inline]
+    pub(crate) fn pop_front(&self) -> Option<EntryRef> {
+        let young = self.0;
+        // Relaxed: as in `front`.
+        let head = young.owner.head.load(Ordering::Relaxed);
+        if young.owner.tail.load(Ordering::Relaxed) == head {
+            return None;
+        }
+        // Relaxed: the owner wrote it.
+        let entry = young.cell(head).entry.load(Ordering::Relaxed);
+        // Release: a later taker (after `busy` clears) starts here.
+        young
+            .owner
+            .head
+            .store(head.wrapping_add(1), Ordering::Release);
+        // SAFETY: the cell carried one count, now the caller's.
+        Some(unsafe { EntryRef::from_raw(entry) })
+    }
+
+    /// Records `born`, when the front timer was made.
+    #[inline]
+    pub(crate) fn mark_oldest(&self, born: u64) {
+        // Relaxed: a shard reading an older value takes sooner, which is harmless.
+        self.0.owner.oldest.store(born, Ordering::Relaxed);
     }
 }
 
@@ -139,100 +227,15 @@ impl Young {
         &self.cells[index % YOUNG_CELLS]
     }
 
-    /// Owner: marks a schedule in progress until the guard drops. The caller passes a SeqCst
-    /// fence after its push, before it reads `taking` or a stop flag.
+    /// Owner: marks a schedule in progress until the [`Home`] drops.
     ///
     /// # Safety
     /// The caller is the lane's owner thread.
     #[inline]
-    pub(crate) unsafe fn enter(&self) -> Busy<'_> {
+    pub(crate) unsafe fn enter(&self) -> Home<'_> {
         // Relaxed: ordered before the caller's later reads by the fence it passes.
         self.owner.busy.store(true, Ordering::Relaxed);
-        Busy(self)
-    }
-
-    /// Owner, in a schedule: appends `entry`, made at `born`; hands it back if the queue is
-    /// full.
-    ///
-    /// # Safety
-    /// As [`enter`](Self::enter), with its guard alive.
-    #[inline]
-    pub(crate) unsafe fn push(&self, entry: EntryRef, born: u64) -> Result<(), EntryRef> {
-        // Relaxed: only the owner writes `tail`.
-        let tail = self.owner.tail.load(Ordering::Relaxed);
-        // Acquire: pairs with a taker's Release store; the cells it took are free to reuse.
-        let head = self.owner.head.load(Ordering::Acquire);
-        if tail.wrapping_sub(head) >= YOUNG_CELLS {
-            return Err(entry);
-        }
-        let cell = self.cell(tail);
-        // SAFETY: the owner alone touches `born`, by this function's contract.
-        cell.born.with_mut(|at| unsafe { *at = born });
-        if tail == head {
-            // Relaxed: published with the cell by the Release store of `tail` below.
-            self.owner.oldest.store(born, Ordering::Relaxed);
-        }
-        // Relaxed: published by the Release store of `tail` below.
-        cell.entry
-            .store(EntryRef::into_raw(entry).cast_mut(), Ordering::Relaxed);
-        // Release: a taker that reads this `tail` sees the cell and the entry whole.
-        self.owner
-            .tail
-            .store(tail.wrapping_add(1), Ordering::Release);
-        Ok(())
-    }
-
-    /// Owner, after its fence: whether the shard is taking, so the owner must not sweep.
-    #[inline]
-    pub(crate) fn taking(&self) -> bool {
-        // Acquire: pairs with a taker's Release clear; a clear flag shows its `head`.
-        self.others.taking.load(Ordering::Acquire)
-    }
-
-    /// Owner, sweeping: the front entry, when it was made, and how many are young; `None` if
-    /// none is.
-    ///
-    /// # Safety
-    /// As [`push`](Self::push), having passed the fence and seen no one `taking`.
-    #[inline]
-    pub(crate) unsafe fn front(&self) -> Option<(&Entry, u64, usize)> {
-        // Relaxed: the owner's own writes, or a taker's seen through `taking`.
-        let head = self.owner.head.load(Ordering::Relaxed);
-        let young = self.owner.tail.load(Ordering::Relaxed).wrapping_sub(head);
-        if young == 0 {
-            return None;
-        }
-        let cell = self.cell(head);
-        // Relaxed: the owner wrote it.
-        let entry = cell.entry.load(Ordering::Relaxed);
-        // SAFETY: the cell's count keeps the entry live, and by this function's contract no
-        // one takes it meanwhile; the owner alone touches `born`.
-        unsafe { Some((&*entry, cell.born.with_mut(|at| *at), young)) }
-    }
-
-    /// Owner, sweeping: takes the front entry seen by [`front`](Self::front).
-    ///
-    /// # Safety
-    /// As [`front`](Self::front), which returned an entry since the last call.
-    #[inline]
-    pub(crate) unsafe fn pop_front(&self) -> EntryRef {
-        // Relaxed: as in `front`.
-        let head = self.owner.head.load(Ordering::Relaxed);
-        // Relaxed: the owner wrote it.
-        let entry = self.cell(head).entry.load(Ordering::Relaxed);
-        // Release: a later taker (after `busy` clears) starts here.
-        self.owner
-            .head
-            .store(head.wrapping_add(1), Ordering::Release);
-        // SAFETY: the cell carried one count, now the caller's.
-        unsafe { EntryRef::from_raw(entry) }
-    }
-
-    /// Owner, after sweeping: records `born`, when the front timer was made.
-    #[inline]
-    pub(crate) fn mark_oldest(&self, born: u64) {
-        // Relaxed: a shard reading an older value takes sooner, which is harmless.
-        self.owner.oldest.store(born, Ordering::Relaxed);
+        Home(self)
     }
 
     /// Whether no timer is young. Any thread.
@@ -261,8 +264,8 @@ impl Young {
         self.others.hurry.store(true, Ordering::Release);
     }
 
-    /// Shard: takes every young timer into `out` if the oldest was made at or before `by`
-    /// (nanoseconds), or the owner hurried it, or `all`.
+    /// Shard: takes every young timer into `out` if the oldest was made by `by` (nanoseconds),
+    /// or a thread asked to hurry, or `all`.
     ///
     /// # Safety
     /// One taker at a time: the lane's shard thread.
@@ -281,7 +284,7 @@ impl Young {
         self.others.taking.store(true, Ordering::Relaxed);
         // SeqCst: the taker's half of the Dekker pair with the owner's `busy`.
         fence(Ordering::SeqCst);
-        // Acquire: pairs with `Busy::drop`; the owner's sweep is seen done.
+        // Acquire: pairs with `Home::drop`; the owner's sweep is seen done.
         let taken = if self.owner.busy.load(Ordering::Acquire) {
             Take::Busy
         } else {
@@ -320,7 +323,7 @@ impl Young {
     /// # Safety
     /// The shard thread that takes has left its loop for good.
     pub(crate) unsafe fn take_after_stop(&self, out: &mut Vec<EntryRef>) {
-        // Acquire: pairs with `Busy::drop`; a schedule that missed the stop flag is done.
+        // Acquire: pairs with `Home::drop`; a schedule that missed the stop flag is done.
         while self.owner.busy.load(Ordering::Acquire) {
             crate::sync::thread::yield_now();
         }
@@ -350,19 +353,20 @@ mod tests {
     #[test]
     fn the_owner_sweeps_from_the_front_and_a_shard_takes_the_rest() {
         let young = Young::new();
+        let mut out = Vec::new();
         // SAFETY: the test thread is the owner and the only taker.
         unsafe {
-            let busy = young.enter();
+            let home = young.enter();
             for deadline in 0..3 {
-                young.push(entry(deadline), 100 + deadline).unwrap();
+                home.push(entry(deadline), 100 + deadline).unwrap();
             }
-            let (front, born, len) = young.front().unwrap();
-            assert_eq!((front.state().deadline(), born, len), (0, 100, 3));
-            assert_eq!(young.pop_front().state().deadline(), 0);
-            young.mark_oldest(101);
-            let mut out = Vec::new();
+            let sweep = home.sweep().unwrap();
+            let (front, born, count) = sweep.front().unwrap();
+            assert_eq!((front.state().deadline(), born, count), (0, 100, 3));
+            assert_eq!(sweep.pop_front().unwrap().state().deadline(), 0);
+            sweep.mark_oldest(101);
             assert_eq!(young.take(1_000, false, &mut out), Take::Busy);
-            drop(busy);
+            drop(home);
             assert_eq!(young.take(100, false, &mut out), Take::Young(101));
             assert_eq!(young.take(101, false, &mut out), Take::Took);
             let taken: Vec<u64> = out.iter().map(|e| e.state().deadline()).collect();
@@ -378,19 +382,19 @@ mod tests {
         let mut out = Vec::new();
         // SAFETY: the test thread is the owner and the only taker.
         unsafe {
-            let busy = young.enter();
+            let home = young.enter();
             for deadline in 0..YOUNG_CELLS as u64 {
-                young.push(entry(deadline), 5).unwrap();
+                home.push(entry(deadline), 5).unwrap();
             }
-            let back = young.push(entry(9), 5).unwrap_err();
+            let back = home.push(entry(9), 5).unwrap_err();
             assert_eq!(EntryRef::strong_count(&back), 1, "handed back whole");
-            drop(busy);
+            drop(home);
             young.hurry();
+            assert_eq!(young.since(), Some(0));
             assert_eq!(young.take(0, false, &mut out), Take::Took);
             assert_eq!(out.len(), YOUNG_CELLS);
             assert!(young.is_empty());
-            let _busy = young.enter();
-            young.push(entry(1), 7).unwrap();
+            young.enter().push(entry(1), 7).unwrap();
         }
         // The drop releases the one left.
     }

@@ -9,15 +9,14 @@ const TAKE_AFTER: u64 = 2_000_000;
 /// How far a young timer's deadline is past the time the shard takes it, at least, in ticks.
 const MARGIN_TICKS: u64 = 2;
 
-/// A shard's horizons, in nanoseconds of its clock.
+/// A shard's horizons, in nanoseconds of its clock: the owner sends a live young timer
+/// `send_after` old, the shard takes one `take_after` old, and a timer due sooner than
+/// `shortest` after it was made is not kept young.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Horizon {
     tick_nanos: u64,
-    /// The owner sends a live young timer this old.
     send_after: u64,
-    /// The shard takes a young timer this old.
     take_after: u64,
-    /// A timer is kept young only if due this long after it was made.
     shortest: u64,
 }
 

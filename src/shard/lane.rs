@@ -248,7 +248,7 @@ impl Lane {
         permit: Permits<'_>,
     ) -> Result<(), CallbackBox> {
         fence(Ordering::SeqCst);
-        if let Ok((_, callback)) = entry.give_back() {
+        if let Ok((_, callback)) = entry.hand_back() {
             self.counts.unschedule();
             drop(permit);
             return Err(callback);

@@ -16,17 +16,18 @@ fn bucket_of(nanos: u64) -> usize {
     (u64::BITS - nanos.leading_zeros()) as usize
 }
 
-/// A shard's lateness histogram (see the module docs).
-pub(crate) struct Lateness {
+/// A shard's lateness histogram as it is recorded, in counters (see the module docs);
+/// `stats::Lateness` is a snapshot of it.
+pub(crate) struct LatenessRecorder {
     buckets: [Counter; BUCKETS],
     max: Counter,
     /// The sum of the lateness recorded, in microseconds.
     sum_micros: Counter,
 }
 
-impl Lateness {
+impl LatenessRecorder {
     pub(super) fn new() -> Self {
-        Lateness {
+        LatenessRecorder {
             buckets: std::array::from_fn(|_| Counter::default()),
             max: Counter::default(),
             sum_micros: Counter::default(),
@@ -74,7 +75,7 @@ mod tests {
 
     #[test]
     fn records_counts_and_the_max() {
-        let lateness = Lateness::new();
+        let lateness = LatenessRecorder::new();
         for nanos in [0, 5, 1_000_000] {
             lateness.record(nanos, 1);
         }

@@ -4,7 +4,7 @@
 use crossbeam_utils::CachePadded;
 
 use super::horizon::Horizon;
-use super::lateness::Lateness;
+use super::lateness::LatenessRecorder;
 use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
 use crate::pinning::Pinning;
@@ -18,7 +18,7 @@ pub(crate) struct ShardShared {
     counts: CachePadded<ShardCounts>,
     /// The shard's callbacks handed over, begun and ended, by whichever thread runs them.
     callbacks: Arc<ShardCallbacks>,
-    lateness: Lateness,
+    lateness: LatenessRecorder,
     clock: TickClock,
     /// When a young timer leaves its owner's lane.
     horizon: Horizon,
@@ -95,7 +95,7 @@ impl ShardShared {
             stop: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
             callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_threads)),
-            lateness: Lateness::new(),
+            lateness: LatenessRecorder::new(),
             horizon: Horizon::new(clock.tick_nanos()),
             clock,
             pinning: Pinning::default(),
@@ -122,7 +122,7 @@ impl ShardShared {
         &self.pinning
     }
 
-    pub(crate) fn lateness(&self) -> &Lateness {
+    pub(crate) fn lateness(&self) -> &LatenessRecorder {
         &self.lateness
     }
 
@@ -178,7 +178,7 @@ impl ShardShared {
         self.cap().is_none_or(Cap::has_room)
     }
 
-    /// Leaves `waker` for when a permit is given back or the engine shuts down; returns whether a
+    /// Leaves `waker` for when a permit is released or the engine shuts down; returns whether a
     /// permit is free now.
     pub(crate) fn wait_for_room(&self, waker: &std::task::Waker) -> bool {
         self.cap().is_none_or(|cap| cap.wait_for_room(waker))
@@ -231,7 +231,7 @@ impl ShardShared {
         lookahead.answered.store(asked, Ordering::Release);
     }
 
-    /// Gives back the permits of `count` timers the engine is done with.
+    /// Releases the permits of `count` timers the engine is done with.
     #[inline]
     pub(crate) fn done_with(&self, count: usize) {
         drop(Permits::reclaim(self.cap(), count));

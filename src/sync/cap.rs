@@ -2,13 +2,13 @@
 //!
 //! A timer holds a permit from admission until the engine is done with it (a one-shot's
 //! callback begins, it is handed back, its shard drops its cancelled entry, or a repeating
-//! timer stops). Permits come back only through the drop of [`Permits`], so the cap bounds
+//! timer stops). Permits are released only by the drop of [`Permits`], so the cap bounds
 //! timer memory even while a shard or the pool stalls. No cap: no count, no cost.
 //!
-//! A sleep refused a permit leaves its waker here; every give-back wakes all of them. The
-//! waiter stores `waiting` then reads `used`; the giver subtracts from `used` then reads
+//! A sleep refused a permit leaves its waker here; every release wakes all of them. The
+//! waiter stores `waiting` then reads `used`; the releaser subtracts from `used` then reads
 //! `waiting`; each passes a SeqCst fence between its write and its read (a Dekker pair):
-//! either the giver sees the waker or the waiter sees the room.
+//! either the releaser sees the waker or the waiter sees the room.
 
 use std::task::Waker;
 
@@ -18,13 +18,13 @@ use super::{fence, AtomicUsize, Mutex, Ordering};
 pub(crate) struct Cap {
     limit: usize,
     used: AtomicUsize,
-    /// How many wakers `waiters` holds, read by every give-back.
+    /// How many wakers `waiters` holds, read by every release.
     waiting: AtomicUsize,
     /// The tasks waiting for a permit, each once.
     waiters: Mutex<Vec<Waker>>,
 }
 
-/// Permits of an engine's cap (none if it has no cap), given back when dropped unless a timer
+/// Permits of an engine's cap (none if it has no cap), released when dropped unless a timer
 /// [holds](Permits::hold) them.
 #[must_use]
 pub(crate) struct Permits<'a> {
@@ -42,7 +42,7 @@ impl Cap {
         }
     }
 
-    /// Leaves `waker` for the next give-back; returns whether a permit is free now (then the
+    /// Leaves `waker` for the next release; returns whether a permit is free now (then the
     /// caller retries).
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         {
@@ -59,7 +59,7 @@ impl Cap {
         self.used.load(Ordering::Relaxed) < self.limit
     }
 
-    /// Wakes every task waiting for a permit (one was given back, or the engine shut down).
+    /// Wakes every task waiting for a permit (one was released, or the engine shut down).
     pub(crate) fn wake_waiters(&self) {
         let waiters = {
             let mut waiters = self.waiters.lock();
@@ -70,11 +70,11 @@ impl Cap {
         waiters.into_iter().for_each(Waker::wake);
     }
 
-    /// Gives back `count` permits: the one place it is done (see the module documentation).
-    fn give_back(&self, count: usize) {
+    /// Releases `count` permits: the one place it is done (see the module documentation).
+    fn release(&self, count: usize) {
         // Relaxed: the count orders nothing else; the fence below orders it before the read.
         self.used.fetch_sub(count, Ordering::Relaxed);
-        // SeqCst: the giver's half of the Dekker pair in the module documentation.
+        // SeqCst: the releaser's half of the Dekker pair in the module documentation.
         fence(Ordering::SeqCst);
         // Relaxed: ordered by the fence.
         if self.waiting.load(Ordering::Relaxed) > 0 {
@@ -124,7 +124,7 @@ impl<'a> Permits<'a> {
         }
     }
 
-    /// The permits `count` admitted timers hold, taken back: given back on drop, unless held
+    /// The permits `count` admitted timers hold, taken back: released on drop, unless held
     /// again (a repeating timer's, re-armed).
     #[inline]
     pub(crate) fn reclaim(cap: Option<&'a Cap>, count: usize) -> Self {
@@ -142,7 +142,7 @@ impl Drop for Permits<'_> {
     #[inline]
     fn drop(&mut self) {
         if let (Some(cap), 1..) = (self.cap, self.count) {
-            cap.give_back(self.count);
+            cap.release(self.count);
         }
     }
 }
@@ -152,7 +152,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn permits_are_taken_up_to_the_limit_and_come_back_on_drop() {
+    fn permits_are_taken_up_to_the_limit_and_released_on_drop() {
         let cap = Cap::new(2);
         let first = Permits::take(Some(&cap)).expect("room for one");
         Permits::take(Some(&cap)).expect("room for two").hold();
@@ -165,7 +165,7 @@ mod tests {
     }
 
     #[test]
-    fn a_give_back_wakes_the_tasks_waiting_for_a_permit() {
+    fn a_release_wakes_the_tasks_waiting_for_a_permit() {
         use std::sync::atomic::AtomicUsize as Count;
         struct Counting(Count);
         impl std::task::Wake for Counting {

@@ -120,7 +120,7 @@ impl ManualClock {
     /// let start = clock.now();
     /// let timer = engine.schedule(Duration::from_secs(90), || {}).unwrap();
     /// assert_eq!(clock.advance_to_next(), Some(start + Duration::from_secs(90)));
-    /// assert!(timer.is_fired());
+    /// assert_eq!(timer.state(), shardwheel::TimerState::Fired);
     /// assert_eq!(clock.advance_to_next(), None);
     /// ```
     pub fn advance_to_next(&self) -> Option<Instant> {

@@ -20,12 +20,11 @@ pub(crate) struct TickClock {
     ceiling: Option<(&'static Ceiling, u64)>,
 }
 
-/// A new timer's deadline tick (`None`: beyond the range) and when it was made.
+/// A new timer's deadline tick (`None`: beyond the range) and when it was made, in
+/// nanoseconds from the origin (the present read for the deadline, or a little before it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
     pub(crate) tick: Option<u64>,
-    /// Nanoseconds from the origin to the present as read for the deadline (or a little
-    /// before it: see [`TickClock::due_now_at`]).
     pub(crate) born: u64,
 }
 

@@ -12,7 +12,7 @@ use crate::sync::Arc;
 /// (and hash alike) when they do, so a timer handed back at shutdown can be matched to its
 /// handle ([`Unfired::timer`]). Dropping a handle neither cancels the timer nor leaks it.
 ///
-/// [`Unfired::timer`]: crate::Unfired::timer
+/// [`Unfired::timer`]: crate::engine::Unfired::timer
 #[derive(Clone)]
 pub struct TimerHandle {
     entry: EntryRef,
@@ -122,7 +122,7 @@ impl TimerHandle {
         self.timer().move_to(tick)
     }
 
-    /// Where the timer is in its life.
+    /// Where the timer is in its life: pending, fired, cancelled or handed back.
     pub fn state(&self) -> TimerState {
         match self.entry.state().lifecycle() {
             Lifecycle::Pending => TimerState::Pending,
@@ -132,31 +132,6 @@ impl TimerHandle {
         }
     }
 
-    /// Whether a `cancel` call stopped this timer.
-    /// Whether a `cancel` call stopped this timer.
-    pub fn is_cancelled(&self) -> bool {
-        self.state() == TimerState::Cancelled
-    }
-
-    /// Whether the timer fired: its callback has been handed to the executor (it may still be
-    /// Whether the timer fired: its callback has been handed to the executor.
-    pub fn is_fired(&self) -> bool {
-        self.state() == TimerState::Fired
-    }
-
-    /// The old name of [`is_fired`](Self::is_fired).
-    #[deprecated(since = "0.2.0", note = "use `is_fired`")]
-    pub fn is_expired(&self) -> bool {
-        self.is_fired()
-    }
-
-    /// Whether the timer is still waiting: not fired, not cancelled, not handed back.
-    /// Whether the timer is still waiting: not fired, cancelled or handed back.
-    pub fn is_pending(&self) -> bool {
-        self.state() == TimerState::Pending
-    }
-
-    /// When the timer is due: the start of the tick it fires at. That is the requested
     /// When the timer is due: the deadline rounded up to the engine's tick (for a zero or past
     /// deadline, the start of the tick it was scheduled in).
     pub fn deadline(&self) -> Instant {

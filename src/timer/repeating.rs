@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::handle::TimerHandle;
+use super::handle::{TimerHandle, TimerState};
 use crate::entry::{unbox, Boxed, Callback, CallbackBox, Entry, EntryRef};
 use crate::shard::{Lane, TimerKind};
 use crate::sync::Arc;
@@ -23,11 +23,11 @@ pub(crate) enum Pace {
 }
 
 /// One run of a repeating timer, as a
-/// [`schedule_repeating_with`](crate::TimerEngine::schedule_repeating_with) callback sees it:
-/// when it was due, and the means to stop the timer or change its period.
+/// [`schedule_with`](crate::engine::RepeatBuilder::schedule_with) callback sees it: when it
+/// was due, and the means to stop the timer or change its period.
 #[derive(Debug)]
 pub struct Repeat {
-    /// The timer; `None` for a run made by [`Unfired::run`](crate::Unfired::run).
+    /// The timer; `None` for a run made by [`Unfired::run`](crate::engine::Unfired::run).
     timer: Option<TimerHandle>,
     due: Instant,
     period: Duration,
@@ -61,7 +61,9 @@ impl Repeat {
 
     /// Whether the timer has been cancelled (in this run, or from outside while it ran).
     pub fn is_cancelled(&self) -> bool {
-        self.timer.as_ref().is_some_and(TimerHandle::is_cancelled)
+        self.timer
+            .as_ref()
+            .is_some_and(|timer| timer.state() == TimerState::Cancelled)
     }
 }
 
@@ -73,7 +75,7 @@ pub(crate) trait RepeatFn: Send + 'static {
     fn into_value(self) -> Self::Value;
 }
 
-/// A callback that takes no arguments (`schedule_repeating`).
+/// A callback that takes no arguments (`RepeatBuilder::schedule`).
 pub(crate) struct Plain<F>(pub(crate) F);
 
 impl<F: FnMut() + Send + 'static> RepeatFn for Plain<F> {
@@ -87,7 +89,7 @@ impl<F: FnMut() + Send + 'static> RepeatFn for Plain<F> {
     }
 }
 
-/// A callback handed its [`Repeat`] (`schedule_repeating_with`).
+/// A callback handed its [`Repeat`] (`RepeatBuilder::schedule_with`).
 pub(crate) struct WithRepeat<F>(pub(crate) F);
 
 impl<F: FnMut(&mut Repeat) + Send + 'static> RepeatFn for WithRepeat<F> {

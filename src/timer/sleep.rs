@@ -15,7 +15,7 @@
 //! # Refusals
 //!
 //! A sleep never ends early. At the cap it leaves its waker with the cap, woken by every
-//! permit given back, and asks again then. After shutdown it stays pending (the shutdown woke
+//! permit released, and asks again then. After shutdown it stays pending (the shutdown woke
 //! its task) and `refusal` tells why. A deadline beyond `max_delay` is no refusal: the sleep
 //! holds a stand-in timer at the farthest tick, renewed whenever it comes due.
 
@@ -358,7 +358,7 @@ impl Future for Sleep {
                 }
                 match this.register(cx.waker()) {
                     Err(Refusal::Full) if this.lane.shard().wait_for_room(cx.waker()) => {
-                        // A permit was given back meanwhile: ask once more, then come back later.
+                        // A permit was released meanwhile: ask once more, then come back later.
                         if asked_again {
                             cx.waker().wake_by_ref();
                             return Poll::Pending;

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::engine::{default_engine, TimerEngine};
+use crate::engine::global::default_engine;
+use crate::engine::TimerEngine;
 
 /// Puts a deadline on every request of the services it wraps, each a [`TimeoutService`](super::TimeoutService) on the same
 /// engine.

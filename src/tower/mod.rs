@@ -7,7 +7,7 @@
 //! yields the inner response, or, if the deadline passes first, a [`BoxError`] holding
 //! [`Elapsed`](crate::Elapsed), which `downcast_ref::<shardwheel::Elapsed>()` finds. A response
 //! that comes first drops the sleep with the response future, and that cancels its timer: one
-//! compare-and-swap, counted in [`Stats::cancelled`](crate::Stats::cancelled).
+//! compare-and-swap, counted in [`Stats::cancelled`](crate::stats::Stats::cancelled).
 //!
 //! # Refusals are not timeouts
 //!
@@ -38,10 +38,6 @@ pub use self::error::Overloaded;
 pub use self::future::ResponseFuture;
 pub use self::layer::TimeoutLayer;
 pub use self::service::TimeoutService;
-
-/// The old name of [`TimeoutService`].
-#[deprecated(since = "0.2.0", note = "use `TimeoutService`")]
-pub type Timeout<S> = TimeoutService<S>;
 
 /// The error of a [`TimeoutService`] service: the inner service's error,
 /// [`Elapsed`](crate::Elapsed) when the deadline passed first, or [`Overloaded`] when the

@@ -10,7 +10,8 @@ use super::error::Overloaded;
 use super::future::ResponseFuture;
 use super::layer::TimeoutLayer;
 use super::BoxError;
-use crate::engine::{default_engine, TimerEngine};
+use crate::engine::global::default_engine;
+use crate::engine::TimerEngine;
 use crate::timer::Timeout as Deadline;
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by

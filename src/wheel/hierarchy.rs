@@ -6,7 +6,7 @@ use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
 use crate::slab::Frees;
 use crate::sync::prefetch;
 
-use super::level::{slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
+use super::level::{level_for, slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
 
 /// Entries of a due slot detached at a time and then settled, while they are still in cache.
 const DETACH_BATCH: usize = 64;
@@ -48,14 +48,6 @@ const _: () = {
 // the wheel moves those counts and the sole right to the entries' links. `frees` is `Send`.
 unsafe impl Send for Wheel {}
 
-/// The level an entry due at `when` belongs to, seen from `elapsed`.
-pub(super) fn level_for(elapsed: u64, when: u64) -> usize {
-    const SLOT_MASK: u64 = SLOTS as u64 - 1;
-    let masked = ((elapsed ^ when) | SLOT_MASK).min(SPAN - 1);
-    let significant = 63 - masked.leading_zeros() as usize;
-    significant / 6
-}
-
 impl Wheel {
     pub(crate) fn new() -> Self {
         Wheel {
@@ -82,7 +74,8 @@ impl Wheel {
         if when <= self.elapsed {
             return None;
         }
-        let level = level_for(self.elapsed, when);
+        // Beyond the span: clamped into the top level, which acts as a ring.
+        let level = level_for(self.elapsed, when).min(LEVELS - 1);
         Some(SlotId {
             level,
             slot: slot_of(when, level),

@@ -9,7 +9,7 @@ use std::ptr::NonNull;
 use crate::entry::{Entry, SlotId};
 
 /// Slots per level.
-pub(super) const SLOTS: usize = 64;
+pub(crate) const SLOTS: usize = 64;
 
 /// Levels in the wheel.
 pub(super) const LEVELS: usize = 6;
@@ -18,7 +18,8 @@ pub(super) const CHAINS: usize = 4;
 
 /// The heads of a slot's lists.
 pub(super) type Heads = [Option<NonNull<Entry>>; CHAINS];
-const SLOT_BITS: u32 = 6;
+/// Bits of a tick per level.
+pub(crate) const SLOT_BITS: u32 = 6;
 
 /// Ticks covered by one slot of `level`.
 pub(super) fn slot_span(level: usize) -> u64 {
@@ -30,8 +31,16 @@ pub(super) fn level_span(level: usize) -> u64 {
     1 << (SLOT_BITS as usize * (level + 1))
 }
 
+/// The level a tick `when` goes to, seen from `elapsed`: that of the highest bit where the
+/// two differ, the bottom level's six bits counted as one. Unbounded: a wheel of fewer levels
+/// clamps it into its top one.
+pub(crate) fn level_for(elapsed: u64, when: u64) -> usize {
+    let masked = (elapsed ^ when) | (SLOTS as u64 - 1);
+    (63 - masked.leading_zeros()) as usize / SLOT_BITS as usize
+}
+
 /// The slot of `level` that tick `when` falls into.
-pub(super) fn slot_of(when: u64, level: usize) -> usize {
+pub(crate) fn slot_of(when: u64, level: usize) -> usize {
     ((when >> (SLOT_BITS as usize * level)) as usize) & (SLOTS - 1)
 }
 

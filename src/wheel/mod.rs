@@ -14,3 +14,4 @@ mod hierarchy;
 mod level;
 
 pub(crate) use hierarchy::{Settled, Wheel, SPAN};
+pub(crate) use level::{level_for, slot_of, SLOTS, SLOT_BITS};

@@ -119,9 +119,17 @@ fn level_for_uses_the_highest_differing_bit() {
     assert_eq!(level_for(0, 64 * 64 - 1), 1);
     assert_eq!(level_for(0, 64 * 64), 2);
     assert_eq!(level_for(0, SPAN - 1), 5);
-    // Beyond the span: clamped into the top level.
-    assert_eq!(level_for(0, SPAN), 5);
-    assert_eq!(level_for(0, u64::MAX >> 12), 5);
+    assert_eq!(level_for(0, SPAN), 6);
+    assert_eq!(level_for(0, u64::MAX), 10);
+}
+
+#[test]
+fn beyond_the_span_an_entry_goes_to_the_top_level() {
+    let wheel = Wheel::new();
+    for when in [SPAN, SPAN + 65, u64::MAX >> 12] {
+        let at = wheel.slot_for(when).expect("not due");
+        assert_eq!((at.level, at.slot), (5, slot_of(when, 5)));
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use shardwheel::{delay_queue::Expired, DelayQueue};
+use shardwheel::delay_queue::{DelayQueue, Expired};
 
 /// Polls once with `waker`.
 pub fn poll<T>(queue: &mut DelayQueue<T>, waker: &Waker) -> Poll<Option<Expired<T>>> {

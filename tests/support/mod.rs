@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod delay;
+pub mod files;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;

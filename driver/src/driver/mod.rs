@@ -28,7 +28,7 @@ use std::fmt;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use shardwheel::{Builder, ScheduleError, TimerEngine};
+use shardwheel::{engine::Builder, ScheduleError, TimerEngine};
 
 use args::{Command, Options};
 use progress::Progress;

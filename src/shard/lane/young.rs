@@ -1,10 +1,10 @@
 //! A lane owner's young timers: keeping a new timer at home, sweeping the front of the young
-//! queue on each schedule, and sending the survivors to the shard. The queue and its
-//! hand-over protocol are `queue::young`; the horizons, `shard::horizon`.
+//! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
+//! are `queue::young`; the horizons, `shard::horizon`.
 
 use super::Lane;
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
-use crate::queue::Take;
+use crate::queue::{Sweep, Take};
 use crate::sync::{fence, Ordering, Permits};
 
 /// The most young timers one schedule sweeps from the front (it adds one).
@@ -30,29 +30,22 @@ impl Lane {
     ) -> Result<(), CallbackBox> {
         self.counts.add_scheduled(true);
         // SAFETY: by this function's contract.
-        let busy = unsafe { self.young.enter() };
-        // SAFETY: as above, with `busy` alive.
-        let young = match unsafe { self.young.push(queued, born) } {
+        let home = unsafe { self.young.enter() };
+        let young = match home.push(queued, born) {
             Ok(()) => true,
             Err(entry) => {
                 self.send(entry);
                 false
             }
         };
-        // SeqCst: the owner's half of the Dekker pairs with shutdown's stop flag, the shard's
-        // take and the shard's sleep (see `queue::young`).
+        // SeqCst: the owner's half of the three Dekker pairs (see `queue::young`).
         fence(Ordering::SeqCst);
         if self.shard.stop_seen_after_fence() {
-            drop(busy);
+            drop(home);
             return self.take_back(entry, permit);
         }
         permit.hold();
-        let reclaimed = if self.young.taking() {
-            0
-        } else {
-            // SAFETY: the owner, `busy`, past the fence, and no one is taking.
-            unsafe { self.sweep(born) }
-        };
+        let reclaimed = home.sweep().map_or(0, |sweep| self.sweep(&sweep, born));
         let signal = self.shard.signal();
         if let Some(until) = signal.announced() {
             // A shard asleep past the tick it must take this young timer by takes it at once.
@@ -64,25 +57,21 @@ impl Lane {
                 signal.wake_sleeper();
             }
         }
-        drop(busy);
+        drop(home);
         if reclaimed > 0 {
-            // After `busy`: giving permits back may wake tasks waiting for one.
+            // After `busy` clears: a release may wake tasks waiting for a permit.
             self.shard.done_with(reclaimed);
         }
         Ok(())
     }
 
-    /// Owner, in a schedule that saw no one taking: takes cancelled young timers at the front
-    /// back into the stash, and sends live ones that are old or behind too many to the shard.
-    /// Returns how many cancelled timers it took back (their permits are the caller's to give).
-    ///
-    /// # Safety
-    /// As [`Young::front`].
-    unsafe fn sweep(&self, now: u64) -> usize {
+    /// Owner: takes cancelled young timers at the front back into the stash, sends live ones
+    /// old or behind too many; returns how many it took back (their permits are the caller's
+    /// to release).
+    fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> usize {
         let mut reclaimed = 0;
         for swept in 0..=SWEEP_MOST {
-            // SAFETY: by this function's contract.
-            let Some((front, born, young)) = (unsafe { self.young.front() }) else {
+            let Some((front, born, young)) = sweep.front() else {
                 break;
             };
             let state = front.state();
@@ -91,11 +80,12 @@ impl Lane {
                     && young <= YOUNG_MOST
                     && !self.shard.horizon().sends(born, now))
             {
-                self.young.mark_oldest(born);
+                sweep.mark_oldest(born);
                 break;
             }
-            // SAFETY: `front` returned an entry.
-            let entry = unsafe { self.young.pop_front() };
+            let Some(entry) = sweep.pop_front() else {
+                break;
+            };
             if state.is_pending() {
                 self.send(entry);
                 continue;
