@@ -40,7 +40,17 @@ fn start_with(
 /// # Panics
 /// If the system refuses the engine's threads on first use; [`Builder::build_global`], called
 /// first, returns that error instead.
+#[inline]
 pub fn default_engine() -> &'static TimerEngine {
+    match DEFAULT.get() {
+        Some(engine) => engine,
+        None => start_default(),
+    }
+}
+
+/// Starts the default engine with the defaults, or takes the one that won the race to.
+#[cold]
+fn start_default() -> &'static TimerEngine {
     match start_with(|| Builder::default().build()) {
         Ok((engine, _)) => engine,
         Err(e) => panic!("shardwheel: the default engine could not start: {e}"),
@@ -148,6 +158,7 @@ pub fn now() -> Instant {
 
 /// Runs `f` on the engine the free functions use on this thread now: the one entered, else
 /// the default engine.
+#[inline]
 fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
     match &entered() {
         Some(engine) => f(engine),

@@ -19,6 +19,7 @@ thread_local! {
 
 /// The engine this thread has entered, if any (cloned out, so that the caller runs with the
 /// thread-local free: it may enter an engine).
+#[inline]
 pub(super) fn entered() -> Option<TimerEngine> {
     ENTERED
         .try_with(|entered| entered.borrow().clone())

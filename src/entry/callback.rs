@@ -4,9 +4,13 @@
 //! heap block (header, then value), or for a zero-sized callback a static header and no
 //! allocation. Half a `Box<dyn Callback>`, it keeps an entry small (see `node`).
 //!
-//! [`CallbackCell`] holds the box while the timer is pending, and once the CAS winner took it,
-//! an unlink-stack link, in one word: a box pointer's low bit is clear, an empty cell sets it.
-//! All the `unsafe` of type erasure ([`Heap`], the vtable functions, the cell's tag) is here.
+//! A task's [`Waker`] (a sleep's timer) needs no box when its vtable is the process's first:
+//! the word holds the waker's data pointer, tagged [`WAKER`], and the vtable is read back from
+//! [`WAKER_VTABLE`] (a std atomic, written once; no model touches it). Firing it wakes the
+//! task, and so does dropping it (a sleep handed back at shutdown).
+//!
+//! The cell an entry keeps its box in is `cell`. All the `unsafe` of type erasure ([`Heap`],
+//! the vtable functions, the tags) is here.
 
 use std::alloc::Layout;
 use std::any::TypeId;
@@ -14,6 +18,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use super::node::EntryRef;
 use crate::sync::drop_then_free;
@@ -195,20 +201,106 @@ impl<C: Callback> Drop for Boxed<C> {
     }
 }
 
-/// A callback of any type, one pointer wide (see the module documentation).
+/// A callback of any type, one pointer wide (see the module documentation): a box's header,
+/// or a waker's data pointer tagged [`WAKER`].
 pub(crate) struct CallbackBox {
     header: NonNull<Header>,
+}
+
+/// The tag of a [`CallbackBox`] holding a waker of [`WAKER_VTABLE`].
+const WAKER: usize = 2;
+
+/// The vtable of the wakers a callback box holds without a box: the first one seen.
+static WAKER_VTABLE: AtomicPtr<RawWakerVTable> = AtomicPtr::new(ptr::null_mut());
+
+/// A waker that did not fit in a word, boxed: wakes when run or dropped.
+struct BoxedWaker(Option<Waker>);
+
+impl Callback for BoxedWaker {
+    fn call(self) {
+        // Dropping wakes.
+    }
+}
+
+impl Drop for BoxedWaker {
+    fn drop(&mut self) {
+        if let Some(waker) = self.0.take() {
+            waker.wake();
+        }
+    }
 }
 
 // SAFETY: a box owns a `Callback`, which is `Send`; its header is immutable.
 unsafe impl Send for CallbackBox {}
 
 impl CallbackBox {
+    #[inline]
     pub(crate) fn new<C: Callback>(callback: C) -> Self {
         Boxed::new(callback).erase()
     }
 
+    /// A callback that wakes `waker` when run or dropped: in the word itself where it fits.
+    #[inline]
+    pub(crate) fn waker(waker: Waker) -> Self {
+        let vtable = ptr::from_ref(waker.vtable()).cast_mut();
+        // Relaxed: the vtable is a `&'static`, read whole through the pointer; nothing else is
+        // published with it.
+        let known = WAKER_VTABLE.load(Ordering::Relaxed);
+        let fits = waker.data().addr() & (EMPTY | WAKER) == 0
+            && (known == vtable
+                || (known.is_null()
+                    && WAKER_VTABLE
+                        .compare_exchange(
+                            ptr::null_mut(),
+                            vtable,
+                            // Relaxed: as the load above.
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()));
+        if !fits {
+            return CallbackBox::new(BoxedWaker(Some(waker)));
+        }
+        let waker = ManuallyDrop::new(waker);
+        let word = waker.data().cast_mut().map_addr(|addr| addr | WAKER);
+        // SAFETY: the tagged word is not null; the box takes over the waker, whose vtable is
+        // `WAKER_VTABLE` for good.
+        CallbackBox {
+            header: unsafe { NonNull::new_unchecked(word.cast()) },
+        }
+    }
+
+    /// The waker a [`waker`](Self::waker) box holds, not woken; the box back if it is none.
+    #[inline]
+    pub(crate) fn into_waker(self) -> Result<Waker, Self> {
+        if let Some(waker) = self.inline_waker() {
+            mem::forget(self);
+            return Ok(waker);
+        }
+        match self.downcast::<BoxedWaker>() {
+            Ok(mut boxed) => Ok(boxed.0.take().unwrap_or_else(|| Waker::noop().clone())),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The waker held in the word, if any; the caller then forgets `self`, whose waker it is.
+    #[inline]
+    fn inline_waker(&self) -> Option<Waker> {
+        let word = self.header.as_ptr().cast::<()>();
+        if word.addr() & WAKER == 0 {
+            return None;
+        }
+        // Relaxed: it was stored before any word tagged `WAKER` was made, and a box reaches
+        // another thread only through the engine's synchronising hand-offs.
+        let vtable = WAKER_VTABLE.load(Ordering::Relaxed);
+        let data = word.map_addr(|addr| addr & !WAKER).cast_const();
+        // SAFETY: `waker` made this word from a waker with that data and vtable and gave the
+        // waker up to the box; the vtable is never replaced once stored.
+        Some(unsafe { Waker::from_raw(RawWaker::new(data, &*vtable)) })
+    }
+
     fn vtable(&self) -> &'static VTable {
+        debug_assert!(self.header.as_ptr().addr() & WAKER == 0);
         // SAFETY: the header of a live box is initialised and never written after `new`.
         unsafe { self.header.as_ref().vtable }
     }
@@ -220,6 +312,11 @@ impl CallbackBox {
 
     /// Runs the callback; with `entry`, as a repeating run that re-arms it.
     fn run(self, entry: Option<EntryRef>) {
+        if let Some(waker) = self.inline_waker() {
+            mem::forget(self);
+            drop(entry);
+            return waker.wake();
+        }
         let this = ManuallyDrop::new(self);
         // SAFETY: the vtable is the one of the box's own type, and `this` gives the box up.
         unsafe { (this.vtable().run)(this.header, entry) }
@@ -227,7 +324,8 @@ impl CallbackBox {
 
     /// The callback back as its own type, if it is a `C`.
     pub(crate) fn downcast<C: Callback>(self) -> Result<C, Self> {
-        if (self.vtable().type_id)() != TypeId::of::<C>() {
+        let waker = self.header.as_ptr().addr() & WAKER != 0;
+        if waker || (self.vtable().type_id)() != TypeId::of::<C>() {
             return Err(self);
         }
         let this = ManuallyDrop::new(self);
@@ -235,19 +333,25 @@ impl CallbackBox {
         Ok(unsafe { Boxed::<C>::from_header(this.header) }.into_inner())
     }
 
-    fn into_raw(self) -> NonNull<Header> {
-        ManuallyDrop::new(self).header
+    /// The box's one word, given up (see `cell`).
+    pub(super) fn into_raw(self) -> NonNull<()> {
+        ManuallyDrop::new(self).header.cast()
     }
 
     /// # Safety
-    /// `header` came from [`CallbackBox::into_raw`], and the caller gives it up.
-    unsafe fn from_raw(header: NonNull<Header>) -> Self {
-        CallbackBox { header }
+    /// `word` came from [`CallbackBox::into_raw`], and the caller gives it up.
+    pub(super) unsafe fn from_raw(word: NonNull<()>) -> Self {
+        CallbackBox {
+            header: word.cast(),
+        }
     }
 }
 
 impl Drop for CallbackBox {
     fn drop(&mut self) {
+        if let Some(waker) = self.inline_waker() {
+            return waker.wake();
+        }
         // SAFETY: as `run`; the box is not used after its drop.
         unsafe { (self.vtable().drop)(self.header) }
     }
@@ -290,95 +394,22 @@ impl Fired {
     }
 }
 
-/// The low bit of an empty [`CallbackCell`]; a box's pointer never has it.
-const EMPTY: usize = 1;
+/// The low bit of an empty cell's word (see `cell`); a box's word never has it.
+pub(super) const EMPTY: usize = 1;
 
-const _: () = assert!(mem::align_of::<Header>() > EMPTY);
-
-/// One word holding a callback or, once taken, an optional link to a 2-aligned `L` (an
-/// unlink stack's next entry).
-pub(crate) struct CallbackCell<L> {
-    word: *mut (),
-    _links: PhantomData<NonNull<L>>,
-}
-
-impl<L> CallbackCell<L> {
-    #[inline]
-    pub(crate) fn full(callback: CallbackBox) -> Self {
-        CallbackCell {
-            word: callback.into_raw().as_ptr().cast(),
-            _links: PhantomData,
-        }
-    }
-
-    /// An empty cell holding `link`.
-    #[inline]
-    pub(crate) fn empty(link: Option<NonNull<L>>) -> Self {
-        CallbackCell {
-            word: Self::empty_word(link),
-            _links: PhantomData,
-        }
-    }
-
-    /// The word of an empty cell holding `link`.
-    #[inline]
-    fn empty_word(link: Option<NonNull<L>>) -> *mut () {
-        const { assert!(mem::align_of::<L>() > EMPTY) };
-        let at: *mut () = link.map_or(ptr::null_mut(), |link| link.as_ptr().cast());
-        at.map_addr(|addr| addr | EMPTY)
-    }
-
-    #[inline]
-    fn callback(&self) -> Option<NonNull<Header>> {
-        if self.word.addr() & EMPTY == 0 {
-            // A full cell's word is a box's pointer, never null.
-            NonNull::new(self.word.cast())
-        } else {
-            None
-        }
-    }
-
-    /// Takes the callback, leaving the cell empty with no link; `None` if it was empty.
-    #[inline]
-    pub(crate) fn take(&mut self) -> Option<CallbackBox> {
-        let header = self.callback()?;
-        // The word alone: assigning a whole cell would drop this one, still full.
-        self.word = Self::empty_word(None);
-        // SAFETY: a full cell's word came from `CallbackBox::into_raw`; the cell no longer
-        // owns it.
-        Some(unsafe { CallbackBox::from_raw(header) })
-    }
-
-    /// The link of an empty cell; `Err` if the cell holds a callback.
-    pub(crate) fn link(&self) -> Result<Option<NonNull<L>>, ()> {
-        match self.callback() {
-            Some(_) => Err(()),
-            None => Ok(NonNull::new(
-                self.word.map_addr(|addr| addr & !EMPTY).cast::<L>(),
-            )),
-        }
-    }
-}
-
-impl<L> Drop for CallbackCell<L> {
-    #[inline]
-    fn drop(&mut self) {
-        drop(self.take());
-    }
-}
+const _: () = assert!(mem::align_of::<Header>() > (EMPTY | WAKER));
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
     #[test]
-    fn a_box_and_a_cell_are_one_pointer_each() {
+    fn a_box_is_one_pointer() {
         // That a capture-free callback allocates nothing is checked by counting allocations,
         // in tests/footprint.rs.
         assert_eq!(mem::size_of::<CallbackBox>(), mem::size_of::<usize>());
-        assert_eq!(mem::size_of::<CallbackCell<u64>>(), mem::size_of::<usize>());
     }
 
     #[test]
@@ -426,29 +457,33 @@ mod tests {
         assert!(unwound.is_err());
     }
 
+    /// A waker that counts its wakes, and the count.
+    fn counting_waker() -> (Arc<AtomicUsize>, Waker) {
+        struct Counting(Arc<AtomicUsize>);
+        impl std::task::Wake for Counting {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let woken = Arc::new(AtomicUsize::new(0));
+        (woken.clone(), Waker::from(Arc::new(Counting(woken))))
+    }
+
     #[test]
-    fn a_cell_holds_a_callback_or_a_link() {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counter = hits.clone();
-        let mut cell = CallbackCell::<u64>::full(CallbackBox::new(move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }));
-        assert!(cell.link().is_err());
-        cell.take().expect("full").call();
-        assert_eq!(hits.load(Ordering::SeqCst), 1);
-        assert_eq!(cell.link(), Ok(None));
-        assert!(cell.take().is_none());
-
-        let mut target = 7u64;
-        let at = NonNull::from(&mut target);
-        let cell = CallbackCell::empty(Some(at));
-        assert_eq!(cell.link(), Ok(Some(at)));
-
-        // A full cell dropped drops its callback.
-        let counter = hits.clone();
-        drop(CallbackCell::<u64>::full(CallbackBox::new(move || {
-            drop(counter)
-        })));
-        assert_eq!(Arc::strong_count(&hits), 1);
+    fn a_waker_box_wakes_when_run_or_dropped_and_gives_it_back_unwoken() {
+        let (woken, waker) = counting_waker();
+        CallbackBox::waker(waker.clone()).call();
+        assert_eq!(woken.load(Ordering::SeqCst), 1);
+        drop(CallbackBox::waker(waker.clone()));
+        assert_eq!(woken.load(Ordering::SeqCst), 2);
+        let back = CallbackBox::waker(waker.clone()).into_waker().ok().unwrap();
+        assert!(back.will_wake(&waker));
+        drop(back);
+        assert_eq!(woken.load(Ordering::SeqCst), 2);
+        // A waker of another vtable than the first one seen takes the boxed path, alike.
+        let other = Waker::noop().clone();
+        let boxed = CallbackBox::waker(other.clone());
+        assert!(boxed.into_waker().ok().unwrap().will_wake(&other));
+        assert!(CallbackBox::new(|| {}).into_waker().is_err());
     }
 }

@@ -3,10 +3,12 @@
 //! - `node`: [`Entry`], one allocation per timer, and its ground rules: who may touch which
 //!   field, and the single compare-and-swap loop through which every transition goes.
 //! - `state`: [`StateWord`], the packed word (lifecycle, link, deadline).
-//! - `callback`: the type-erased callback in a one-word box, the cell that holds it in the entry,
-//!   and [`Fired`], a callback the shard fired.
+//! - `callback`: the type-erased callback in a one-word box (a task's waker in the word
+//!   itself), and [`Fired`], a callback the shard fired.
+//! - `cell`: the cell that holds the box in the entry, or an unlink-stack link.
 
 mod callback;
+mod cell;
 mod node;
 mod state;
 

@@ -25,7 +25,8 @@
 
 use std::ptr::NonNull;
 
-use super::callback::{CallbackBox, CallbackCell};
+use super::callback::CallbackBox;
+use super::cell::CallbackCell;
 use super::state::{Lifecycle, SlotId, StateWord};
 use crate::slab::SlabArc;
 use crate::sync::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};

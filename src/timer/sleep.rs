@@ -2,7 +2,7 @@
 //!
 //! A [`Sleep`] takes a timer the first time it is polled before its deadline, so a timeout
 //! whose future is ready at once costs none. The timer's callback is the polling task's waker
-//! ([`Wake`]), woken when the timer runs or is handed back at shutdown. The sleep reads the
+//! ([`Wakes`]), woken when the timer runs or is handed back at shutdown. The sleep reads the
 //! timer's state word to learn whether it has ended: nothing is shared but the entry.
 //!
 //! Moved later, a sleep keeps its timer and notes the new deadline; when that timer fires,
@@ -26,32 +26,34 @@ use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use super::handle::{Timer, Withdrawn};
-use crate::entry::{unbox, Callback, EntryRef, Lifecycle, StateWord};
-use crate::shard::{Lane, Memory, OneShot, Refusal};
+use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle, StateWord};
+use crate::shard::{Lane, Memory, Refusal, TimerKind};
 use crate::sync::Arc;
 use crate::time::TickClock;
 
-/// A sleep's timer callback: wakes its task when run or dropped, unless disarmed first.
-struct Wake(Option<Waker>);
+/// What a sleep's timer runs: its task's waker, woken when the timer runs or is dropped (see
+/// `CallbackBox::waker`).
+struct Wakes(Waker);
 
-impl Callback for Wake {
-    fn call(self) {
-        // Dropping wakes.
+impl TimerKind for Wakes {
+    type Value = Waker;
+    #[inline]
+    fn entry(self, _: &Arc<Lane>, tick: u64) -> Entry {
+        Entry::new(tick, CallbackBox::waker(self.0))
+    }
+    fn refused(self) -> Waker {
+        self.0
+    }
+    fn taken_back(callback: CallbackBox) -> Waker {
+        unwake(callback)
     }
 }
 
-impl Drop for Wake {
-    fn drop(&mut self) {
-        if let Some(waker) = self.0.take() {
-            waker.wake();
-        }
-    }
-}
-
-impl Wake {
-    /// Drops the waker without waking it.
-    fn disarm(mut self) {
-        drop(self.0.take());
+/// The waker a sleep's timer held, taken back unwoken.
+fn unwake(callback: CallbackBox) -> Waker {
+    match callback.into_waker() {
+        Ok(waker) => waker,
+        Err(_) => unreachable!("a sleep's timer holds a waker"),
     }
 }
 
@@ -302,7 +304,7 @@ impl Sleep {
         };
         let won = match timer.withdraw() {
             Withdrawn::Callback(callback) => {
-                unbox::<Wake>(callback).disarm();
+                drop(unwake(callback));
                 true
             }
             Withdrawn::Lost | Withdrawn::Running => false,
@@ -319,10 +321,9 @@ impl Sleep {
             // nothing will ever come due.
             return Ok(());
         };
-        let wake = Wake(Some(waker.clone()));
         let lane = &self.lane;
         let due = self.clock().due_now_at(Some(tick));
-        match Lane::schedule(lane, due, OneShot(wake), Memory::Lane) {
+        match Lane::schedule(lane, due, Wakes(waker.clone()), Memory::Lane) {
             Ok(entry) => {
                 self.timer = Some(Registered {
                     entry,
@@ -331,8 +332,8 @@ impl Sleep {
                 self.full = false;
                 Ok(())
             }
-            Err((refusal, wake)) => {
-                wake.disarm();
+            Err((refusal, waker)) => {
+                drop(waker);
                 self.full = refusal == Refusal::Full;
                 Err(refusal)
             }
