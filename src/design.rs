@@ -46,28 +46,36 @@
 //!
 //! # The path of a schedule
 //!
-//! 1. `TimerEngine::schedule` (src/engine/api.rs) rounds the deadline up to a tick
-//!    (`TickClock::tick_after`, src/time/tick.rs).
-//! 2. `EngineShared::lane` (src/engine/shared.rs) picks the calling thread's lane: in its home
-//!    shard, kept in a thread-local, or in the key's shard (src/engine/routing.rs).
-//! 3. `Lanes::lane` (src/shard/lanes.rs) makes the lane on the thread's first schedule there.
-//! 4. `Lane::schedule` (src/shard/lane.rs) admits the timer: not shut down, not beyond
+//! 1. `TimerEngine::schedule` (src/engine/api.rs) reads the present once
+//!    (`TickClock::due_after`, src/time/tick.rs): the deadline rounded up to a tick, and when
+//!    the timer was made.
+//! 2. `EngineShared::lane` (src/engine/shared.rs) picks the calling thread's lane, and whether
+//!    the thread owns it: in its home shard, kept in a thread-local, or in the key's shard
+//!    (src/engine/routing.rs). `Lanes::lane` (src/shard/lanes.rs) makes it on first use, and
+//!    `LaneCounts::ownership` (src/shard/owner.rs) claims it if no thread owns it.
+//! 3. `Lane::schedule` (src/shard/lane.rs) admits the timer: not shut down, not beyond
 //!    `max_delay()`, and a permit taken if the engine has a cap (src/sync/cap.rs).
-//! 5. The timer's kind builds its entry (`OneShot`, or `FirstRun` in src/timer/repeating.rs).
-//! 6. `LaneCounts::ownership` (src/shard/owner.rs): the thread owns the lane, or claims it.
-//! 7. The owner's entry goes into a spare (src/queue/recycle.rs) or a block of the lane's
-//!    chunks (src/slab/allocator.rs); any other thread's into a block of its own.
-//! 8. The owner pushes onto its ring (src/queue/ring.rs); any other thread, or the owner with
-//!    a full ring, onto the inbound queue (src/queue/inbound.rs).
-//! 9. `Signal::notify` (src/shard/signal.rs) passes a SeqCst fence and wakes the shard if it
-//!    announced a sleep.
-//! 10. The stop flag is read again: if shutdown began and this call wins PENDING→HANDED_BACK,
-//!     the permit is released and the callback comes back, in `ScheduleError::Shutdown`.
-//! 11. Otherwise the timer holds its permit, and the caller gets a `TimerHandle`
-//!     (src/timer/handle.rs).
+//! 4. The timer's kind builds its entry (`OneShot`, a sleep's `Wakes`, or `FirstRun` in
+//!    src/timer/repeating.rs): the owner's in a spare (src/queue/recycle.rs) or a block of the
+//!    lane's chunks (src/slab/allocator.rs); any other thread's in a block of its own.
+//! 5. The owner keeps a timer due past the horizon (src/shard/horizon.rs) young, in its
+//!    lane's young queue (src/queue/young.rs); it pushes any other onto its ring
+//!    (src/queue/ring.rs). Any other thread pushes onto the inbound queue
+//!    (src/queue/inbound.rs).
+//! 6. A SeqCst fence, then the stop flag: if shutdown began and this call wins
+//!    PENDING→HANDED_BACK, the permit is released and the callback comes back, in
+//!    `ScheduleError::Shutdown`.
+//! 7. The owner sweeps the front of its young queue (src/shard/lane/young.rs), and the sleep
+//!    word tells whether to wake the shard (src/shard/signal.rs); the caller gets a
+//!    `TimerHandle` (src/timer/handle.rs).
 //!
 //! # The rest of a timer's life
 //!
+//! - **Youth** (src/queue/young.rs). Each schedule of the owner sweeps the front of its young
+//!   queue: a timer cancelled young goes back into the owner's stash for its next schedule,
+//!   never reaching the shard; a live one a millisecond old, or behind 1024 others, is sent
+//!   to the ring. The shard takes a lane's young timers once the oldest is 2 ms old (its
+//!   owner went quiet, or blocked, or exited), and sleeps no longer than that.
 //! - **Into the wheel** (src/shard/worker.rs, src/wheel/hierarchy.rs). On its next turn the
 //!   shard takes the entry off the queue, drops it if cancelled, fires it if due, and else
 //!   links it into a wheel slot, setting LINKED in its state word.
@@ -95,7 +103,8 @@
 //! - **The cap bounds what the engine holds.** A permit is held from admission until the
 //!   callback begins, the timer is handed back, or its cancelled entry is dropped; a repeating
 //!   timer holds one until it stops. Permits are released only by the drop of `Permits`.
-//! - **No lost wake-up.** A push and a sleep announcement form a Dekker pair.
+//! - **No lost wake-up.** A push and a sleep announcement form a Dekker pair; a young timer
+//!   wakes the shard only if it sleeps past the timer's horizon.
 //! - **Shutdown waits** for the engine's callbacks and threads; **no input panics the engine.**
 //!
 //! # Hand-built mechanisms
@@ -103,7 +112,8 @@
 //! The time-stamp-counter clock (src/time/tsc.rs); reciprocal division (src/time/tick.rs); the
 //! relay and its claims (src/callbacks/relay.rs, src/sync/claims.rs); the chunk slab
 //! (src/slab/); the intrusive queues (src/queue/); the recycler (src/queue/recycle.rs); the
-//! one-word callback box (src/entry/callback.rs). BENCHMARKS.md gives the measurement behind
+//! young queue (src/queue/young.rs); the one-word callback box, a task's waker in the word
+//! itself (src/entry/callback.rs). BENCHMARKS.md gives the measurement behind
 //! each. No epoch-based reclamation: no thread reads an entry after its last holder drops it,
 //! so a reference count settles it.
 //!
@@ -115,6 +125,8 @@
 //!   thread numbers: src/sync/ids.rs.
 //! - The queues: src/queue/inbound.rs, src/queue/ring.rs, src/queue/unlink.rs on
 //!   src/sync/stack.rs, src/queue/recycle.rs.
+//! - Young timers: src/queue/young.rs; the owner's sweep: src/shard/lane/young.rs; the
+//!   horizons: src/shard/horizon.rs.
 //! - Reset: `TimerHandle::reset` in src/timer/handle.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up
@@ -143,7 +155,8 @@
 //! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! release; and the look-ahead. What loom cannot see (the ring's tail and the slab's live
+//! release; the look-ahead; and young timers against a cancel from another thread, the
+//! shard's take, shutdown and the shard's sleep. What loom cannot see (the ring's tail and the slab's live
 //! count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
@@ -158,7 +171,11 @@
 //! | lane index | a small number per live thread, reused after it exits; picks its lanes | |
 //! | thread number | a number per thread, never reused; tells a lane's owner | `thread_slot` |
 //! | home shard | where the calling thread's unkeyed timers go | |
-//! | owner | the thread that alone uses a lane's ring, spares and chunks | |
+//! | owner | the thread that alone uses a lane's ring, young queue, spares and chunks | |
+//! | young | a timer its owner keeps in its lane's young queue, due past the horizon | |
+//! | horizon | how old a young timer gets before its shard takes it (`Horizon`) | |
+//! | sweep | the owner's look at the front of its young queue on each schedule | |
+//! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
 //! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
 //! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
@@ -168,7 +185,7 @@
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
 //! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
 //! | cell | one word that a value is put into and taken out of: a callback cell, a ring's cell | |
-//! | spare | a dead, unshared entry given back to its lane's owner for reuse | |
+//! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
 //! | release | a permit's return to the cap, by the drop of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |

@@ -477,13 +477,16 @@ mod tests {
         drop(CallbackBox::waker(waker.clone()));
         assert_eq!(woken.load(Ordering::SeqCst), 2);
         let back = CallbackBox::waker(waker.clone()).into_waker().ok().unwrap();
-        assert!(back.will_wake(&waker));
-        drop(back);
-        assert_eq!(woken.load(Ordering::SeqCst), 2);
+        assert_eq!(woken.load(Ordering::SeqCst), 2, "given back unwoken");
+        back.wake();
+        assert_eq!(woken.load(Ordering::SeqCst), 3, "the same waker");
         // A waker of another vtable than the first one seen takes the boxed path, alike.
-        let other = Waker::noop().clone();
-        let boxed = CallbackBox::waker(other.clone());
-        assert!(boxed.into_waker().ok().unwrap().will_wake(&other));
+        let (other_woken, other) = counting_waker();
+        let noop = CallbackBox::waker(Waker::noop().clone());
+        drop(CallbackBox::waker(other.clone()));
+        CallbackBox::waker(other).into_waker().ok().unwrap().wake();
+        assert_eq!(other_woken.load(Ordering::SeqCst), 2);
+        assert!(noop.into_waker().is_ok());
         assert!(CallbackBox::new(|| {}).into_waker().is_err());
     }
 }
