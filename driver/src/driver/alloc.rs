@@ -61,3 +61,15 @@ unsafe impl GlobalAlloc for Mimalloc {
         }
     }
 }
+
+/// mimalloc's `mi_option_purge_delay` (its header's value, in versions 2 and 3), which the
+/// bindings do not name.
+const PURGE_DELAY: mi::mi_option_t = 15;
+
+/// From now on, keeps the memory the process frees for its own reuse instead of returning it
+/// to the system (mimalloc's purge, off): what a run allocates again is resident already.
+pub(crate) fn keep_freed_memory() {
+    // SAFETY: sets one of mimalloc's options, which it reads at each purge; any value is valid
+    // (a negative delay: never purge).
+    unsafe { mi::mi_option_set(PURGE_DELAY, -1) };
+}

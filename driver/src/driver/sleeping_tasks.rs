@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use shardwheel::TimerEngine;
 use tokio::runtime::Runtime;
 
+#[cfg(feature = "mimalloc")]
+use super::alloc;
 use super::args::{Options, Peer};
 use super::report::Report;
 use super::{child, count, mops, proc, wait, Context, Failure, Workload};
@@ -105,9 +107,10 @@ fn start_default_engine(ctx: &Context) -> Result<&'static TimerEngine, Failure> 
     Ok(shardwheel::default_engine())
 }
 
-/// Spawns `tasks` tasks that each await `sleep(SLEEP)` on a fresh runtime, and measures them;
-/// then drops the runtime and with it every sleep. `engine` is the engine the sleeps are on,
-/// if any: its timers are awaited linked before the reading, and gone after the drop.
+/// Spawns `tasks` tasks that each await `sleep(SLEEP)`, twice, each time on a fresh runtime
+/// dropped after: the first pass measures the memory the tasks take, the second, on memory
+/// already resident, how fast they start. `engine` is the engine the sleeps are on, if any:
+/// its timers are awaited linked before the reading, and gone after each drop.
 fn measure<S, F>(
     ctx: &Context,
     tasks: usize,
@@ -118,15 +121,66 @@ where
     S: Future<Output = ()> + Send + 'static,
     F: Fn(Duration) -> S + Copy + Send + 'static,
 {
-    let runtime = runtime()?;
-    runtime.block_on(warm_up(sleep));
-    if let Some(engine) = engine {
-        wait::until_in_wheels(ctx, engine, 0, "ending the warm-up sleeps")?;
+    // The second pass reuses the first one's memory: page faults, whose cost swings with the
+    // kernel's huge pages from run to run, for either peer, then set no spawn rate.
+    #[cfg(feature = "mimalloc")]
+    alloc::keep_freed_memory();
+    let mut bytes_per_task = 0.0;
+    let mut spawn_mtasks_per_sec = 0.0;
+    for pass in [Pass::Memory, Pass::Spawning] {
+        let runtime = runtime()?;
+        runtime.block_on(warm_up(sleep));
+        if let Some(engine) = engine {
+            wait::until_in_wheels(ctx, engine, 0, "ending the warm-up sleeps")?;
+        }
+        let before_kb = proc::rss_kb()?;
+        let elapsed = spawn_all(ctx, &runtime, tasks, sleep)?;
+        if let Some(engine) = engine {
+            wait::until_in_wheels(ctx, engine, count(tasks), "linking the sleeps' timers")?;
+        }
+        thread::sleep(SETTLE);
+        let after_kb = proc::rss_kb()?;
+        // Dropping the runtime waits for its workers to drop every task, and so every sleep.
+        drop(runtime);
+        if let Some(engine) = engine {
+            wait::until_in_wheels(ctx, engine, 0, "cancelling the sleeps' timers")?;
+        }
+        match pass {
+            Pass::Memory => {
+                let grown_bytes = (after_kb as f64 - before_kb as f64) * 1024.0;
+                bytes_per_task = grown_bytes / tasks.max(1) as f64;
+            }
+            Pass::Spawning => spawn_mtasks_per_sec = mops(count(tasks), elapsed),
+        }
     }
+    Ok(Measured {
+        bytes_per_task,
+        spawn_mtasks_per_sec,
+    })
+}
+
+/// What a pass of [`measure`] reads.
+#[derive(Clone, Copy)]
+enum Pass {
+    Memory,
+    Spawning,
+}
+
+/// Spawns `tasks` sleeping tasks on `runtime`; returns the time from the first spawn until
+/// every task has polled its sleep once.
+fn spawn_all<S, F>(
+    ctx: &Context,
+    runtime: &Runtime,
+    tasks: usize,
+    sleep: F,
+) -> Result<Duration, Failure>
+where
+    S: Future<Output = ()> + Send + 'static,
+    F: Fn(Duration) -> S + Copy + Send + 'static,
+{
     // Relaxed: the spawns below order it before every task's increment.
     STARTED.store(0, Ordering::Relaxed);
     let total = count(tasks);
-    let before_kb = proc::rss_kb()?;
     let start = Instant::now();
     for i in 0..tasks {
         // No join handle is kept: dropping it detaches the task.
@@ -141,22 +195,7 @@ where
         let seen = STARTED.load(Ordering::Relaxed);
         (seen == tasks, format!("{seen}/{total} started"))
     })?;
-    let elapsed = all_started.saturating_duration_since(start);
-    if let Some(engine) = engine {
-        wait::until_in_wheels(ctx, engine, total, "linking the sleeps' timers")?;
-    }
-    thread::sleep(SETTLE);
-    let after_kb = proc::rss_kb()?;
-    // Dropping the runtime waits for its workers to drop every task, and so every sleep.
-    drop(runtime);
-    if let Some(engine) = engine {
-        wait::until_in_wheels(ctx, engine, 0, "cancelling the sleeps' timers")?;
-    }
-    let grown_bytes = (after_kb as f64 - before_kb as f64) * 1024.0;
-    Ok(Measured {
-        bytes_per_task: grown_bytes / tasks.max(1) as f64,
-        spawn_mtasks_per_sec: mops(total, elapsed),
-    })
+    Ok(all_started.saturating_duration_since(start))
 }
 
 /// A multi-thread runtime of [`WORKERS`] threads with tokio's timer (the same for both peers).
