@@ -54,6 +54,14 @@ impl Horizon {
         born.saturating_add(self.take_after)
             .div_ceil(self.tick_nanos)
     }
+
+    /// Whether a shard asleep until tick `until` sleeps past [`take_tick`](Self::take_tick)
+    /// of a young timer made at `born` (without its division).
+    #[inline]
+    pub(super) fn outsleeps(&self, until: u64, born: u64) -> bool {
+        until.saturating_sub(1).saturating_mul(self.tick_nanos)
+            >= born.saturating_add(self.take_after)
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -73,6 +81,10 @@ mod tests {
                     "tick {tick_nanos} ns, born {born}"
                 );
                 assert!(horizon.taken_by(horizon.take_tick(born)) >= born);
+                let take = horizon.take_tick(born);
+                for until in take.saturating_sub(2)..take + 3 {
+                    assert_eq!(horizon.outsleeps(until, born), until > take);
+                }
                 assert!(horizon.sends(born, born + horizon.take_after / 2));
                 assert!(!horizon.sends(born, born + horizon.take_after / 2 - 1));
             }

@@ -49,7 +49,7 @@ impl Lane {
         let signal = self.shard.signal();
         if let Some(until) = signal.announced() {
             // A shard asleep past the tick it must take this young timer by takes it at once.
-            let past = |until: u64| until > self.shard.horizon().take_tick(born);
+            let past = |until: u64| self.shard.horizon().outsleeps(until, born);
             if !young {
                 signal.wake_sleeper();
             } else if until.is_none_or(past) {
