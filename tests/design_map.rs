@@ -41,7 +41,7 @@ fn the_design_map_names_only_files_that_exist() {
 
 #[test]
 fn the_readme_names_only_files_that_exist() {
-    assert!(check("README.md") > 10, "the README names its files");
+    assert!(check("README.md") > 0, "the README names its files");
 }
 
 #[test]
