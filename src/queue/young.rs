@@ -4,17 +4,19 @@
 //! The owner pushes each new timer, with the time it was made, onto a bounded FIFO of cells.
 //! While it schedules, it looks at the front: a cancelled timer it takes back at once (its
 //! memory stays in the owner's cache for the next schedule), a live one it sends to the shard
-//! once it is old or the queue long (see `shard::lane`). A thread that stops scheduling leaves
-//! its young timers to the shard, which takes them all once the oldest has waited a horizon.
+//! once it is old or the queue long (see `shard::lane::young`). A thread that stops scheduling
+//! leaves its young timers to the shard, which takes them all once the oldest has waited a
+//! horizon.
 //!
 //! # Who moves `head`
 //!
 //! The owner (sweeping) and the shard or shutdown (taking) both move `head`, never at once:
 //!
 //! - The owner marks a schedule `busy` ([`Young::enter`]), pushes, passes a SeqCst fence and
-//!   sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`, passes a SeqCst
-//!   fence, and takes only if the owner is not `busy` (Acquire). A Dekker pair: at most one of
-//!   them goes on, and each sees what the other left (`busy` and `taking` are cleared Release).
+//!   sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`,
+//!   passes a SeqCst fence, and takes only if the owner is not `busy` (Acquire). A Dekker
+//!   pair: at most one of them goes on, and each sees what the other left (`busy` and
+//!   `taking` are cleared Release).
 //! - Shutdown sets its stop flag and passes a SeqCst fence, then waits out `busy`; an owner
 //!   that entered later sees the flag after its own fence, and neither sweeps nor sends.
 //!
