@@ -6,7 +6,7 @@ pub(crate) fn cpus() -> Vec<usize> {
     core_affinity::get_core_ids()
         .unwrap_or_default()
         .into_iter()
-        .map(|core| core.id)
+        .map(|id| id.id)
         .collect()
 }
 

@@ -215,7 +215,7 @@ impl<T> Carver<T> {
                 // (`give_up` empties the chain), so it is live.
                 unsafe {
                     self.reuse = Block::next(block);
-                    // Prefetch the next free block, likely freed on another core.
+                    // Prefetch the next free block, likely freed on another cpu.
                     prefetch(self.reuse);
                     let index = Block::index(block);
                     count_handed_out(chunk_of(block, index));
