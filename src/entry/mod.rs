@@ -6,12 +6,16 @@
 //! - `callback`: the type-erased callback in a one-word box (a task's waker in the word
 //!   itself), and [`Fired`], a callback the shard fired.
 //! - `cell`: the cell that holds the box in the entry, or an unlink-stack link.
+//! - `unlink_ref`: [`UnlinkRef`], the count an unlink request owns, which a won cancel of a
+//!   linked entry hands over.
 
 mod callback;
 mod cell;
 mod node;
 mod state;
+mod unlink_ref;
 
 pub(crate) use callback::{unbox, Boxed, Callback, CallbackBox, Fired};
 pub(crate) use node::{Entry, EntryRef};
 pub(crate) use state::{Lifecycle, SlotId, StateWord};
+pub(crate) use unlink_ref::UnlinkRef;

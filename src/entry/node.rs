@@ -154,8 +154,8 @@ impl Entry {
 
     /// PENDING→CANCELLED: the replaced word (its link tells whether the wheel holds the entry)
     /// and the callback to drop. A running repeating timer (FIRED) cancels with no callback
-    /// (the runner drops it when its re-arm fails).
-    pub(crate) fn cancel(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
+    /// (the runner drops it when its re-arm fails). [`Entry::cancel`] hands the winner more.
+    pub(super) fn cancel_word(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
         let running = |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Fired;
         // A runner's re-arm fails on the word this leaves.
         let before = self.transition(|word| {
@@ -329,12 +329,12 @@ mod tests {
     fn cancel_wins_once_and_hands_over_the_callback() {
         let hits = Arc::new(AtomicUsize::new(0));
         let entry = Entry::new(10, counting(&hits));
-        let (before, callback) = entry.cancel().expect("first cancel wins");
+        let (before, callback) = entry.cancel_word().expect("first cancel wins");
         let callback = callback.expect("a pending timer's cancel takes the callback");
         assert!(before.is_pending());
         drop(callback);
         assert_eq!(
-            entry.cancel().unwrap_err().lifecycle(),
+            entry.cancel_word().unwrap_err().lifecycle(),
             Lifecycle::Cancelled
         );
         assert!(entry.fire(u64::MAX).is_err());
@@ -348,7 +348,7 @@ mod tests {
         let entry = Entry::new(10, counting(&hits));
         assert!(entry.reset(10).is_ok_and(|before| before.deadline() == 10));
         assert_eq!(entry.state().deadline(), 10);
-        let (_, callback) = entry.cancel().expect("pending");
+        let (_, callback) = entry.cancel_word().expect("pending");
         drop(callback);
         assert!(entry.reset(10).is_err(), "a cancelled timer is not moved");
     }
@@ -363,7 +363,7 @@ mod tests {
         callback.call();
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert_eq!(entry.state().lifecycle(), Lifecycle::Fired);
-        assert!(entry.cancel().is_err());
+        assert!(entry.cancel_word().is_err());
     }
 
     #[test]
@@ -376,7 +376,7 @@ mod tests {
 
         let cancelled = Entry::new(5, CallbackBox::new(|| {}));
         cancelled.mark_linked(cancelled.state(), at).unwrap();
-        let (before, _) = cancelled.cancel().unwrap();
+        let (before, _) = cancelled.cancel_word().unwrap();
         assert_eq!(before.linked_at(), Some(at));
         assert_eq!(cancelled.state().linked_at(), Some(at));
         cancelled.mark_unlinked();
@@ -398,13 +398,13 @@ mod tests {
         // Fire again; cancelled while "running": the cancel hands over no callback, and the
         // re-arm fails, giving the callback back to the runner.
         let (_, callback) = entry.fire(9).unwrap();
-        let (_, taken) = entry.cancel().unwrap();
+        let (_, taken) = entry.cancel_word().unwrap();
         assert!(taken.is_none());
         let back = entry.rearm(13, callback).unwrap_err();
         back.call();
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert_eq!(entry.state().lifecycle(), Lifecycle::Cancelled);
-        assert!(entry.cancel().is_err());
+        assert!(entry.cancel_word().is_err());
     }
 
     #[test]
@@ -429,7 +429,7 @@ mod tests {
     fn marking_linked_fails_after_cancel() {
         let entry = Entry::new(5, CallbackBox::new(|| {}));
         let seen = entry.state();
-        entry.cancel().unwrap();
+        entry.cancel_word().unwrap();
         let now = entry
             .mark_linked(seen, SlotId { level: 0, slot: 5 })
             .unwrap_err();

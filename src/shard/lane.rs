@@ -18,11 +18,9 @@
 //! winning, takes the callback back. A producer that missed `stop` pushed before shutdown
 //! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
 
-use std::ptr::NonNull;
-
 use super::owner::{LaneCounts, Ownership, Refusal};
 use super::shared::ShardShared;
-use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
+use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permits, SegQueue};
@@ -258,13 +256,10 @@ impl Lane {
         Ok(())
     }
 
-    /// Asks the shard to unlink `entry`, whose cancel (by the caller) found it linked.
-    ///
-    /// # Safety
-    /// As `Unlinks::push`.
-    pub(crate) unsafe fn request_unlink(&self, entry: &EntryRef) {
-        // SAFETY: by this function's contract.
-        unsafe { self.unlinks.push(entry) };
+    /// Asks the shard to unlink the entry of `request`, whose cancel (by the caller) found it
+    /// linked.
+    pub(crate) fn request_unlink(&self, request: UnlinkRef) {
+        self.unlinks.push(request);
         self.shard.signal().notify();
     }
 
@@ -275,7 +270,7 @@ impl Lane {
     }
 
     /// Shard thread: takes the unlink requests (see `Unlinks::take_all`).
-    pub(super) fn take_unlinks(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
+    pub(super) fn take_unlinks(&self, out: &mut Vec<UnlinkRef>) -> usize {
         self.unlinks.take_all(out)
     }
 
@@ -335,9 +330,9 @@ impl Lane {
         }
         // SAFETY: as above.
         unsafe { self.take_from_ring(out) };
-        // SAFETY: by this function's contract the wheel has been drained, which unlinked and
-        // unmarked every entry.
-        let released = unsafe { self.unlinks.release_all() };
+        // By this function's contract the wheel has been drained, which unlinked and unmarked
+        // every entry: each request's count is released.
+        let released = self.unlinks.release_all();
         while self.changes.pop().is_some() {}
         // Free the spares now, not with the lane, which handles may keep alive.
         self.spares.free_returned();

@@ -163,11 +163,9 @@ impl Shard {
             most_requests = most_requests.max(requests);
             while !unlinked.is_empty() {
                 let batch = unlinked.len().saturating_sub(WARM_BATCH);
-                // SAFETY: the entries came off this shard's unlink stack.
-                unsafe { self.wheel.warm(&unlinked[batch..]) };
-                for entry in unlinked.drain(batch..) {
-                    // SAFETY: as above.
-                    let dead = unsafe { self.wheel.unlink_cancelled(entry) };
+                self.wheel.warm(&unlinked[batch..]);
+                for request in unlinked.drain(batch..) {
+                    let dead = self.wheel.unlink_cancelled(request);
                     // The shard drops a timer cancelled while linked (see `record_taken`).
                     self.outcomes.count_dropped();
                     self.outcomes.record(Settled::Dropped(dead), index, lane);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use crate::entry::{CallbackBox, EntryRef, Lifecycle};
+use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
@@ -154,19 +154,17 @@ impl<'a> Timer<'a> {
 
     /// As [`TimerHandle::withdraw`].
     pub(super) fn withdraw(&self) -> Withdrawn {
-        let Ok((before, callback)) = self.entry.cancel() else {
+        let Ok(won) = Entry::cancel(self.entry) else {
             return Withdrawn::Lost;
         };
-        let Some(callback) = callback else {
+        let Some(callback) = won.callback else {
             // A repeating timer's run is under way; its runner finds it cancelled at re-arm.
             return Withdrawn::Running;
         };
         // The permit is released when the shard lets go of the entry (see `shard::worker`).
         self.lane.counts().add_cancelled();
-        if before.linked_at().is_some() {
-            // SAFETY: this call won the cancel and took the callback, the cancel found the
-            // entry LINKED, and the entry is pushed only this once (a cancel wins once).
-            unsafe { self.lane.request_unlink(self.entry) };
+        if let Some(request) = won.unlink {
+            self.lane.request_unlink(request);
         }
         Withdrawn::Callback(callback)
     }
