@@ -37,7 +37,7 @@
 //!
 //! Inside a folder, files import one another without a circle, except src/entry/node.rs and
 //! src/entry/callback.rs: an entry holds its callback, and a repeating callback's run is
-//! handed its entry to re-arm it, so the two types name each other.
+//! handed its entry (for its handle), so the two types name each other.
 //!
 //! The engine behind a `TimerEngine` is two types: `Engine` (src/engine/shutdown.rs), what
 //! the clones share, whose drop shuts the engine down; and `EngineShared`
@@ -83,8 +83,9 @@
 //!   the canceller pushes an unlink request (src/queue/unlink.rs) and wakes the shard.
 //! - **Fire.** The shard advances its wheel and wins PENDING→FIRED for each due entry; the
 //!   turn's callbacks go to the executor as one batch (src/callbacks/executor.rs) and each
-//!   runs under `catch_unwind` (src/callbacks/run.rs). A repeating timer's runner re-arms its
-//!   entry, FIRED→PENDING, and queues it again with `Lane::requeue`.
+//!   runs under `catch_unwind` (src/callbacks/run.rs). A repeating run returns its next tick;
+//!   the runner stows the entry (FIRED→STOWED) on its shard's re-arm stack
+//!   (src/queue/rearm.rs), and the shard re-arms it (STOWED→PENDING, src/entry/repeat.rs).
 //! - **Memory back.** A turn frees the blocks of the one-shots it fired that no handle holds,
 //!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares.
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
@@ -135,7 +136,8 @@
 //! - The tick loop: src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
-//! - Repeating timers: src/timer/repeating.rs; their options: src/engine/repeat.rs.
+//! - Repeating timers: src/timer/repeating.rs, src/entry/repeat.rs, src/queue/rearm.rs; their
+//!   options: src/engine/repeat.rs.
 //! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval:
 //!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
@@ -177,6 +179,7 @@
 //! | sweep | the owner's look at the front of its young queue on each schedule | |
 //! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
+//! | stow, re-arm | a runner handing its repeating timer back to the shard (FIRED→STOWED); the shard making it pending again | |
 //! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
 //! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
 //! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `unplaced` |

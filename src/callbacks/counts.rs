@@ -1,8 +1,9 @@
-//! Per shard: the engine's id and cap, and counts of callbacks handed over, begun, ended and
-//! panicked.
+//! Per shard: the engine's id and cap, the stack its repeating timers come back on, and counts
+//! of callbacks handed over, begun, ended and panicked.
 
 use crossbeam_utils::CachePadded;
 
+use crate::queue::Rearms;
 use crate::sync::{thread_number, Arc, Cap, Counter};
 
 /// Which thread runs a callback, for the counts of callbacks begun and ended.
@@ -27,6 +28,10 @@ pub(crate) struct ShardCallbacks {
     handed_over: CachePadded<Counter>,
     panicked: Counter,
     runs: Runs,
+    /// Repeating timers their runners stowed, for the shard to re-arm (see `queue::rearm`).
+    rearms: CachePadded<Rearms>,
+    /// Repeating timers armed again after a run (counted as scheduled).
+    rearmed: Counter,
 }
 
 impl ShardCallbacks {
@@ -38,7 +43,24 @@ impl ShardCallbacks {
             handed_over: CachePadded::new(Counter::default()),
             panicked: Counter::default(),
             runs: Runs::new(pool_threads),
+            rearms: CachePadded::new(Rearms::new()),
+            rearmed: Counter::default(),
         }
+    }
+
+    /// The stack the shard's repeating timers come back on after each run.
+    pub(crate) fn rearms(&self) -> &Rearms {
+        &self.rearms
+    }
+
+    /// Counts `n` repeating timers armed again (`u64::MAX`: one fewer, undoing a count).
+    pub(super) fn add_rearmed(&self, n: u64) {
+        self.rearmed.add(n);
+    }
+
+    /// Repeating timers armed again after a run.
+    pub(crate) fn rearmed(&self) -> u64 {
+        self.rearmed.get()
     }
 
     /// The id of the engine the shard belongs to.

@@ -168,13 +168,6 @@ impl Lane {
         }
     }
 
-    /// Queues a repeating timer's re-armed entry with its permit; if a racing shutdown won it
-    /// back here, the timer stops.
-    pub(crate) fn requeue(lane: &Arc<Self>, entry: &EntryRef) {
-        let permit = Permits::reclaim(lane.shard.cap(), 1);
-        drop(lane.enqueue(Lane::ownership(lane), entry, entry.clone(), permit));
-    }
-
     /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
     /// permit; a refusal is counted.
     #[inline]

@@ -42,11 +42,26 @@ impl Outcomes {
     /// request is taken. Every arming passes through a queue once.
     pub(super) fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
         if let Settled::Dropped(dead) = &settled {
-            if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
-                self.count_dropped();
-            }
+            self.count_if_cancelled(dead);
         }
         self.record(settled, index, lane);
+    }
+
+    /// Records a repeating timer its shard re-armed, as `record_taken` does (its entry, in a
+    /// block of its own, goes to no lane's spares).
+    pub(super) fn record_rearmed(&mut self, settled: Settled) {
+        match settled {
+            Settled::Fired(fired, deadline) => self.fire(fired, deadline),
+            Settled::Dropped(dead) => self.count_if_cancelled(&dead),
+            Settled::Linked | Settled::LeftToUnlink => {}
+        }
+    }
+
+    /// Counts `dead`, an entry the shard drops, if a cancel ended it.
+    fn count_if_cancelled(&mut self, dead: &EntryRef) {
+        if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
+            self.count_dropped();
+        }
     }
 
     /// Keeps a callback fired for its deadline tick `deadline`, for the executor.

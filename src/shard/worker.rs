@@ -1,8 +1,9 @@
 //! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
 //! Each [`Shard::turn`]:
-//! 1. unlinks the timers cancelled after linking (every lane's unlink stack, see
-//!    `queue::unlink`) and moves those reset earlier (the `changes` queue);
+//! 1. re-arms the repeating timers their runners handed back (see `queue::rearm`), unlinks the
+//!    timers cancelled after linking (every lane's unlink stack, see `queue::unlink`) and
+//!    moves those reset earlier (the `changes` queue);
 //! 2. links new timers from every lane's ring and `inserts` queue, and the young timers of a
 //!    lane whose oldest has passed the horizon (see `queue::young`), dropping those cancelled
 //!    while queued;
@@ -80,10 +81,12 @@ pub(crate) struct Stopped {
 }
 
 impl Stopped {
-    /// Takes every entry out of the wheel and the lanes' queues into `out` (cancelled ones are
-    /// left to their released unlink requests), and frees the lanes' spare entries.
+    /// Takes every entry out of the wheel, the lanes' queues and the re-arm stack (closing it)
+    /// into `out` (cancelled ones are left to their released unlink requests), and frees the
+    /// lanes' spare entries.
     pub(crate) fn empty_into(mut self, out: &mut Vec<EntryRef>) {
         self.wheel.drain(out);
+        self.shared.callbacks().rearms().close(out);
         let mut released = 0;
         for lane in self.lanes.iter() {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
@@ -154,6 +157,19 @@ impl Shard {
         // The most unlink requests one lane had: what the shared buffer must hold a turn.
         let mut most_requests = 0;
         let young_by = self.shared.horizon().taken_by(now);
+        if self.shared.callbacks().rearms().take_all(&mut fresh) > 0 {
+            turn = Turn::Busy;
+        }
+        for entry in fresh.drain(..) {
+            match entry.rearm() {
+                Ok(()) => {
+                    let settled = self.wheel.settle(entry);
+                    self.outcomes.record_rearmed(settled);
+                }
+                // Cancelled since its runner stowed it: the shard drops it.
+                Err(_) => self.outcomes.count_dropped(),
+            }
+        }
         for (index, lane) in self.lanes.iter().enumerate() {
             let unlinked = &mut self.unlinked.0;
             let requests = lane.take_unlinks(unlinked);
@@ -282,7 +298,10 @@ impl Shard {
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`), and so is a young timer.
         self.find_new_lanes();
-        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_queued()) {
+        if self.shared.is_stopped()
+            || self.lanes.iter().any(|lane| lane.has_queued())
+            || !self.shared.callbacks().rearms().is_empty()
+        {
             signal.awake();
             return Err(());
         }
@@ -308,6 +327,7 @@ impl Shard {
     pub(crate) fn run(mut self) -> Stopped {
         let _abort = AbortOnUnwind;
         self.shared.signal().set_thread(thread::current());
+        (self.shared.callbacks().rearms()).set_thread(thread::current());
         let clock = self.shared.clock().clone();
         #[cfg(not(loom))]
         crate::pinning::tune_current_thread(clock.tick());

@@ -56,12 +56,14 @@ impl TimerHandle {
         Timer::new(&self.entry, &self.lane)
     }
 
-    /// The timer's entry.
+    /// The timer's entry (for the models).
+    #[cfg(all(test, loom))]
     pub(crate) fn entry(&self) -> &EntryRef {
         &self.entry
     }
 
-    /// The lane the timer was queued through.
+    /// The lane the timer was queued through (for the models).
+    #[cfg(all(test, loom))]
     pub(crate) fn lane(&self) -> &Arc<Lane> {
         &self.lane
     }
@@ -124,7 +126,10 @@ impl TimerHandle {
 
     /// Where the timer is in its life: pending, fired, cancelled or handed back.
     pub fn state(&self) -> TimerState {
-        match self.entry.state().lifecycle() {
+        let word = self.entry.state();
+        match word.lifecycle() {
+            // A repeating timer back from its run, waiting for its shard to re-arm it.
+            Lifecycle::Fired if word.is_stowed() => TimerState::Pending,
             Lifecycle::Pending => TimerState::Pending,
             Lifecycle::Fired => TimerState::Fired,
             Lifecycle::Cancelled => TimerState::Cancelled,

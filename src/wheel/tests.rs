@@ -32,7 +32,7 @@ impl Harness {
     }
 
     fn record(&mut self, tick: u64, fired: Fired) {
-        fired.run();
+        fired.into_parts().0.call();
         let id = *self.ran.lock().unwrap().last().unwrap();
         self.live.remove(&id);
         self.fired.push((tick, id));
@@ -206,7 +206,9 @@ fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
     let mut fired = Vec::new();
     wheel.advance(3, |_, _, callback| fired.push(callback));
     assert_eq!(fired.len(), 4);
-    fired.into_iter().for_each(Fired::run);
+    fired
+        .into_iter()
+        .for_each(|fired| fired.into_parts().0.call());
     assert_eq!(*ran.lock().unwrap(), 4);
     // The chunk is full: the next timers take the three slots the advance freed, and not the
     // one a handle still holds.
