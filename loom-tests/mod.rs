@@ -19,6 +19,7 @@ mod claims_steal;
 mod delay_inbox;
 mod lookahead;
 mod owner_paths;
+mod permits;
 mod poll_vs_fire;
 mod rearm;
 mod relay_handover;

@@ -91,6 +91,14 @@
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
 //!   threads, wait for the callbacks in flight, join the pool, then win PENDING→HANDED_BACK
 //!   for every timer still pending and hand it back as `Unfired`.
+//! - **Who owns what.** Counts: each handle's, and the engine's reference, one per arming,
+//!   held by a queue, the wheel, then the unlink request's `UnlinkRef` (src/entry/unlink_ref.rs)
+//!   or the runner's `Fired` and the re-arm stack. The callback: the entry's cell, until a won
+//!   transition hands it to the canceller, the runner (who puts it back to stow) or `Unfired`.
+//!   The `Permit`: the timer's from admission until the transition ending it gives it back
+//!   (src/entry/permit.rs): a one-shot's fire, to the runner as the callback begins; a
+//!   hand-back, to its winner; a stop, to the runner; a cancel leaves it with the engine's
+//!   reference, for its holder to let go of. The re-arm: the shard's alone.
 //!
 //! # Invariants
 //!
@@ -103,7 +111,8 @@
 //! - **One thread per wheel**; shutdown empties a wheel only after joining its thread.
 //! - **The cap bounds what the engine holds.** A permit is held from admission until the
 //!   callback begins, the timer is handed back, or its cancelled entry is dropped; a repeating
-//!   timer holds one until it stops. Permits are released only by the drop of `Permits`.
+//!   timer holds one until it stops. No permit is made from a count: only `Cap::take` and a
+//!   transition that ends a hold make one, and its drop releases it.
 //! - **No lost wake-up.** A push and a sleep announcement form a Dekker pair; a young timer
 //!   wakes the shard only if it sleeps past the timer's horizon.
 //! - **Shutdown waits** for the engine's callbacks and threads; **no input panics the engine.**
@@ -143,7 +152,8 @@
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
 //!   src/engine/scope.rs.
 //! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
-//! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
+//! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
+//!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
 //!
@@ -157,9 +167,10 @@
 //! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! release; the look-ahead; and young timers against a cancel from another thread, the
-//! shard's take, shutdown and the shard's sleep. What loom cannot see (the ring's tail and the slab's live
-//! count) ThreadSanitizer checks in CI (.ci/sanitizers).
+//! release; the look-ahead; young timers against a cancel from another thread, the shard's
+//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown; and, on
+//! capped engines, each permit given back once. What loom cannot see (the ring's tail and the
+//! slab's live count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!
@@ -191,7 +202,8 @@
 //! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
-//! | release | a permit's return to the cap, by the drop of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
+//! | release | a permit's return to the cap, by the drop of a `Permit` or of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
+//! | engine's reference | the one count per arming the engine holds: a queue's, the wheel's, an unlink request's or a runner's | |
 //! | hand over | the shard passing a turn's fired callbacks to the executor as a batch | |
 //! | runner, claim | a long-lived job on a pool thread; the range of a batch it holds | claims `Slot` |
 //! | steal | a runner with nothing to run taking half of another's claim | |

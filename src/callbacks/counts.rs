@@ -32,6 +32,8 @@ pub(crate) struct ShardCallbacks {
     rearms: CachePadded<Rearms>,
     /// Repeating timers armed again after a run (counted as scheduled).
     rearmed: Counter,
+    /// Repeating timers whose hand-back met shutdown (refused, as a schedule that met it).
+    refused: Counter,
 }
 
 impl ShardCallbacks {
@@ -45,6 +47,7 @@ impl ShardCallbacks {
             runs: Runs::new(pool_threads),
             rearms: CachePadded::new(Rearms::new()),
             rearmed: Counter::default(),
+            refused: Counter::default(),
         }
     }
 
@@ -53,14 +56,25 @@ impl ShardCallbacks {
         &self.rearms
     }
 
-    /// Counts `n` repeating timers armed again (`u64::MAX`: one fewer, undoing a count).
-    pub(super) fn add_rearmed(&self, n: u64) {
-        self.rearmed.add(n);
+    /// Counts a repeating timer armed again.
+    pub(super) fn add_rearmed(&self) {
+        self.rearmed.add(1);
+    }
+
+    /// Counts a re-arm that met shutdown as refused instead.
+    pub(super) fn refuse_rearm(&self) {
+        self.rearmed.add(u64::MAX);
+        self.refused.add(1);
     }
 
     /// Repeating timers armed again after a run.
     pub(crate) fn rearmed(&self) -> u64 {
         self.rearmed.get()
+    }
+
+    /// Re-arms refused because the engine had shut down.
+    pub(crate) fn rearms_refused(&self) -> u64 {
+        self.refused.get()
     }
 
     /// The id of the engine the shard belongs to.

@@ -8,8 +8,7 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::counts::{RunsOn, ShardCallbacks};
-use crate::entry::{CallbackBox, EntryRef, Fired};
-use crate::sync::Permits;
+use crate::entry::{Begun, CallbackBox, Entry, EntryRef, Fired};
 
 thread_local! {
     /// The engine whose callback this thread is running (0: none).
@@ -24,11 +23,14 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
 /// and releasing a one-shot timer's permit as it begins (see `Executor::run`).
 pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
-    let (callback, mut repeating) = fired.into_parts();
-    if repeating.is_none() {
-        // Before the callback runs, so that it can schedule its successor at the cap.
-        drop(Permits::reclaim(shard.cap(), 1));
-    }
+    let (callback, mut repeating) = match fired.begin(shard.cap()) {
+        Begun::Once(callback, permit) => {
+            // Before the callback runs, so that it can schedule its successor at the cap.
+            drop(permit);
+            (callback, None)
+        }
+        Begun::Again(callback, entry) => (callback, Some(entry)),
+    };
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     shard.runs().begin(runner);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -51,8 +53,7 @@ pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
     }
     if let Some(entry) = repeating {
         // The timer ends with this run: FIRED for good, unless cancelled.
-        entry.retire();
-        drop(Permits::reclaim(shard.cap(), 1));
+        drop(Entry::stop(entry, shard.cap()));
     }
 }
 
@@ -69,11 +70,11 @@ fn hand_back(
         return Some(entry);
     }
     // Counted before the shard can fire it, as a schedule is.
-    shard.add_rearmed(1);
+    shard.add_rearmed();
     let entry = shard.rearms().push(entry).err()?;
     // The shard stopped: the timer stops here, unless a cancel took it first.
     if let Some(callback) = entry.unstow() {
-        shard.add_rearmed(u64::MAX);
+        shard.refuse_rearm();
         drop(callback);
     }
     Some(entry)

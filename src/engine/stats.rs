@@ -279,7 +279,7 @@ impl EngineShared {
             let (full, too_long, shutdown) = (
                 rejected(Refusal::Full),
                 rejected(Refusal::TooLong),
-                rejected(Refusal::Shutdown),
+                rejected(Refusal::Shutdown) + shard.callbacks().rearms_refused(),
             );
             stats.rejected += full + too_long + shutdown;
             stats.rejected_full += full;

@@ -8,6 +8,7 @@
 //! - `fired`: [`Fired`], a callback the shard fired.
 //! - `cell`: the cell that holds the box in the entry, or an unlink-stack link.
 //! - `repeat`: a repeating timer's transitions after each fire (stow, re-arm).
+//! - `permit`: how a timer's hold on its permit ends.
 //! - `unlink_ref`: [`UnlinkRef`], the count an unlink request owns, which a won cancel of a
 //!   linked entry hands over.
 
@@ -15,6 +16,7 @@ mod callback;
 mod cell;
 mod fired;
 mod node;
+mod permit;
 mod repeat;
 mod state;
 mod unlink_ref;
@@ -22,5 +24,6 @@ mod unlink_ref;
 pub(crate) use callback::{unbox, Boxed, Callback, CallbackBox};
 pub(crate) use fired::Fired;
 pub(crate) use node::{Entry, EntryRef};
+pub(crate) use permit::Begun;
 pub(crate) use state::{Lifecycle, SlotId, StateWord};
 pub(crate) use unlink_ref::UnlinkRef;

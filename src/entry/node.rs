@@ -30,7 +30,7 @@ use super::callback::CallbackBox;
 use super::cell::CallbackCell;
 use super::state::{Lifecycle, SlotId, StateWord};
 use crate::slab::SlabArc;
-use crate::sync::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU64, Cap, Ordering, Permit, UnsafeCell};
 
 /// A shared reference to an entry: held by its handle, a queue in transit, and the wheel.
 pub(crate) type EntryRef = SlabArc<Entry>;
@@ -59,6 +59,15 @@ unsafe impl Sync for Entry {}
 
 /// A lifecycle CAS won by the caller: the word it replaced, and the callback it now owns.
 pub(super) type Won = (StateWord, CallbackBox);
+
+/// What a won hand-back hands its winner.
+pub(crate) struct HandedBack<'a> {
+    /// The word it replaced.
+    pub(crate) word: StateWord,
+    pub(crate) callback: CallbackBox,
+    /// The permit the timer held (none: the engine has no cap).
+    pub(crate) permit: Option<Permit<'a>>,
+}
 
 impl Entry {
     #[inline]
@@ -179,16 +188,23 @@ impl Entry {
         })
     }
 
-    /// PENDING (or STOWED) →HANDED_BACK, at shutdown or by a racing `schedule`. The link is
-    /// left for whoever unlinks the entry, so LINKED keeps meaning "linked".
-    pub(crate) fn hand_back(&self) -> Result<Won, StateWord> {
+    /// PENDING (or STOWED) →HANDED_BACK, at shutdown or by a racing `schedule`, with the permit
+    /// the timer held, of `cap` (see `permit`). The link is left for whoever unlinks the
+    /// entry, so LINKED keeps meaning "linked".
+    pub(crate) fn hand_back<'a>(&self, cap: Option<&'a Cap>) -> Result<HandedBack<'a>, StateWord> {
         let handed_back = Lifecycle::HandedBack;
-        self.resolve(|word| {
+        let (word, callback) = self.resolve(|word| {
             if word.is_stowed() {
                 Some(word.unlinked().with_lifecycle(handed_back))
             } else {
                 word.is_pending().then(|| word.with_lifecycle(handed_back))
             }
+        })?;
+        let permit = cap.map(Permit::given_back);
+        Ok(HandedBack {
+            word,
+            callback,
+            permit,
         })
     }
 
@@ -327,7 +343,7 @@ mod tests {
             Lifecycle::Cancelled
         );
         assert!(entry.fire(u64::MAX).is_err());
-        assert!(entry.hand_back().is_err());
+        assert!(entry.hand_back(None).is_err());
         assert_eq!(hits.load(Ordering::SeqCst), 0);
     }
 

@@ -41,7 +41,7 @@ impl Entry {
 
     /// Ends a repeating timer whose runner gives up: FIRED without REPEATING, so it reads as
     /// fired and a later `cancel` answers false. Fails if it was cancelled during the run.
-    pub(crate) fn retire(&self) {
+    pub(super) fn retire(&self) {
         // Races `cancel`; whichever is first decides.
         let _ = self.transition(|word| word.is_running().then(|| word.retired()));
     }
@@ -111,7 +111,8 @@ mod tests {
         entry.install(counting(&hits));
         let (_, callback) = entry.fire(5).unwrap();
         entry.stow(9, callback).map_err(|_| ()).unwrap();
-        let (word, callback) = entry.hand_back().unwrap();
+        let back = entry.hand_back(None).unwrap();
+        let (word, callback) = (back.word, back.callback);
         assert_eq!(word.deadline(), 9);
         callback.call();
         assert_eq!(entry.state().lifecycle(), Lifecycle::HandedBack);

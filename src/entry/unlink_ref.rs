@@ -1,11 +1,8 @@
-//! [`UnlinkRef`]: the reference an unlink request owns (see `queue::unlink`).
-//!
-//! While an entry is linked, its slot list's pointer holds the engine's count of it. A cancel
-//! that finds the entry LINKED takes that count over for its unlink request, with no
-//! read-modify-write: the won transition hands it to the canceller as an `UnlinkRef`. From
-//! then on the wheel never releases it: meeting the entry first, it lets go of the list's
-//! pointer alone (see `wheel::hierarchy`). The shard, taking the request, unlinks the entry
-//! if the wheel has not and turns the request into an [`EntryRef`].
+//! [`UnlinkRef`]: the reference an unlink request owns (see `queue::unlink`). A cancel that
+//! finds its entry LINKED takes over the count the slot list's pointer holds, with no
+//! read-modify-write: the won transition hands it over as an `UnlinkRef`. The wheel never
+//! releases it (meeting the entry first, it lets go of the pointer alone); the shard, taking
+//! the request, unlinks the entry if the wheel has not and makes it an [`EntryRef`].
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;

@@ -59,13 +59,6 @@ impl Unlinks {
         out.len() - before
     }
 
-    /// Takes every request and drops it, releasing its count; returns how many. Called once
-    /// no wheel holds any of the entries linked (a request still linked keeps its count).
-    pub(crate) fn release_all(&self) -> usize {
-        let mut left = Vec::new();
-        self.take_all(&mut left)
-    }
-
     /// Whether nothing is waiting to be unlinked.
     pub(crate) fn is_empty(&self) -> bool {
         // Ordered by the sleep protocol's fence when a shard is about to sleep (see
@@ -76,8 +69,8 @@ impl Unlinks {
 
 impl Drop for Unlinks {
     fn drop(&mut self) {
-        // A lane outlives its shard's wheel (dropped or drained first, see `shard::Stopped`).
-        self.release_all();
+        // A lane outlives its shard's wheel (see `shard::Stopped`): each request frees its count.
+        self.take_all(&mut Vec::new());
     }
 }
 
@@ -143,7 +136,7 @@ mod tests {
             kept.push(entry);
         }
         taken.into_iter().for_each(|request| stack.push(request));
-        assert_eq!(stack.release_all(), 5);
+        assert_eq!(stack.take_all(&mut Vec::new()), 5);
         for entry in &kept {
             assert_eq!(
                 EntryRef::strong_count(entry),

@@ -25,7 +25,7 @@ use crate::callbacks::Executor;
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
 use crate::queue::{Pop, Requests, Take};
-use crate::sync::{thread, Arc};
+use crate::sync::{thread, Arc, Permits};
 use crate::wheel::{Settled, Wheel};
 
 /// The most new timers taken from one lane's inbound queue per turn, so a flood of inserts
@@ -87,14 +87,13 @@ impl Stopped {
     pub(crate) fn empty_into(mut self, out: &mut Vec<EntryRef>) {
         self.wheel.drain(out);
         self.shared.callbacks().rearms().close(out);
-        let mut released = 0;
+        // The permits of the timers cancelled while linked whose requests were still waiting.
+        let mut released = Permits::new(self.shared.cap());
         for lane in self.lanes.iter() {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
             // and the wheel has just been drained, which unlinked and unmarked every entry.
-            released += unsafe { lane.empty_after_stop(out) };
+            unsafe { lane.empty_after_stop(out, &mut released) };
         }
-        // The timers cancelled while linked whose requests were still waiting: dropped now.
-        self.shared.done_with(released);
     }
 }
 
@@ -126,7 +125,6 @@ pub(crate) enum Turn {
 impl Shard {
     pub(crate) fn new(table: Arc<Lanes>, executor: Executor) -> Self {
         let shared = table.shard().clone();
-        let capped = shared.has_cap();
         let lag = LagWatch::new(shared.clock().tick_nanos());
         let take_all_young = shared.clock().manual().is_some();
         Shard {
@@ -136,8 +134,6 @@ impl Shard {
                 fired: Vec::new(),
                 due: Vec::new(),
                 spares: Spares::default(),
-                capped,
-                dropped: 0,
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
@@ -157,6 +153,8 @@ impl Shard {
         // The most unlink requests one lane had: what the shared buffer must hold a turn.
         let mut most_requests = 0;
         let young_by = self.shared.horizon().taken_by(now);
+        // The permits of the timers this turn lets go of cancelled, released as it ends.
+        let mut released = Permits::new(self.shared.cap());
         if self.shared.callbacks().rearms().take_all(&mut fresh) > 0 {
             turn = Turn::Busy;
         }
@@ -164,10 +162,10 @@ impl Shard {
             match entry.rearm() {
                 Ok(()) => {
                     let settled = self.wheel.settle(entry);
-                    self.outcomes.record_rearmed(settled);
+                    self.outcomes.record_rearmed(settled, &mut released);
                 }
                 // Cancelled since its runner stowed it: the shard drops it.
-                Err(_) => self.outcomes.count_dropped(),
+                Err(_) => entry.let_go(&mut released),
             }
         }
         for (index, lane) in self.lanes.iter().enumerate() {
@@ -183,7 +181,7 @@ impl Shard {
                 for request in unlinked.drain(batch..) {
                     let dead = self.wheel.unlink_cancelled(request);
                     // The shard drops a timer cancelled while linked (see `record_taken`).
-                    self.outcomes.count_dropped();
+                    dead.let_go(&mut released);
                     self.outcomes.record(Settled::Dropped(dead), index, lane);
                 }
             }
@@ -203,7 +201,8 @@ impl Shard {
             }
             for entry in fresh.drain(..) {
                 let settled = self.wheel.settle(entry);
-                self.outcomes.record_taken(settled, index, lane);
+                self.outcomes
+                    .record_taken(settled, index, lane, &mut released);
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -222,7 +221,8 @@ impl Shard {
                 };
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.settle(entry);
-                self.outcomes.record_taken(settled, index, lane);
+                self.outcomes
+                    .record_taken(settled, index, lane, &mut released);
             }
         }
         self.fresh = fresh;
@@ -231,6 +231,7 @@ impl Shard {
         self.wheel
             .advance(now, |_, deadline, fired| outcomes.fire(fired, deadline));
         self.outcomes.spares.flush(&self.lanes);
+        drop(released);
         self.publish(now, turn != Turn::Backlog);
         turn
     }
@@ -241,8 +242,6 @@ impl Shard {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        self.shared
-            .done_with(std::mem::take(&mut self.outcomes.dropped));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             self.shared.callbacks().add_handed_over(fired as u64);
