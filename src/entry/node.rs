@@ -318,12 +318,13 @@ impl std::fmt::Debug for Entry {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
-    fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
+    /// A callback that counts its runs in `hits`.
+    pub(in crate::entry) fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
         let hits = hits.clone();
         CallbackBox::new(move || {
             hits.fetch_add(1, Ordering::SeqCst);

@@ -50,26 +50,25 @@ impl Entry {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::entry::node::tests::counting;
     use crate::sync::Ordering;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
-    fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
-        let hits = hits.clone();
-        CallbackBox::new(move || {
-            hits.fetch_add(1, Ordering::SeqCst);
-        })
+    /// A repeating entry counting its runs in `hits`, fired at 5 and stowed for 9.
+    fn stowed(hits: &Arc<AtomicUsize>) -> Entry {
+        let mut entry = Entry::new_repeating(5);
+        entry.install(counting(hits));
+        let (word, callback) = entry.fire(5).unwrap();
+        assert!(word.is_repeating());
+        entry.stow(9, callback).map_err(|_| ()).unwrap();
+        entry
     }
 
     #[test]
     fn a_repeating_entry_is_stowed_then_rearmed_unless_cancelled_while_running() {
         let hits = Arc::new(AtomicUsize::new(0));
-        let mut entry = Entry::new_repeating(5);
-        entry.install(counting(&hits));
-        // Fire, run, stow, re-arm.
-        let (word, callback) = entry.fire(5).unwrap();
-        assert!(word.is_repeating());
-        entry.stow(9, callback).map_err(|_| ()).unwrap();
+        let entry = stowed(&hits);
         let stowed = entry.state();
         assert!(stowed.is_stowed() && stowed.deadline() == 9);
         assert!(entry.fire(u64::MAX).is_err(), "a stowed timer is not fired");
@@ -94,10 +93,7 @@ mod tests {
     #[test]
     fn a_stowed_entry_cancels_or_is_handed_back_as_a_pending_one() {
         let hits = Arc::new(AtomicUsize::new(0));
-        let mut entry = Entry::new_repeating(5);
-        entry.install(counting(&hits));
-        let (_, callback) = entry.fire(5).unwrap();
-        entry.stow(9, callback).map_err(|_| ()).unwrap();
+        let entry = stowed(&hits);
         assert!(entry.reset(20).is_ok(), "a stowed timer moves");
         let (before, taken) = entry.cancel_word().unwrap();
         assert!(before.is_stowed() && before.linked_at().is_none());
@@ -107,14 +103,10 @@ mod tests {
         assert_eq!(entry.rearm().unwrap_err().lifecycle(), Lifecycle::Cancelled);
         assert!(entry.unstow().is_none());
 
-        let mut entry = Entry::new_repeating(5);
-        entry.install(counting(&hits));
-        let (_, callback) = entry.fire(5).unwrap();
-        entry.stow(9, callback).map_err(|_| ()).unwrap();
+        let entry = stowed(&hits);
         let back = entry.hand_back(None).unwrap();
-        let (word, callback) = (back.word, back.callback);
-        assert_eq!(word.deadline(), 9);
-        callback.call();
+        assert_eq!(back.word.deadline(), 9);
+        back.callback.call();
         assert_eq!(entry.state().lifecycle(), Lifecycle::HandedBack);
         assert!(!entry.state().is_stowed());
         assert_eq!(hits.load(Ordering::SeqCst), 2);
@@ -122,10 +114,7 @@ mod tests {
 
     #[test]
     fn a_runner_takes_back_a_stowed_entry_its_shard_refused_and_it_ends_fired() {
-        let mut entry = Entry::new_repeating(5);
-        entry.install(CallbackBox::new(|| {}));
-        let (_, callback) = entry.fire(5).unwrap();
-        entry.stow(9, callback).map_err(|_| ()).unwrap();
+        let entry = stowed(&Arc::new(AtomicUsize::new(0)));
         drop(entry.unstow().expect("no cancel took it"));
         let word = entry.state();
         assert_eq!(word.lifecycle(), Lifecycle::Fired);

@@ -27,3 +27,13 @@ pub(crate) use ring::Ring;
 pub(crate) use ring::RING_CELLS;
 pub(crate) use unlink::{Requests, Unlinks};
 pub(crate) use young::{Sweep, Take, Young};
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::entry::{CallbackBox, Entry, EntryRef};
+
+    /// A new entry due at `deadline`, for the queues' tests.
+    pub(super) fn entry(deadline: u64) -> EntryRef {
+        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
+    }
+}

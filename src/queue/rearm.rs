@@ -95,11 +95,7 @@ impl Drop for Rearms {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::entry::CallbackBox;
-
-    fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
-    }
+    use crate::queue::tests::entry;
 
     #[test]
     fn the_shard_takes_each_entry_once_and_a_closed_stack_refuses() {
