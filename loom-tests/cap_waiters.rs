@@ -7,10 +7,10 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::Counting;
-use crate::sync::{Cap, Permits};
+use crate::sync::Cap;
 
-/// The cap is full; a task leaves its waker while another thread's timer releases its
-/// permit. Either the task sees the room, or the release wakes it.
+/// Another thread's timer takes the cap's one permit and releases it while a task leaves its
+/// waker. Either the task sees the room, or the release wakes it.
 ///
 /// Catches: a release without its fence, or one that reads `waiting` before it subtracts
 /// from `used` (each checked once): the task sleeps though a permit is free.
@@ -18,12 +18,11 @@ use crate::sync::{Cap, Permits};
 fn a_release_wakes_the_waiter_or_the_waiter_sees_the_room() {
     loom::model(|| {
         let cap = Arc::new(Cap::new(1));
-        Permits::take(Some(&cap)).expect("room for one").hold();
         let counter = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let releaser = {
             let cap = cap.clone();
-            thread::spawn(move || drop(Permits::reclaim(Some(&cap), 1)))
+            thread::spawn(move || drop(cap.take().expect("room for one")))
         };
         let room = cap.wait_for_room(&waker);
         releaser.join().unwrap();

@@ -19,7 +19,9 @@ mod claims_steal;
 mod delay_inbox;
 mod lookahead;
 mod owner_paths;
+mod permits;
 mod poll_vs_fire;
+mod rearm;
 mod relay_handover;
 mod reset_vs_fire;
 mod schedule_vs_shutdown;
@@ -32,6 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Wake;
 use std::time::Duration;
 
+use crate::engine::Builder;
 use crate::shard::Shard;
 use crate::ManualClock;
 use crate::TimerEngine;
@@ -39,15 +42,21 @@ use crate::TimerEngine;
 /// An engine with one shard and one lane, inline callbacks and a manual clock, whose shard
 /// the model steps by hand.
 pub(crate) fn driven_engine() -> (TimerEngine, Shard, ManualClock) {
+    driven_engine_with(|builder| builder)
+}
+
+/// As [`driven_engine`], with what `tune` adds to its builder.
+pub(crate) fn driven_engine_with(
+    tune: impl FnOnce(Builder) -> Builder,
+) -> (TimerEngine, Shard, ManualClock) {
     let clock = ManualClock::new();
-    let (engine, mut shards) = TimerEngine::builder()
+    let builder = TimerEngine::builder()
         .shards(1)
         .lane_capacity(1)
         .inline_callbacks()
         .pin_threads(false)
-        .manual_clock(&clock)
-        .build_driven()
-        .expect("a valid configuration");
+        .manual_clock(&clock);
+    let (engine, mut shards) = tune(builder).build_driven().expect("a valid configuration");
     let shard = shards.pop().expect("one shard");
     (engine, shard, clock)
 }

@@ -5,7 +5,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine, MS};
+use super::{driven_engine, driven_engine_with, MS};
 use crate::TimerState;
 
 /// Reset vs fire: a timer linked and due, a thread resetting it to later while the shard
@@ -44,18 +44,19 @@ fn reset_vs_fire() {
     });
 }
 
-/// Cancel vs re-arm: a repeating timer fires (its callback runs inline on the shard and
-/// re-arms it) while another thread cancels it. The cancel always succeeds (the timer is
-/// pending or running), at most the one due run happens, none after, and nothing is left
-/// in the wheel or the queues.
+/// Cancel vs re-arm: a repeating timer fires (its callback runs inline on the shard, whose
+/// runner stows it, and the shard's next turn re-arms it) while another thread cancels it. The
+/// cancel always succeeds (the timer is pending, running or stowed), at most the one due run
+/// happens, none after, nothing is left in the wheel or the queues, and the engine releases
+/// the timer's permit itself.
 ///
 /// Catches: a cancel that only handles PENDING (a running timer's cancel would return false and
-/// the timer go on repeating), or a re-arm that publishes PENDING without a CAS from FIRED
+/// the timer go on repeating), or a stow or re-arm that publishes its word without a CAS
 /// (it would overwrite the cancel, and the timer would run again after a successful cancel).
 #[test]
 fn cancel_vs_rearm() {
     loom::model(|| {
-        let (engine, mut shard, clock) = driven_engine();
+        let (engine, mut shard, clock) = driven_engine_with(|builder| builder.max_pending(1));
         let ran = Arc::new(AtomicUsize::new(0));
         let r = ran.clone();
         let handle = engine
@@ -82,6 +83,7 @@ fn cancel_vs_rearm() {
             "ran after a successful cancel"
         );
         assert_eq!(shard.shared().counts().in_wheel(), 0);
+        assert_eq!(shard.shared().cap_used(), Some(0), "the permit is released");
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

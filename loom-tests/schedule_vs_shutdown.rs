@@ -7,22 +7,26 @@ use std::time::Duration;
 
 use crate::ScheduleError;
 
-use super::driven_engine;
+use super::{driven_engine, driven_engine_with};
 
-/// A producer schedules while the shard turns and the engine shuts down. Every timer ends in
-/// exactly one place: fired, handed back by `shutdown`, or refused with its callback returned
-/// in `ScheduleError::Shutdown`. Running every handed-back and refused callback afterwards
-/// makes each timer's callback run exactly once.
+/// A producer schedules a capped timer while the shard turns and the engine shuts down. Every
+/// timer ends in exactly one place: fired, handed back by `shutdown`, or refused with its
+/// callback returned in `ScheduleError::Shutdown`. Running every handed-back and refused
+/// callback afterwards makes each timer's callback run exactly once; its permit comes back
+/// once, to whichever won it.
 ///
 /// Catches: dropping the producer's second look at `stop` after its push (with its fence). A
 /// push that lands after shutdown emptied the queues is then neither fired, nor handed back,
 /// nor refused: the timer is lost. So does a shutdown that empties only the lanes the shard
 /// knew at its last turn, not every lane made (`Lanes::all` in `Shard::stop`): the producer's
-/// schedule is the first through its lane, and may make it after that turn.
+/// schedule is the first through its lane, and may make it after that turn. A producer that
+/// releases its permit itself on seeing `stop` (instead of holding it for the hand-back's
+/// winner, `Permit::hold` in `Lane::enqueue`) releases it twice.
 #[test]
 fn schedule_vs_shutdown() {
     loom::model(|| {
-        let (engine, mut shard, _clock) = driven_engine();
+        let (engine, mut shard, _clock) = driven_engine_with(|builder| builder.max_pending(1));
+        let shared = shard.shared_arc();
         let engine = Arc::new(engine);
         let runs = Arc::new(AtomicUsize::new(0));
         let producer = {
@@ -54,6 +58,7 @@ fn schedule_vs_shutdown() {
         let stats = engine.stats();
         assert_eq!(stats.pending, 0);
         assert_eq!(stats.fired + stats.handed_back, stats.scheduled);
+        assert_eq!(shared.cap_used(), Some(0), "the permit is given back once");
     });
 }
 

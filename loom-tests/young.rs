@@ -7,21 +7,24 @@
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine, MS};
+use super::{driven_engine, driven_engine_with, MS};
 
 const FAR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The owner's next schedules sweep a timer that another thread cancels while young: its
-/// entry goes back into the owner's stash only once that thread let go of its handle.
+/// entry goes back into the owner's stash only once that thread let go of its handle, and its
+/// permit back to the cap once, by the sweep or by shutdown.
 ///
 /// Catches: reusing a cancelled young entry that a handle still holds (dropping the count
 /// check in `Lane::keep_spare`): the canceller may still be taking the callback out of the
 /// cell when the owner's next timer, made in the same block, is cancelled in turn, and loom
-/// reports the two unordered accesses to the cell.
+/// reports the two unordered accesses to the cell. A sweep that takes a cancelled timer back
+/// without letting go of its permit (`Entry::let_go` in `Lane::sweep`) leaves the cap full.
 #[test]
 fn a_timer_cancelled_young_elsewhere_is_reused_once_let_go() {
     loom::model(|| {
-        let (engine, shard, _clock) = driven_engine();
+        let (engine, shard, _clock) = driven_engine_with(|builder| builder.max_pending(3));
+        let shared = shard.shared_arc();
         let engine = Arc::new(engine);
         let first = engine.schedule_as_owner(FAR, || {}).ok().unwrap();
         // The owner's next two schedules, on a thread of their own (the spawn hands it the
@@ -42,6 +45,7 @@ fn a_timer_cancelled_young_elsewhere_is_reused_once_let_go() {
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
         let stats = engine.stats();
         assert_eq!((stats.scheduled, stats.cancelled, stats.pending), (3, 3, 0));
+        assert_eq!(shared.cap_used(), Some(0), "each permit is given back once");
     });
 }
 

@@ -37,7 +37,7 @@
 //!
 //! Inside a folder, files import one another without a circle, except src/entry/node.rs and
 //! src/entry/callback.rs: an entry holds its callback, and a repeating callback's run is
-//! handed its entry to re-arm it, so the two types name each other.
+//! handed its entry (for its handle), so the two types name each other.
 //!
 //! The engine behind a `TimerEngine` is two types: `Engine` (src/engine/shutdown.rs), what
 //! the clones share, whose drop shuts the engine down; and `EngineShared`
@@ -83,13 +83,22 @@
 //!   the canceller pushes an unlink request (src/queue/unlink.rs) and wakes the shard.
 //! - **Fire.** The shard advances its wheel and wins PENDING→FIRED for each due entry; the
 //!   turn's callbacks go to the executor as one batch (src/callbacks/executor.rs) and each
-//!   runs under `catch_unwind` (src/callbacks/run.rs). A repeating timer's runner re-arms its
-//!   entry, FIRED→PENDING, and queues it again with `Lane::requeue`.
+//!   runs under `catch_unwind` (src/callbacks/run.rs). A repeating run returns its next tick;
+//!   the runner stows the entry (FIRED→STOWED) on its shard's re-arm stack
+//!   (src/queue/rearm.rs), and the shard re-arms it (STOWED→PENDING, src/entry/repeat.rs).
 //! - **Memory back.** A turn frees the blocks of the one-shots it fired that no handle holds,
 //!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares.
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
 //!   threads, wait for the callbacks in flight, join the pool, then win PENDING→HANDED_BACK
 //!   for every timer still pending and hand it back as `Unfired`.
+//! - **Who owns what.** Counts: each handle's, and the engine's reference, one per arming,
+//!   held by a queue, the wheel, then the unlink request's `UnlinkRef` (src/entry/unlink_ref.rs)
+//!   or the runner's `Fired` and the re-arm stack. The callback: the entry's cell, until a won
+//!   transition hands it to the canceller, the runner (who puts it back to stow) or `Unfired`.
+//!   The `Permit`: the timer's from admission until the transition ending it gives it back
+//!   (src/entry/permit.rs): a one-shot's fire, to the runner as the callback begins; a
+//!   hand-back, to its winner; a stop, to the runner; a cancel leaves it with the engine's
+//!   reference, for its holder to let go of. The re-arm: the shard's alone.
 //!
 //! # Invariants
 //!
@@ -102,7 +111,8 @@
 //! - **One thread per wheel**; shutdown empties a wheel only after joining its thread.
 //! - **The cap bounds what the engine holds.** A permit is held from admission until the
 //!   callback begins, the timer is handed back, or its cancelled entry is dropped; a repeating
-//!   timer holds one until it stops. Permits are released only by the drop of `Permits`.
+//!   timer holds one until it stops. No permit is made from a count: only `Cap::take` and a
+//!   transition that ends a hold make one, and its drop releases it.
 //! - **No lost wake-up.** A push and a sleep announcement form a Dekker pair; a young timer
 //!   wakes the shard only if it sleeps past the timer's horizon.
 //! - **Shutdown waits** for the engine's callbacks and threads; **no input panics the engine.**
@@ -135,13 +145,15 @@
 //! - The tick loop: src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
-//! - Repeating timers: src/timer/repeating.rs; their options: src/engine/repeat.rs.
+//! - Repeating timers: src/timer/repeating.rs, src/entry/repeat.rs, src/queue/rearm.rs; their
+//!   options: src/engine/repeat.rs.
 //! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval:
 //!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
 //!   src/engine/scope.rs.
 //! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
-//! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
+//! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
+//!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
 //!
@@ -155,9 +167,10 @@
 //! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! release; the look-ahead; and young timers against a cancel from another thread, the
-//! shard's take, shutdown and the shard's sleep. What loom cannot see (the ring's tail and the slab's live
-//! count) ThreadSanitizer checks in CI (.ci/sanitizers).
+//! release; the look-ahead; young timers against a cancel from another thread, the shard's
+//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown; and, on
+//! capped engines, each permit given back once. What loom cannot see (the ring's tail and the
+//! slab's live count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!
@@ -177,6 +190,7 @@
 //! | sweep | the owner's look at the front of its young queue on each schedule | |
 //! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
+//! | stow, re-arm | a runner handing its repeating timer back to the shard (FIRED→STOWED); the shard making it pending again | |
 //! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
 //! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
 //! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `unplaced` |
@@ -188,7 +202,8 @@
 //! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
-//! | release | a permit's return to the cap, by the drop of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
+//! | release | a permit's return to the cap, by the drop of a `Permit` or of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
+//! | engine's reference | the one count per arming the engine holds: a queue's, the wheel's, an unlink request's or a runner's | |
 //! | hand over | the shard passing a turn's fired callbacks to the executor as a batch | |
 //! | runner, claim | a long-lived job on a pool thread; the range of a batch it holds | claims `Slot` |
 //! | steal | a runner with nothing to run taking half of another's claim | |

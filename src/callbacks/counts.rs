@@ -1,8 +1,9 @@
-//! Per shard: the engine's id and cap, and counts of callbacks handed over, begun, ended and
-//! panicked.
+//! Per shard: the engine's id and cap, the stack its repeating timers come back on, and counts
+//! of callbacks handed over, begun, ended and panicked.
 
 use crossbeam_utils::CachePadded;
 
+use crate::queue::Rearms;
 use crate::sync::{thread_number, Arc, Cap, Counter};
 
 /// Which thread runs a callback, for the counts of callbacks begun and ended.
@@ -27,6 +28,12 @@ pub(crate) struct ShardCallbacks {
     handed_over: CachePadded<Counter>,
     panicked: Counter,
     runs: Runs,
+    /// Repeating timers their runners stowed, for the shard to re-arm (see `queue::rearm`).
+    rearms: CachePadded<Rearms>,
+    /// Repeating timers armed again after a run (counted as scheduled).
+    rearmed: Counter,
+    /// Repeating timers whose hand-back met shutdown (refused, as a schedule that met it).
+    refused: Counter,
 }
 
 impl ShardCallbacks {
@@ -38,7 +45,36 @@ impl ShardCallbacks {
             handed_over: CachePadded::new(Counter::default()),
             panicked: Counter::default(),
             runs: Runs::new(pool_threads),
+            rearms: CachePadded::new(Rearms::new()),
+            rearmed: Counter::default(),
+            refused: Counter::default(),
         }
+    }
+
+    /// The stack the shard's repeating timers come back on after each run.
+    pub(crate) fn rearms(&self) -> &Rearms {
+        &self.rearms
+    }
+
+    /// Counts a repeating timer armed again.
+    pub(super) fn add_rearmed(&self) {
+        self.rearmed.add(1);
+    }
+
+    /// Counts a re-arm that met shutdown as refused instead.
+    pub(super) fn refuse_rearm(&self) {
+        self.rearmed.add(u64::MAX);
+        self.refused.add(1);
+    }
+
+    /// Repeating timers armed again after a run.
+    pub(crate) fn rearmed(&self) -> u64 {
+        self.rearmed.get()
+    }
+
+    /// Re-arms refused because the engine had shut down.
+    pub(crate) fn rearms_refused(&self) -> u64 {
+        self.refused.get()
     }
 
     /// The id of the engine the shard belongs to.

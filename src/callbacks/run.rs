@@ -1,14 +1,14 @@
 //! Running one fired callback, wherever it runs: under `catch_unwind` (a panic is counted
 //! and its payload dropped safely), counted as begun and ended, and with its permit under the
-//! engine's cap released once it returns.
+//! engine's cap released as it begins. A repeating timer's run is followed by its hand-back to
+//! its shard (see `entry::repeat`), or, if the timer ends there, by its release.
 
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::counts::{RunsOn, ShardCallbacks};
-use crate::entry::Fired;
-use crate::sync::Permits;
+use crate::entry::{Begun, CallbackBox, Entry, EntryRef, Fired};
 
 thread_local! {
     /// The engine whose callback this thread is running (0: none).
@@ -23,13 +23,27 @@ pub(crate) fn in_callback_of(engine: u64) -> bool {
 /// Runs one fired callback for `shard` on the calling thread: under `catch_unwind`, counted,
 /// and releasing a one-shot timer's permit as it begins (see `Executor::run`).
 pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
-    if !fired.repeats() {
-        // Before the callback runs, so that it can schedule its successor at the cap.
-        drop(Permits::reclaim(shard.cap(), 1));
-    }
+    let (callback, mut repeating) = match fired.begin(shard.cap()) {
+        Begun::Once(callback, permit) => {
+            // Before the callback runs, so that it can schedule its successor at the cap.
+            drop(permit);
+            (callback, None)
+        }
+        Begun::Again(callback, entry) => (callback, Some(entry)),
+    };
     let outer = RUNNING_FOR.with(|running| running.replace(shard.engine()));
     shard.runs().begin(runner);
-    let outcome = catch_unwind(AssertUnwindSafe(|| fired.run()));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let next = match &repeating {
+            None => return callback.call(),
+            Some(entry) => callback.call_repeating(entry),
+        };
+        if let Some((callback, tick)) = next {
+            repeating = repeating
+                .take()
+                .and_then(|entry| hand_back(entry, callback, tick, shard));
+        }
+    }));
     shard.runs().end(runner);
     RUNNING_FOR.with(|running| running.set(outer));
     if let Err(payload) = outcome {
@@ -37,6 +51,33 @@ pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
         crate::trace::callback_panicked(&*payload);
         drop_payload(payload);
     }
+    if let Some(entry) = repeating {
+        // The timer ends with this run: FIRED for good, unless cancelled.
+        drop(Entry::stop(entry, shard.cap()));
+    }
+}
+
+/// Stows `entry` at `tick` with `callback` and hands it to its shard; gives it back if the
+/// timer ends instead (cancelled during the run, or its shard stopped), dropping the callback.
+fn hand_back(
+    entry: EntryRef,
+    callback: CallbackBox,
+    tick: u64,
+    shard: &ShardCallbacks,
+) -> Option<EntryRef> {
+    if let Err(callback) = entry.stow(tick, callback) {
+        drop(callback);
+        return Some(entry);
+    }
+    // Counted before the shard can fire it, as a schedule is.
+    shard.add_rearmed();
+    let entry = shard.rearms().push(entry).err()?;
+    // The shard stopped: the timer stops here, unless a cancel took it first.
+    if let Some(callback) = entry.unstow() {
+        shard.refuse_rearm();
+        drop(callback);
+    }
+    Some(entry)
 }
 
 /// How many nested panic payloads `drop_payload` drops before it gives up.

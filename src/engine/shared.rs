@@ -160,7 +160,9 @@ impl CatchUp for ClockWatch {
                 .map(|s| s.callbacks().handed_over())
                 .sum();
             let queued = engine.shards_with_lanes().any(|(shard, lanes)| {
-                !shard.is_stopped() && lanes.iter().any(|lane| lane.has_work())
+                !shard.is_stopped()
+                    && (lanes.iter().any(|lane| lane.has_work())
+                        || !shard.callbacks().rearms().is_empty())
             });
             if fired_after == fired_before && !queued {
                 return;

@@ -24,9 +24,9 @@ use std::time::Instant;
 use super::closing::{Closing, CompleteOnDrop, Duty};
 use super::shared::{ClockWatch, EngineShared};
 use crate::callbacks::{in_callback_of, CallbackPool};
-use crate::entry::{CallbackBox, Lifecycle};
+use crate::entry::CallbackBox;
 use crate::shard::Stopped;
-use crate::sync::{fence, thread, Arc, Ordering, StdArc};
+use crate::sync::{fence, thread, Arc, Ordering, Permits, StdArc};
 use crate::time::CatchUp;
 use crate::timer::TimerHandle;
 
@@ -241,26 +241,25 @@ impl EngineShared {
                 stopped.empty_into(&mut entries);
             }
             let mut handed_back = 0;
-            let mut cancelled = 0;
+            let mut released = Permits::new(shard.cap());
             for entry in entries.drain(..) {
-                match entry.hand_back() {
-                    Ok((word, callback)) => {
+                match entry.hand_back(shard.cap()) {
+                    Ok(back) => {
                         handed_back += 1;
+                        released.add(back.permit);
                         unfired.push(Unfired {
-                            deadline: self.clock.instant_of(word.deadline()),
+                            deadline: self.clock.instant_of(back.word.deadline()),
                             // Any lane of the shard serves the handle: it only reads the
                             // shard's clock, and a cancel of a returned timer does nothing.
                             timer: TimerHandle::of(entry, lanes[0].clone()),
-                            callback,
+                            callback: back.callback,
                         });
                     }
                     // Cancelled while queued: its permit is released here.
-                    Err(word) if word.lifecycle() == Lifecycle::Cancelled => cancelled += 1,
-                    Err(_) => {}
+                    Err(_) => entry.let_go(&mut released),
                 }
             }
             shard.counts().add_handed_back(handed_back as u64);
-            shard.done_with(handed_back + cancelled);
         }
         unfired
     }

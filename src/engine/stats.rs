@@ -260,7 +260,11 @@ impl EngineShared {
             let fired = shard.callbacks().handed_over();
             let handed_back = counts.handed_back();
             let cancelled: u64 = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
-            let scheduled: u64 = lanes.iter().map(|lane| lane.counts().scheduled()).sum();
+            let scheduled = shard.callbacks().rearmed()
+                + lanes
+                    .iter()
+                    .map(|lane| lane.counts().scheduled())
+                    .sum::<u64>();
             let pending = scheduled.saturating_sub(fired + cancelled + handed_back);
             stats.scheduled += scheduled;
             stats.fired += fired;
@@ -275,7 +279,7 @@ impl EngineShared {
             let (full, too_long, shutdown) = (
                 rejected(Refusal::Full),
                 rejected(Refusal::TooLong),
-                rejected(Refusal::Shutdown),
+                rejected(Refusal::Shutdown) + shard.callbacks().rearms_refused(),
             );
             stats.rejected += full + too_long + shutdown;
             stats.rejected_full += full;

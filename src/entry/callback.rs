@@ -28,11 +28,12 @@ use crate::sync::drop_then_free;
 pub(crate) trait Callback: Send + Sized + 'static {
     /// Runs the callback once.
     fn call(self);
-    /// Runs a repeating timer's callback, which re-arms `entry` with `this` (the same box, no
-    /// allocation). A one-shot callback just runs.
-    fn call_repeating(this: Boxed<Self>, entry: EntryRef) {
-        drop(entry);
-        this.into_inner().call()
+    /// Runs a repeating timer's callback once, handed its `entry` (for the run's handle):
+    /// `this` back (the same box, no allocation) with the tick its next run is due, or `None`
+    /// if the timer stops. A one-shot callback just runs.
+    fn call_repeating(this: Boxed<Self>, _entry: &EntryRef) -> Option<(Boxed<Self>, u64)> {
+        this.into_inner().call();
+        None
     }
 }
 
@@ -42,10 +43,14 @@ impl<F: FnOnce() + Send + 'static> Callback for F {
     }
 }
 
+/// A repeating timer's callback back from its run, with the tick its next run is due.
+pub(crate) type Again = (CallbackBox, u64);
+
 /// The functions a [`CallbackBox`] reaches its value through, one table per callback type.
 struct VTable {
-    /// Runs the callback (as `call_repeating` when there is an entry) and frees the box.
-    run: unsafe fn(NonNull<Header>, Option<EntryRef>),
+    /// Runs the callback (as `call_repeating` when there is an entry), freeing the box unless
+    /// it is handed back.
+    run: unsafe fn(NonNull<Header>, Option<&EntryRef>) -> Option<Again>,
     /// Drops the callback without running it and frees the box.
     drop: unsafe fn(NonNull<Header>),
     /// The callback's type, for [`unbox`].
@@ -89,12 +94,15 @@ const fn is_static<C>() -> bool {
 
 /// # Safety
 /// `header` is the header of a live box of `C`, which the caller gives up.
-unsafe fn run<C: Callback>(header: NonNull<Header>, entry: Option<EntryRef>) {
+unsafe fn run<C: Callback>(header: NonNull<Header>, entry: Option<&EntryRef>) -> Option<Again> {
     // SAFETY: by this function's contract.
     let this = unsafe { Boxed::<C>::from_header(header) };
     match entry {
-        Some(entry) => C::call_repeating(this, entry),
-        None => this.into_inner().call(),
+        Some(entry) => C::call_repeating(this, entry).map(|(this, tick)| (this.erase(), tick)),
+        None => {
+            this.into_inner().call();
+            None
+        }
     }
 }
 
@@ -307,15 +315,20 @@ impl CallbackBox {
 
     /// Runs the callback once.
     pub(crate) fn call(self) {
-        self.run(None)
+        drop(self.run(None));
     }
 
-    /// Runs the callback; with `entry`, as a repeating run that re-arms it.
-    fn run(self, entry: Option<EntryRef>) {
+    /// Runs a repeating timer's callback once (see [`Callback::call_repeating`]).
+    pub(crate) fn call_repeating(self, entry: &EntryRef) -> Option<Again> {
+        self.run(Some(entry))
+    }
+
+    /// Runs the callback; with `entry`, as a repeating run.
+    fn run(self, entry: Option<&EntryRef>) -> Option<Again> {
         if let Some(waker) = self.inline_waker() {
             mem::forget(self);
-            drop(entry);
-            return waker.wake();
+            waker.wake();
+            return None;
         }
         let this = ManuallyDrop::new(self);
         // SAFETY: the vtable is the one of the box's own type, and `this` gives the box up.
@@ -369,28 +382,6 @@ pub(crate) fn unbox<C: Callback>(callback: CallbackBox) -> C {
         Ok(callback) => callback,
         // The engine boxes exactly one `F` per `schedule::<F>` and unboxes it in the same call.
         Err(_) => unreachable!("a callback is unboxed as the type it was boxed as"),
-    }
-}
-
-/// A callback the shard fired, with the entry when it repeats (so its runner can re-arm it).
-pub(crate) struct Fired {
-    callback: CallbackBox,
-    rearm: Option<EntryRef>,
-}
-
-impl Fired {
-    /// `callback`, taken by the shard's PENDING→FIRED; with the entry if it repeats.
-    pub(crate) fn new(callback: CallbackBox, rearm: Option<EntryRef>) -> Self {
-        Fired { callback, rearm }
-    }
-
-    /// Whether the timer runs again after this run.
-    pub(crate) fn repeats(&self) -> bool {
-        self.rearm.is_some()
-    }
-
-    pub(crate) fn run(self) {
-        self.callback.run(self.rearm)
     }
 }
 

@@ -4,14 +4,26 @@
 //!   field, and the single compare-and-swap loop through which every transition goes.
 //! - `state`: [`StateWord`], the packed word (lifecycle, link, deadline).
 //! - `callback`: the type-erased callback in a one-word box (a task's waker in the word
-//!   itself), and [`Fired`], a callback the shard fired.
+//!   itself).
+//! - `fired`: [`Fired`], a callback the shard fired.
 //! - `cell`: the cell that holds the box in the entry, or an unlink-stack link.
+//! - `repeat`: a repeating timer's transitions after each fire (stow, re-arm).
+//! - `permit`: how a timer's hold on its permit ends.
+//! - `unlink_ref`: [`UnlinkRef`], the count an unlink request owns, which a won cancel of a
+//!   linked entry hands over.
 
 mod callback;
 mod cell;
+mod fired;
 mod node;
+mod permit;
+mod repeat;
 mod state;
+mod unlink_ref;
 
-pub(crate) use callback::{unbox, Boxed, Callback, CallbackBox, Fired};
+pub(crate) use callback::{unbox, Boxed, Callback, CallbackBox};
+pub(crate) use fired::Fired;
 pub(crate) use node::{Entry, EntryRef};
+pub(crate) use permit::Begun;
 pub(crate) use state::{Lifecycle, SlotId, StateWord};
+pub(crate) use unlink_ref::UnlinkRef;

@@ -12,9 +12,10 @@
 //! 3. The winner, and only the winner, owns the callback: the canceller drops it, the shard
 //!    runs it, shutdown hands it back. The emptied cell stays the winner's: a canceller uses it
 //!    as the link of its lane's unlink stack (`queue::unlink`), and the shard that pops it owns
-//!    it then. A repeating timer is the exception to "once": its runner re-arms it
-//!    (FIRED→PENDING), putting the callback back before the publishing CAS; a cancel while it
-//!    runs is FIRED→CANCELLED and leaves the callback to the runner.
+//!    it then. A repeating timer is the exception to "once" (see `repeat`): its runner puts the
+//!    callback back and stows the entry (FIRED→STOWED), its shard re-arms it (→PENDING); a
+//!    stowed timer cancels or is handed back as a pending one does, while a cancel during the
+//!    run is FIRED→CANCELLED and leaves the callback to the runner.
 //! 4. `next` carries the entry through its shard's inbound queue (producers write it, see
 //!    `queue::inbound`), then through its wheel slot list; `prev` is the wheel's. In a wheel,
 //!    both are the owning shard thread's alone. The shard records where it linked the entry in
@@ -29,7 +30,7 @@ use super::callback::CallbackBox;
 use super::cell::CallbackCell;
 use super::state::{Lifecycle, SlotId, StateWord};
 use crate::slab::SlabArc;
-use crate::sync::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU64, Cap, Ordering, Permit, UnsafeCell};
 
 /// A shared reference to an entry: held by its handle, a queue in transit, and the wheel.
 pub(crate) type EntryRef = SlabArc<Entry>;
@@ -58,6 +59,15 @@ unsafe impl Sync for Entry {}
 
 /// A lifecycle CAS won by the caller: the word it replaced, and the callback it now owns.
 pub(super) type Won = (StateWord, CallbackBox);
+
+/// What a won hand-back hands its winner.
+pub(crate) struct HandedBack<'a> {
+    /// The word it replaced.
+    pub(crate) word: StateWord,
+    pub(crate) callback: CallbackBox,
+    /// The permit the timer held (none: the engine has no cap).
+    pub(crate) permit: Option<Permit<'a>>,
+}
 
 impl Entry {
     #[inline]
@@ -101,7 +111,7 @@ impl Entry {
     /// (`None`: refused) and swaps it in, retrying on the competitor's word. Returns the word
     /// replaced, or the word `step` refused.
     #[inline]
-    fn transition(
+    pub(super) fn transition(
         &self,
         mut step: impl FnMut(StateWord) -> Option<StateWord>,
     ) -> Result<StateWord, StateWord> {
@@ -125,25 +135,16 @@ impl Entry {
         }
     }
 
-    /// `Pending` → `to` if `accept` holds, clearing the link if `unlink`; the caller then owns
-    /// the callback.
-    fn resolve(
-        &self,
-        to: Lifecycle,
-        unlink: bool,
-        accept: impl Fn(StateWord) -> bool,
-    ) -> Result<Won, StateWord> {
-        let before = self.transition(|word| {
-            let next = word.with_lifecycle(to);
-            (word.is_pending() && accept(word)).then(|| if unlink { next.unlinked() } else { next })
-        })?;
+    /// Out of PENDING (or STOWED) by `step`; the caller then owns the callback.
+    fn resolve(&self, step: impl FnMut(StateWord) -> Option<StateWord>) -> Result<Won, StateWord> {
+        let before = self.transition(step)?;
         Ok((before, self.take_callback()))
     }
 
-    fn take_callback(&self) -> CallbackBox {
-        // SAFETY: only a just-won lifecycle CAS (or a failed re-arm, see `rearm`) leads here, so
-        // no other thread touches the cell (rule 3); a repeating timer's cell is refilled only
-        // by `rearm`, before PENDING is published again.
+    pub(super) fn take_callback(&self) -> CallbackBox {
+        // SAFETY: only a just-won lifecycle CAS (or a runner's failed stow, see `repeat`) leads
+        // here, so no other thread touches the cell (rule 3); a repeating timer's cell is
+        // refilled only by its runner, before STOWED is published.
         match self.callback.with_mut(|cell| unsafe { (*cell).take() }) {
             Some(callback) => callback,
             None => {
@@ -152,66 +153,70 @@ impl Entry {
         }
     }
 
-    /// PENDING→CANCELLED: the replaced word (its link tells whether the wheel holds the entry)
-    /// and the callback to drop. A running repeating timer (FIRED) cancels with no callback
-    /// (the runner drops it when its re-arm fails).
-    pub(crate) fn cancel(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
-        let running = |word: StateWord| word.is_repeating() && word.lifecycle() == Lifecycle::Fired;
-        // A runner's re-arm fails on the word this leaves.
+    /// PENDING (or STOWED) →CANCELLED: the replaced word (its link tells whether the wheel
+    /// holds the entry) and the callback to drop. A repeating timer whose run is under way
+    /// cancels with no callback (its runner drops it when its stow fails). [`Entry::cancel`]
+    /// hands the winner more.
+    pub(super) fn cancel_word(&self) -> Result<(StateWord, Option<CallbackBox>), StateWord> {
+        let cancelled = Lifecycle::Cancelled;
+        // A runner's stow fails on the word this leaves.
         let before = self.transition(|word| {
-            (word.is_pending() || running(word)).then(|| word.with_lifecycle(Lifecycle::Cancelled))
+            if word.is_pending() || word.is_running() {
+                Some(word.with_lifecycle(cancelled))
+            } else {
+                word.is_stowed()
+                    .then(|| word.unlinked().with_lifecycle(cancelled))
+            }
         })?;
-        if running(before) {
+        if before.is_running() {
             return Ok((before, None));
         }
         Ok((before, Some(self.take_callback())))
     }
 
-    /// Moves a pending timer's deadline; returns the replaced word. A shard's FIRED
+    /// Moves a pending (or stowed) timer's deadline; returns the replaced word. A shard's FIRED
     /// transition failing on the new word reads the new deadline.
     pub(crate) fn reset(&self, deadline: u64) -> Result<StateWord, StateWord> {
-        self.transition(|word| word.is_pending().then(|| word.with_deadline(deadline)))
-    }
-
-    /// Ends a repeating timer whose runner gives up: FIRED without REPEATING, so it reads as
-    /// fired and a later `cancel` answers false. Fails if it was cancelled.
-    pub(crate) fn retire(&self) {
-        // Races `cancel`; whichever is first decides.
-        let _ = self.transition(|word| {
-            (word.is_repeating() && word.lifecycle() == Lifecycle::Fired).then(|| word.retired())
-        });
-    }
-
-    /// Re-arms a repeating timer after its run: FIRED→PENDING at `deadline`, the callback back
-    /// in the entry. Fails, returning the callback, if cancelled or handed back meanwhile.
-    pub(crate) fn rearm(&self, deadline: u64, callback: CallbackBox) -> Result<(), CallbackBox> {
-        // SAFETY: while a repeating timer is FIRED its runner (the caller) owns the cell:
-        // a cancel in that state leaves it alone, and nothing else leaves FIRED.
-        self.callback
-            .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
-        // The transition's Release publishes the callback to the next winner.
-        let rearmed = self.transition(|word| {
-            (word.lifecycle() == Lifecycle::Fired).then(|| {
-                word.with_lifecycle(Lifecycle::Pending)
-                    .with_deadline(deadline)
-                    .unlinked()
-            })
-        });
-        match rearmed {
-            Ok(_) => Ok(()),
-            Err(_) => Err(self.take_callback()),
-        }
+        self.transition(|word| word.is_armed().then(|| word.with_deadline(deadline)))
     }
 
     /// PENDING→FIRED, by the shard, if the deadline is at or before `elapsed`.
     pub(crate) fn fire(&self, elapsed: u64) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::Fired, true, |word| word.deadline() <= elapsed)
+        self.resolve(|word| {
+            (word.is_pending() && word.deadline() <= elapsed)
+                .then(|| word.with_lifecycle(Lifecycle::Fired).unlinked())
+        })
     }
 
-    /// PENDING→HANDED_BACK, at shutdown or by a racing `schedule`. The link is left for whoever
-    /// unlinks the entry, so LINKED keeps meaning "linked".
-    pub(crate) fn hand_back(&self) -> Result<Won, StateWord> {
-        self.resolve(Lifecycle::HandedBack, false, |_| true)
+    /// PENDING (or STOWED) →HANDED_BACK, at shutdown or by a racing `schedule`, with the permit
+    /// the timer held, of `cap` (see `permit`). The link is left for whoever unlinks the
+    /// entry, so LINKED keeps meaning "linked".
+    pub(crate) fn hand_back<'a>(&self, cap: Option<&'a Cap>) -> Result<HandedBack<'a>, StateWord> {
+        let handed_back = Lifecycle::HandedBack;
+        let (word, callback) = self.resolve(|word| {
+            if word.is_stowed() {
+                Some(word.unlinked().with_lifecycle(handed_back))
+            } else {
+                word.is_pending().then(|| word.with_lifecycle(handed_back))
+            }
+        })?;
+        let permit = cap.map(Permit::given_back);
+        Ok(HandedBack {
+            word,
+            callback,
+            permit,
+        })
+    }
+
+    /// Puts a repeating timer's callback back in its cell.
+    ///
+    /// # Safety
+    /// The caller is the timer's runner, and the word says its run is under way: the cell is
+    /// the runner's (rule 3).
+    pub(super) unsafe fn put_callback(&self, callback: CallbackBox) {
+        // SAFETY: by this function's contract.
+        self.callback
+            .with_mut(|cell| unsafe { *cell = CallbackCell::full(callback) });
     }
 
     /// Records that the shard linked the entry at `at`, if the word is still `seen`.
@@ -313,12 +318,13 @@ impl std::fmt::Debug for Entry {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
-    fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
+    /// A callback that counts its runs in `hits`.
+    pub(in crate::entry) fn counting(hits: &Arc<AtomicUsize>) -> CallbackBox {
         let hits = hits.clone();
         CallbackBox::new(move || {
             hits.fetch_add(1, Ordering::SeqCst);
@@ -329,16 +335,16 @@ mod tests {
     fn cancel_wins_once_and_hands_over_the_callback() {
         let hits = Arc::new(AtomicUsize::new(0));
         let entry = Entry::new(10, counting(&hits));
-        let (before, callback) = entry.cancel().expect("first cancel wins");
+        let (before, callback) = entry.cancel_word().expect("first cancel wins");
         let callback = callback.expect("a pending timer's cancel takes the callback");
         assert!(before.is_pending());
         drop(callback);
         assert_eq!(
-            entry.cancel().unwrap_err().lifecycle(),
+            entry.cancel_word().unwrap_err().lifecycle(),
             Lifecycle::Cancelled
         );
         assert!(entry.fire(u64::MAX).is_err());
-        assert!(entry.hand_back().is_err());
+        assert!(entry.hand_back(None).is_err());
         assert_eq!(hits.load(Ordering::SeqCst), 0);
     }
 
@@ -348,7 +354,7 @@ mod tests {
         let entry = Entry::new(10, counting(&hits));
         assert!(entry.reset(10).is_ok_and(|before| before.deadline() == 10));
         assert_eq!(entry.state().deadline(), 10);
-        let (_, callback) = entry.cancel().expect("pending");
+        let (_, callback) = entry.cancel_word().expect("pending");
         drop(callback);
         assert!(entry.reset(10).is_err(), "a cancelled timer is not moved");
     }
@@ -363,7 +369,7 @@ mod tests {
         callback.call();
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert_eq!(entry.state().lifecycle(), Lifecycle::Fired);
-        assert!(entry.cancel().is_err());
+        assert!(entry.cancel_word().is_err());
     }
 
     #[test]
@@ -376,35 +382,11 @@ mod tests {
 
         let cancelled = Entry::new(5, CallbackBox::new(|| {}));
         cancelled.mark_linked(cancelled.state(), at).unwrap();
-        let (before, _) = cancelled.cancel().unwrap();
+        let (before, _) = cancelled.cancel_word().unwrap();
         assert_eq!(before.linked_at(), Some(at));
         assert_eq!(cancelled.state().linked_at(), Some(at));
         cancelled.mark_unlinked();
         assert_eq!(cancelled.state().linked_at(), None);
-    }
-
-    #[test]
-    fn a_repeating_entry_rearms_unless_cancelled_while_running() {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let mut entry = Entry::new_repeating(5);
-        entry.install(counting(&hits));
-        // Fire, run, re-arm.
-        let (word, callback) = entry.fire(5).unwrap();
-        assert!(word.is_repeating());
-        entry.rearm(9, callback).map_err(|_| ()).unwrap();
-        let now = entry.state();
-        assert!(now.is_pending() && now.is_repeating());
-        assert_eq!(now.deadline(), 9);
-        // Fire again; cancelled while "running": the cancel hands over no callback, and the
-        // re-arm fails, giving the callback back to the runner.
-        let (_, callback) = entry.fire(9).unwrap();
-        let (_, taken) = entry.cancel().unwrap();
-        assert!(taken.is_none());
-        let back = entry.rearm(13, callback).unwrap_err();
-        back.call();
-        assert_eq!(hits.load(Ordering::SeqCst), 1);
-        assert_eq!(entry.state().lifecycle(), Lifecycle::Cancelled);
-        assert!(entry.cancel().is_err());
     }
 
     #[test]
@@ -429,7 +411,7 @@ mod tests {
     fn marking_linked_fails_after_cancel() {
         let entry = Entry::new(5, CallbackBox::new(|| {}));
         let seen = entry.state();
-        entry.cancel().unwrap();
+        entry.cancel_word().unwrap();
         let now = entry
             .mark_linked(seen, SlotId { level: 0, slot: 5 })
             .unwrap_err();

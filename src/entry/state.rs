@@ -10,8 +10,11 @@
 //!
 //! - `life`: [`Lifecycle`]; one party moves it out of `Pending` and owns the callback.
 //! - `LNK`: linked into the shard's wheel (only the shard sets it), at `level`, `slot`.
-//! - `REP`: the timer repeats (fixed at creation).
+//! - `REP`: the timer repeats (cleared when a repeating timer stops for good).
 //! - `deadline`: the tick at or after which the timer fires (51 bits).
+//!
+//! A FIRED word is never linked: a repeating timer's sets STOWED, the lowest level bit, once
+//! its run is over and it waits for its shard at its next deadline (see `entry::repeat`).
 
 /// Where an entry is in its life. Moving out of `Pending` is final and happens once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +49,8 @@ impl StateWord {
     const SLOT_SHIFT: u32 = 7;
     const SLOT_MASK: u64 = 0b11_1111 << Self::SLOT_SHIFT;
     const DEADLINE_SHIFT: u32 = 13;
+    /// In a FIRED word only (see the module documentation).
+    const STOWED: u64 = 1 << Self::LEVEL_SHIFT;
 
     /// The largest deadline, in ticks, the word can hold.
     pub(crate) const MAX_DEADLINE: u64 = (1 << (64 - Self::DEADLINE_SHIFT)) - 1;
@@ -102,6 +107,27 @@ impl StateWord {
 
     pub(crate) fn is_repeating(self) -> bool {
         self.0 & Self::REPEATING != 0
+    }
+
+    /// A repeating timer's word whose run is over, due again at `deadline`.
+    pub(super) fn stowed(self, deadline: u64) -> Self {
+        StateWord(self.unlinked().with_deadline(deadline).0 | Self::STOWED)
+    }
+
+    /// Whether this is a repeating timer's word whose run is over, waiting for its shard.
+    pub(crate) fn is_stowed(self) -> bool {
+        let fired = Lifecycle::Fired as u64;
+        self.0 & (Self::LIFECYCLE_MASK | Self::LINKED | Self::STOWED) == fired | Self::STOWED
+    }
+
+    /// Whether a repeating timer's run is under way (FIRED, not stowed nor stopped).
+    pub(crate) fn is_running(self) -> bool {
+        self.is_repeating() && self.lifecycle() == Lifecycle::Fired && !self.is_stowed()
+    }
+
+    /// Whether a cancel or a hand-back may still win: pending, or stowed.
+    pub(crate) fn is_armed(self) -> bool {
+        self.is_pending() || self.is_stowed()
     }
 
     /// Where the entry is linked, if it is.
@@ -205,6 +231,27 @@ mod tests {
             .with_link(SlotId { level: 5, slot: 63 })
             .with_link(SlotId { level: 0, slot: 1 });
         assert_eq!(w.linked_at(), Some(SlotId { level: 0, slot: 1 }));
+    }
+
+    #[test]
+    fn a_stowed_word_is_fired_unlinked_and_armed() {
+        let running = StateWord::pending(10)
+            .repeating()
+            .with_link(SlotId { level: 4, slot: 3 })
+            .with_lifecycle(Lifecycle::Fired)
+            .unlinked();
+        assert!(running.is_running() && !running.is_stowed() && !running.is_armed());
+        let stowed = running.stowed(25);
+        assert!(stowed.is_stowed() && stowed.is_armed() && !stowed.is_running());
+        assert_eq!(stowed.lifecycle(), Lifecycle::Fired);
+        assert_eq!((stowed.deadline(), stowed.linked_at()), (25, None));
+        let rearmed = stowed.with_lifecycle(Lifecycle::Pending).unlinked();
+        assert!(rearmed.is_pending() && !rearmed.is_stowed() && rearmed.is_repeating());
+        // The bit means nothing in a word that is not FIRED, nor in a linked one.
+        assert!(!StateWord::pending(3)
+            .with_link(SlotId { level: 1, slot: 0 })
+            .is_stowed());
+        assert!(!stowed.with_lifecycle(Lifecycle::Cancelled).is_stowed());
     }
 
     #[test]

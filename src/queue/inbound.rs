@@ -138,12 +138,9 @@ impl Drop for Inbound {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::queue::tests::entry;
     use std::sync::Arc;
     use std::thread;
-
-    fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
-    }
 
     fn pop(queue: &Inbound) -> Option<u64> {
         // SAFETY: the test thread is the only consumer.

@@ -117,12 +117,8 @@ impl Drop for Ring {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::entry::CallbackBox;
+    use crate::queue::tests::entry;
     use std::sync::Arc;
-
-    fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
-    }
 
     fn deadlines(entries: &[EntryRef]) -> Vec<u64> {
         entries.iter().map(|e| e.state().deadline()).collect()

@@ -6,24 +6,20 @@
 //! allocation; the shard takes the whole chain with one Acquire swap per turn and owns its
 //! cells. Order does not matter: the shard re-reads each state word.
 //!
-//! The push takes no count: from the cancel on, the wheel's count belongs to the request. The
-//! wheel never lets a cancelled, still-LINKED entry go on its own (`Wheel::settle`,
-//! `Wheel::drain`): it unlinks it and leaves the count, which the shard releases on taking the
-//! request (`Wheel::unlink_cancelled`). Requests left when the lane goes are released with it,
-//! after the wheel was drained.
+//! A request is an [`UnlinkRef`]: the wheel's count, which the won cancel took over (see
+//! `entry::unlink_ref`). The wheel never lets a cancelled, still-LINKED entry go on its own
+//! (`Wheel::settle`, `Wheel::drain`): it unlinks it and leaves the count to the request, which
+//! the shard turns back into an entry reference on taking it (`Wheel::unlink_cancelled`).
+//! Requests left when the lane goes are dropped with it, after the wheel was drained.
 
 use std::ptr::{self, NonNull};
 
-use crate::entry::{Entry, EntryRef};
+use crate::entry::{Entry, UnlinkRef};
 use crate::sync::TakeAllStack;
 
 /// A reusable buffer of requests taken off a stack (see [`Unlinks::take_all`]).
 #[derive(Default)]
-pub(crate) struct Requests(pub(crate) Vec<NonNull<Entry>>);
-
-// SAFETY: each pointer stands for the strong count its request owns, as an `EntryRef` (which
-// is `Send`) would.
-unsafe impl Send for Requests {}
+pub(crate) struct Requests(pub(crate) Vec<UnlinkRef>);
 
 pub(crate) struct Unlinks {
     stack: TakeAllStack<Entry>,
@@ -36,23 +32,20 @@ impl Unlinks {
         }
     }
 
-    /// Pushes `entry` for the shard to unlink. Any thread.
-    ///
-    /// # Safety
-    /// The caller won the cancel that emptied `entry`'s cell, the cancel found it LINKED (the
-    /// wheel's count is now the request's), and it was not pushed before.
-    pub(crate) unsafe fn push(&self, entry: &EntryRef) {
-        let node = EntryRef::as_ptr(entry).cast_mut();
+    /// Pushes `request` for the shard to unlink. Any thread.
+    pub(crate) fn push(&self, request: UnlinkRef) {
+        let node = request.into_raw().as_ptr();
         self.stack.push_chain(node, |top| {
-            // SAFETY: `node` is live (the caller's `entry`), and by this function's contract
-            // the calling thread owns its callback cell until the push publishes it.
+            // SAFETY: `node` is live (the request's count), and the cancel that made the
+            // request emptied its cell, which the calling thread owns until the push publishes
+            // it (a request is made once, and pushed once, as it is consumed here).
             unsafe { (*node).set_unlink_next(NonNull::new(top)) }
         });
     }
 
-    /// Takes every request so far into `out` (each entry standing for its request's count);
-    /// returns how many. Any thread: each call takes a whole chain.
-    pub(crate) fn take_all(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
+    /// Takes every request so far into `out`; returns how many. Any thread: each call takes
+    /// a whole chain.
+    pub(crate) fn take_all(&self, out: &mut Vec<UnlinkRef>) -> usize {
         let mut node = self.stack.take_all();
         let before = out.len();
         while let Some(current) = NonNull::new(node) {
@@ -60,24 +53,10 @@ impl Unlinks {
             // chain off the stack, so this thread owns the cells of its entries.
             node =
                 unsafe { current.as_ref().unlink_next() }.map_or(ptr::null_mut(), NonNull::as_ptr);
-            out.push(current);
+            // SAFETY: `push` gave the request up as this pointer, taken back once here.
+            out.push(unsafe { UnlinkRef::from_raw(current) });
         }
         out.len() - before
-    }
-
-    /// Takes every request and releases the counts they own; returns how many.
-    ///
-    /// # Safety
-    /// No wheel holds any entry on the stack linked (each was unlinked and unmarked).
-    pub(crate) unsafe fn release_all(&self) -> usize {
-        let mut left = Vec::new();
-        let released = self.take_all(&mut left);
-        for entry in left {
-            // SAFETY: each request owns one count of its entry (see the module docs), which no
-            // wheel holds any more (by this function's contract); it is released once, here.
-            drop(unsafe { EntryRef::from_raw(entry.as_ptr()) });
-        }
-        released
     }
 
     /// Whether nothing is waiting to be unlinked.
@@ -90,35 +69,43 @@ impl Unlinks {
 
 impl Drop for Unlinks {
     fn drop(&mut self) {
-        // SAFETY: a lane outlives its shard's wheel (dropped or drained first, see
-        // `shard::Stopped`), and draining unmarks every entry.
-        unsafe { self.release_all() };
+        // A lane outlives its shard's wheel (see `shard::Stopped`): each request frees its count.
+        self.take_all(&mut Vec::new());
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::entry::CallbackBox;
-    use crate::entry::SlotId;
+    use crate::entry::{CallbackBox, EntryRef, SlotId};
     use crate::sync::Arc;
 
-    /// An entry as a cancel that must tell the shard leaves it: marked LINKED, cancelled, with
-    /// the count a wheel would hold for it taken (and forgotten) here.
-    fn cancelled_while_linked(deadline: u64) -> EntryRef {
+    /// An entry as a cancel that must tell the shard leaves it: linked in a one-slot stand-in
+    /// for a wheel (a list's pointer holding the wheel's count), then cancelled, with the
+    /// request the cancel handed over.
+    fn cancelled_while_linked(deadline: u64) -> (EntryRef, Listed, UnlinkRef) {
         let entry = EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})));
+        let listed = Listed(EntryRef::into_raw(entry.clone()));
         entry
             .mark_linked(entry.state(), SlotId { level: 0, slot: 1 })
             .unwrap();
-        let (before, callback) = entry.cancel().expect("a new entry can be cancelled");
-        assert!(before.linked_at().is_some());
-        drop(callback);
-        std::mem::forget(entry.clone()); // the wheel's count, now the request's
-        entry
+        let cancelled = Entry::cancel(&entry).expect("a new entry can be cancelled");
+        drop(cancelled.callback);
+        let request = cancelled.unlink.expect("the cancel found it linked");
+        (entry, listed, request)
     }
 
-    /// What a wheel does when it meets the entry before the request: unlinks and unmarks it.
-    fn unlinked_by_the_wheel(entry: &EntryRef) {
+    /// A wheel's list pointer to an entry (see `cancelled_while_linked`).
+    struct Listed(*const Entry);
+
+    /// What a wheel does when it meets the entry before the request: takes it out of its list
+    /// and unmarks it, leaving the count to the request.
+    fn unlinked_by_the_wheel(entry: &EntryRef, listed: Listed) {
+        assert_eq!(
+            listed.0,
+            EntryRef::as_ptr(entry),
+            "the list held this entry"
+        );
         entry.mark_unlinked();
     }
 
@@ -126,30 +113,31 @@ mod tests {
     fn takes_every_request_once_and_releases_its_count() {
         let stack = Unlinks::new();
         assert!(stack.is_empty());
-        let entries: Vec<EntryRef> = (0..5).map(cancelled_while_linked).collect();
-        for entry in &entries {
-            // SAFETY: each entry was just cancelled while linked and is pushed once.
-            unsafe { stack.push(entry) };
+        let (mut entries, mut kept) = (Vec::new(), Vec::new());
+        for deadline in 0..5 {
+            let (entry, listed, request) = cancelled_while_linked(deadline);
+            stack.push(request);
+            entries.push((entry, listed));
         }
         assert!(!stack.is_empty());
         let mut taken = Vec::new();
         assert_eq!(stack.take_all(&mut taken), 5);
         assert!(stack.is_empty());
-        let mut deadlines: Vec<u64> = taken
-            .iter()
-            // SAFETY: each request keeps its entry alive.
-            .map(|e| unsafe { e.as_ref() }.state().deadline())
-            .collect();
+        let mut deadlines: Vec<u64> = taken.iter().map(|e| e.state().deadline()).collect();
         deadlines.sort_unstable();
         assert_eq!(deadlines, vec![0, 1, 2, 3, 4]);
-        for entry in &entries {
-            unlinked_by_the_wheel(entry);
-            // SAFETY: pushed again once, as a new request with the count taken back below.
-            unsafe { stack.push(entry) };
+        for (entry, listed) in entries.drain(..) {
+            assert_eq!(
+                EntryRef::strong_count(&entry),
+                2,
+                "the request's and the handle's"
+            );
+            unlinked_by_the_wheel(&entry, listed);
+            kept.push(entry);
         }
-        // SAFETY: unmarked above, as a drained wheel leaves them.
-        unsafe { stack.release_all() };
-        for entry in &entries {
+        taken.into_iter().for_each(|request| stack.push(request));
+        assert_eq!(stack.take_all(&mut Vec::new()), 5);
+        for entry in &kept {
             assert_eq!(
                 EntryRef::strong_count(entry),
                 1,
@@ -162,10 +150,9 @@ mod tests {
     #[test]
     fn requests_left_on_the_stack_are_released_with_it() {
         let stack = Unlinks::new();
-        let entry = cancelled_while_linked(7);
-        // SAFETY: just cancelled while linked, pushed once.
-        unsafe { stack.push(&entry) };
-        unlinked_by_the_wheel(&entry);
+        let (entry, listed, request) = cancelled_while_linked(7);
+        stack.push(request);
+        unlinked_by_the_wheel(&entry, listed);
         assert_eq!(EntryRef::strong_count(&entry), 2);
         drop(stack);
         assert_eq!(EntryRef::strong_count(&entry), 1);
@@ -179,10 +166,9 @@ mod tests {
                 let stack = stack.clone();
                 std::thread::spawn(move || {
                     for i in 0..500 {
-                        let entry = cancelled_while_linked(t * 1000 + i);
-                        unlinked_by_the_wheel(&entry);
-                        // SAFETY: cancelled while linked here, pushed once.
-                        unsafe { stack.push(&entry) };
+                        let (entry, listed, request) = cancelled_while_linked(t * 1000 + i);
+                        unlinked_by_the_wheel(&entry, listed);
+                        stack.push(request);
                     }
                 })
             })
@@ -193,17 +179,9 @@ mod tests {
             thread.join().unwrap();
         }
         stack.take_all(&mut taken);
-        let mut deadlines: Vec<u64> = taken
-            .iter()
-            // SAFETY: each request keeps its entry alive.
-            .map(|e| unsafe { e.as_ref() }.state().deadline())
-            .collect();
+        let mut deadlines: Vec<u64> = taken.iter().map(|e| e.state().deadline()).collect();
         deadlines.sort_unstable();
         deadlines.dedup();
         assert_eq!(deadlines.len(), 2000);
-        for entry in taken {
-            // SAFETY: each request owns one count, and no wheel holds the entry.
-            drop(unsafe { EntryRef::from_raw(entry.as_ptr()) });
-        }
     }
 }

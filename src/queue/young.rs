@@ -346,11 +346,7 @@ impl Drop for Young {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::entry::CallbackBox;
-
-    fn entry(deadline: u64) -> EntryRef {
-        EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})))
-    }
+    use crate::queue::tests::entry;
 
     #[test]
     fn the_owner_sweeps_from_the_front_and_a_shard_takes_the_rest() {

@@ -18,14 +18,12 @@
 //! winning, takes the callback back. A producer that missed `stop` pushed before shutdown
 //! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
 
-use std::ptr::NonNull;
-
 use super::owner::{LaneCounts, Ownership, Refusal};
 use super::shared::ShardShared;
-use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef};
+use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
-use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permits, SegQueue};
+use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permit, Permits, SegQueue};
 use crate::time::Due;
 
 mod held;
@@ -170,21 +168,14 @@ impl Lane {
         }
     }
 
-    /// Queues a repeating timer's re-armed entry with its permit; if a racing shutdown won it
-    /// back here, the timer stops.
-    pub(crate) fn requeue(lane: &Arc<Self>, entry: &EntryRef) {
-        let permit = Permits::reclaim(lane.shard.cap(), 1);
-        drop(lane.enqueue(Lane::ownership(lane), entry, entry.clone(), permit));
-    }
-
     /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
     /// permit; a refusal is counted.
     #[inline]
-    fn admit(&self, tick: Option<u64>) -> Result<(u64, Permits<'_>), Refusal> {
+    fn admit(&self, tick: Option<u64>) -> Result<(u64, Option<Permit<'_>>), Refusal> {
         let refusal = if self.shard.is_stopped() {
             Refusal::Shutdown
         } else if let Some(tick) = tick {
-            if let Some(permit) = self.shard.take_permit() {
+            if let Ok(permit) = self.shard.take_permit() {
                 return Ok((tick, permit));
             }
             Refusal::Full
@@ -208,17 +199,17 @@ impl Lane {
         Some(refusal)
     }
 
-    /// Queues `entry` (`queued`: the queue's reference to it), admitted with `permit`;
-    /// `ownership` is the calling thread's for this lane. A shutdown racing the push that this
-    /// call wins back returns the permit and the callback as the error (see the module's
-    /// shutdown hand-off).
+    /// Queues `entry` (`queued`: the queue's reference to it), admitted with `permit`, which
+    /// the timer holds from then on; `ownership` is the calling thread's for this lane. A
+    /// shutdown racing the push that this call wins back returns the callback as the error
+    /// (see the module's shutdown hand-off).
     #[inline]
     fn enqueue(
         &self,
         ownership: Ownership,
         entry: &EntryRef,
         queued: EntryRef,
-        permit: Permits<'_>,
+        permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         let mine = ownership.mine();
         self.counts.add_scheduled(mine);
@@ -233,38 +224,32 @@ impl Lane {
         // `notify` passes a SeqCst fence before reading the sleep word; the `stop` read below
         // follows it, as the shutdown hand-off needs.
         self.shard.signal().notify();
+        Permit::hold(permit);
         if self.shard.stop_seen_after_fence() {
-            return self.take_back(entry, permit);
+            return self.take_back(entry);
         }
-        permit.hold();
         Ok(())
     }
 
     /// A schedule that found the stop flag set after its push: hands its own timer back, if
-    /// shutdown did not (see the module's shutdown hand-off).
-    pub(super) fn take_back(
-        &self,
-        entry: &EntryRef,
-        permit: Permits<'_>,
-    ) -> Result<(), CallbackBox> {
+    /// shutdown did not (see the module's shutdown hand-off), releasing its permit then.
+    pub(super) fn take_back(&self, entry: &EntryRef) -> Result<(), CallbackBox> {
         fence(Ordering::SeqCst);
-        if let Ok((_, callback)) = entry.hand_back() {
-            self.counts.unschedule();
-            drop(permit);
-            return Err(callback);
+        match entry.hand_back(self.shard.cap()) {
+            Ok(back) => {
+                self.counts.unschedule();
+                drop(back.permit);
+                Err(back.callback)
+            }
+            // Shutdown already handed it back, or the shard fired it: it is accounted for.
+            Err(_) => Ok(()),
         }
-        // Shutdown already handed it back, or the shard fired it: it is accounted for.
-        permit.hold();
-        Ok(())
     }
 
-    /// Asks the shard to unlink `entry`, whose cancel (by the caller) found it linked.
-    ///
-    /// # Safety
-    /// As `Unlinks::push`.
-    pub(crate) unsafe fn request_unlink(&self, entry: &EntryRef) {
-        // SAFETY: by this function's contract.
-        unsafe { self.unlinks.push(entry) };
+    /// Asks the shard to unlink the entry of `request`, whose cancel (by the caller) found it
+    /// linked.
+    pub(crate) fn request_unlink(&self, request: UnlinkRef) {
+        self.unlinks.push(request);
         self.shard.signal().notify();
     }
 
@@ -275,7 +260,7 @@ impl Lane {
     }
 
     /// Shard thread: takes the unlink requests (see `Unlinks::take_all`).
-    pub(super) fn take_unlinks(&self, out: &mut Vec<NonNull<Entry>>) -> usize {
+    pub(super) fn take_unlinks(&self, out: &mut Vec<UnlinkRef>) -> usize {
         self.unlinks.take_all(out)
     }
 
@@ -312,13 +297,16 @@ impl Lane {
         self.spares.is_drained()
     }
 
-    /// Once the shard stopped for good: takes every queued entry into `out`, releases the
-    /// unlink requests (returning how many: timers the engine now drops), drops the changes
-    /// and frees the spares.
+    /// Once the shard stopped for good: takes every queued entry into `out`, lets go of the
+    /// unlink requests (their permits into `released`), drops the changes and frees the spares.
     ///
     /// # Safety
     /// The shard thread has left its loop for good and its wheel has been drained.
-    pub(super) unsafe fn empty_after_stop(&self, out: &mut Vec<EntryRef>) -> usize {
+    pub(super) unsafe fn empty_after_stop(
+        &self,
+        out: &mut Vec<EntryRef>,
+        released: &mut Permits<'_>,
+    ) {
         // First, as a schedule in progress may still send young timers to the other queues.
         // SAFETY: shutdown set the stop flag and passed a SeqCst fence before joining the
         // shard thread.
@@ -335,13 +323,14 @@ impl Lane {
         }
         // SAFETY: as above.
         unsafe { self.take_from_ring(out) };
-        // SAFETY: by this function's contract the wheel has been drained, which unlinked and
-        // unmarked every entry.
-        let released = unsafe { self.unlinks.release_all() };
+        // The wheel was drained, which unmarked every entry: each request's count is freed.
+        let mut requests = Vec::new();
+        self.unlinks.take_all(&mut requests);
+        requests.iter().for_each(|request| request.let_go(released));
+        drop(requests);
         while self.changes.pop().is_some() {}
         // Free the spares now, not with the lane, which handles may keep alive.
         self.spares.free_returned();
-        released
     }
 
     /// When the engine is dropped: frees the owner's stash and gives up the lane's chunks,

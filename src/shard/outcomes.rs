@@ -2,9 +2,9 @@
 //! and dead entries back to their lanes (see `queue::recycle`).
 
 use super::lane::Lane;
-use crate::entry::{EntryRef, Fired, Lifecycle};
+use crate::entry::{EntryRef, Fired};
 use crate::queue::RETURN_LIMIT;
-use crate::sync::Arc;
+use crate::sync::{Arc, Permits};
 use crate::wheel::Settled;
 
 /// The most dead entries a turn keeps to give back to one lane: a steady flow comes back
@@ -19,10 +19,6 @@ pub(super) struct Outcomes {
     pub(super) due: Vec<(u64, u64)>,
     /// The dead entries, for their lanes to reuse.
     pub(super) spares: Spares,
-    /// Whether the engine has a cap (see `count_dropped`).
-    pub(super) capped: bool,
-    /// Cancelled timers dropped in this turn, whose permits the turn releases.
-    pub(super) dropped: usize,
 }
 
 impl Outcomes {
@@ -38,15 +34,30 @@ impl Outcomes {
 
     /// Records an entry taken from an inbound queue or ring. A cancelled timer keeps its
     /// permit until the shard drops its entry, so the cap bounds a stalled shard's memory:
-    /// one cancelled while queued is dropped here, one cancelled while linked when its unlink
-    /// request is taken. Every arming passes through a queue once.
-    pub(super) fn record_taken(&mut self, settled: Settled, index: usize, lane: &Lane) {
+    /// one cancelled while queued is let go of here (its permit into `released`), one
+    /// cancelled while linked when its unlink request is taken. Every arming passes through a
+    /// queue once.
+    pub(super) fn record_taken(
+        &mut self,
+        settled: Settled,
+        index: usize,
+        lane: &Lane,
+        released: &mut Permits<'_>,
+    ) {
         if let Settled::Dropped(dead) = &settled {
-            if self.capped && dead.state().lifecycle() == Lifecycle::Cancelled {
-                self.count_dropped();
-            }
+            dead.let_go(released);
         }
         self.record(settled, index, lane);
+    }
+
+    /// Records a repeating timer its shard re-armed, as `record_taken` does (its entry, in a
+    /// block of its own, goes to no lane's spares).
+    pub(super) fn record_rearmed(&mut self, settled: Settled, released: &mut Permits<'_>) {
+        match settled {
+            Settled::Fired(fired, deadline) => self.fire(fired, deadline),
+            Settled::Dropped(dead) => dead.let_go(released),
+            Settled::Linked | Settled::LeftToUnlink => {}
+        }
     }
 
     /// Keeps a callback fired for its deadline tick `deadline`, for the executor.
@@ -55,13 +66,6 @@ impl Outcomes {
         match self.due.last_mut() {
             Some((tick, count)) if *tick == deadline => *count += 1,
             _ => self.due.push((deadline, 1)),
-        }
-    }
-
-    /// Counts a cancelled timer the shard drops, whose permit the turn releases.
-    pub(super) fn count_dropped(&mut self) {
-        if self.capped {
-            self.dropped += 1;
         }
     }
 }

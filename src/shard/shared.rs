@@ -8,7 +8,7 @@ use super::lateness::LatenessRecorder;
 use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
 use crate::pinning::Pinning;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Ordering, Permits};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Ordering, Permit};
 use crate::time::TickClock;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
@@ -156,10 +156,13 @@ impl ShardShared {
         self.callbacks.cap()
     }
 
-    /// A permit for a new timer; `None` if the engine's cap is reached.
+    /// A permit for a new timer (`None`: the engine has no cap); `Err` if the cap is reached.
     #[inline]
-    pub(super) fn take_permit(&self) -> Option<Permits<'_>> {
-        Permits::take(self.cap())
+    pub(super) fn take_permit(&self) -> Result<Option<Permit<'_>>, ()> {
+        match self.cap() {
+            Some(cap) => cap.take().map(Some).ok_or(()),
+            None => Ok(None),
+        }
     }
 
     #[inline]
@@ -229,11 +232,5 @@ impl ShardShared {
         lookahead.earliest.store(tick, Ordering::Relaxed);
         // Release: see `earliest_answer`.
         lookahead.answered.store(asked, Ordering::Release);
-    }
-
-    /// Releases the permits of `count` timers the engine is done with.
-    #[inline]
-    pub(crate) fn done_with(&self, count: usize) {
-        drop(Permits::reclaim(self.cap(), count));
     }
 }

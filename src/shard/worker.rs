@@ -1,8 +1,9 @@
 //! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
 //! Each [`Shard::turn`]:
-//! 1. unlinks the timers cancelled after linking (every lane's unlink stack, see
-//!    `queue::unlink`) and moves those reset earlier (the `changes` queue);
+//! 1. re-arms the repeating timers their runners handed back (see `queue::rearm`), unlinks the
+//!    timers cancelled after linking (every lane's unlink stack, see `queue::unlink`) and
+//!    moves those reset earlier (the `changes` queue);
 //! 2. links new timers from every lane's ring and `inserts` queue, and the young timers of a
 //!    lane whose oldest has passed the horizon (see `queue::young`), dropping those cancelled
 //!    while queued;
@@ -24,7 +25,7 @@ use crate::callbacks::Executor;
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
 use crate::queue::{Pop, Requests, Take};
-use crate::sync::{thread, Arc};
+use crate::sync::{thread, Arc, Permits};
 use crate::wheel::{Settled, Wheel};
 
 /// The most new timers taken from one lane's inbound queue per turn, so a flood of inserts
@@ -80,18 +81,19 @@ pub(crate) struct Stopped {
 }
 
 impl Stopped {
-    /// Takes every entry out of the wheel and the lanes' queues into `out` (cancelled ones are
-    /// left to their released unlink requests), and frees the lanes' spare entries.
+    /// Takes every entry out of the wheel, the lanes' queues and the re-arm stack (closing it)
+    /// into `out` (cancelled ones are left to their released unlink requests), and frees the
+    /// lanes' spare entries.
     pub(crate) fn empty_into(mut self, out: &mut Vec<EntryRef>) {
         self.wheel.drain(out);
-        let mut released = 0;
+        self.shared.callbacks().rearms().close(out);
+        // The permits of the timers cancelled while linked whose requests were still waiting.
+        let mut released = Permits::new(self.shared.cap());
         for lane in self.lanes.iter() {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
             // and the wheel has just been drained, which unlinked and unmarked every entry.
-            released += unsafe { lane.empty_after_stop(out) };
+            unsafe { lane.empty_after_stop(out, &mut released) };
         }
-        // The timers cancelled while linked whose requests were still waiting: dropped now.
-        self.shared.done_with(released);
     }
 }
 
@@ -123,7 +125,6 @@ pub(crate) enum Turn {
 impl Shard {
     pub(crate) fn new(table: Arc<Lanes>, executor: Executor) -> Self {
         let shared = table.shard().clone();
-        let capped = shared.has_cap();
         let lag = LagWatch::new(shared.clock().tick_nanos());
         let take_all_young = shared.clock().manual().is_some();
         Shard {
@@ -133,8 +134,6 @@ impl Shard {
                 fired: Vec::new(),
                 due: Vec::new(),
                 spares: Spares::default(),
-                capped,
-                dropped: 0,
             },
             fresh: Vec::new(),
             unlinked: Requests::default(),
@@ -154,6 +153,21 @@ impl Shard {
         // The most unlink requests one lane had: what the shared buffer must hold a turn.
         let mut most_requests = 0;
         let young_by = self.shared.horizon().taken_by(now);
+        // The permits of the timers this turn lets go of cancelled, released as it ends.
+        let mut released = Permits::new(self.shared.cap());
+        if self.shared.callbacks().rearms().take_all(&mut fresh) > 0 {
+            turn = Turn::Busy;
+        }
+        for entry in fresh.drain(..) {
+            match entry.rearm() {
+                Ok(()) => {
+                    let settled = self.wheel.settle(entry);
+                    self.outcomes.record_rearmed(settled, &mut released);
+                }
+                // Cancelled since its runner stowed it: the shard drops it.
+                Err(_) => entry.let_go(&mut released),
+            }
+        }
         for (index, lane) in self.lanes.iter().enumerate() {
             let unlinked = &mut self.unlinked.0;
             let requests = lane.take_unlinks(unlinked);
@@ -163,13 +177,11 @@ impl Shard {
             most_requests = most_requests.max(requests);
             while !unlinked.is_empty() {
                 let batch = unlinked.len().saturating_sub(WARM_BATCH);
-                // SAFETY: the entries came off this shard's unlink stack.
-                unsafe { self.wheel.warm(&unlinked[batch..]) };
-                for entry in unlinked.drain(batch..) {
-                    // SAFETY: as above.
-                    let dead = unsafe { self.wheel.unlink_cancelled(entry) };
+                self.wheel.warm(&unlinked[batch..]);
+                for request in unlinked.drain(batch..) {
+                    let dead = self.wheel.unlink_cancelled(request);
                     // The shard drops a timer cancelled while linked (see `record_taken`).
-                    self.outcomes.count_dropped();
+                    dead.let_go(&mut released);
                     self.outcomes.record(Settled::Dropped(dead), index, lane);
                 }
             }
@@ -189,7 +201,8 @@ impl Shard {
             }
             for entry in fresh.drain(..) {
                 let settled = self.wheel.settle(entry);
-                self.outcomes.record_taken(settled, index, lane);
+                self.outcomes
+                    .record_taken(settled, index, lane, &mut released);
             }
             for taken in 0.. {
                 if taken == INSERT_BUDGET {
@@ -208,7 +221,8 @@ impl Shard {
                 };
                 turn = turn.max(Turn::Busy);
                 let settled = self.wheel.settle(entry);
-                self.outcomes.record_taken(settled, index, lane);
+                self.outcomes
+                    .record_taken(settled, index, lane, &mut released);
             }
         }
         self.fresh = fresh;
@@ -217,6 +231,7 @@ impl Shard {
         self.wheel
             .advance(now, |_, deadline, fired| outcomes.fire(fired, deadline));
         self.outcomes.spares.flush(&self.lanes);
+        drop(released);
         self.publish(now, turn != Turn::Backlog);
         turn
     }
@@ -227,8 +242,6 @@ impl Shard {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        self.shared
-            .done_with(std::mem::take(&mut self.outcomes.dropped));
         if !self.outcomes.fired.is_empty() {
             let fired = self.outcomes.fired.len();
             self.shared.callbacks().add_handed_over(fired as u64);
@@ -284,7 +297,10 @@ impl Shard {
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`), and so is a young timer.
         self.find_new_lanes();
-        if self.shared.is_stopped() || self.lanes.iter().any(|lane| lane.has_queued()) {
+        if self.shared.is_stopped()
+            || self.lanes.iter().any(|lane| lane.has_queued())
+            || !self.shared.callbacks().rearms().is_empty()
+        {
             signal.awake();
             return Err(());
         }
@@ -310,6 +326,7 @@ impl Shard {
     pub(crate) fn run(mut self) -> Stopped {
         let _abort = AbortOnUnwind;
         self.shared.signal().set_thread(thread::current());
+        (self.shared.callbacks().rearms()).set_thread(thread::current());
         let clock = self.shared.clock().clone();
         #[cfg(not(loom))]
         crate::pinning::tune_current_thread(clock.tick());

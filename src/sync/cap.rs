@@ -1,9 +1,10 @@
 //! The optional cap on pending timers (`max_pending`): a count of permits.
 //!
-//! A timer holds a permit from admission until the engine is done with it (a one-shot's
-//! callback begins, it is handed back, its shard drops its cancelled entry, or a repeating
-//! timer stops). Permits are released only by the drop of [`Permits`], so the cap bounds
-//! timer memory even while a shard or the pool stalls. No cap: no count, no cost.
+//! A timer holds a [`Permit`] from admission until the engine is done with it (a one-shot's
+//! callback begins, it is handed back, the engine lets go of its cancelled entry, or a
+//! repeating timer stops), so the cap bounds timer memory even while a shard or the pool
+//! stalls; the transition that ends the hold gives it back (see `entry::permit`), and its
+//! drop, alone or in [`Permits`], releases it. No cap: no count, no cost, no permit.
 //!
 //! A sleep refused a permit leaves its waker here; every release wakes all of them. The
 //! waiter stores `waiting` then reads `used`; the releaser subtracts from `used` then reads
@@ -24,8 +25,14 @@ pub(crate) struct Cap {
     waiters: Mutex<Vec<Waker>>,
 }
 
-/// Permits of an engine's cap (none if it has no cap), released when dropped unless a timer
-/// [holds](Permits::hold) them.
+/// One permit of a cap, released when dropped.
+#[must_use]
+pub(crate) struct Permit<'a> {
+    cap: &'a Cap,
+}
+
+/// Permits let go of together (a turn's, a sweep's, shutdown's), released in one subtraction
+/// when dropped; made only of [`Permit`]s.
 #[must_use]
 pub(crate) struct Permits<'a> {
     cap: Option<&'a Cap>,
@@ -82,21 +89,16 @@ impl Cap {
         }
     }
 
-    /// Takes one permit; `None` if the cap is reached.
-    fn take(&self) -> Option<Permits<'_>> {
+    /// Takes one permit for a new timer; `None` if the cap is reached.
+    pub(crate) fn take(&self) -> Option<Permit<'_>> {
         // Relaxed: the count orders nothing else; the RMW alone keeps it exact.
         let before = self.used.fetch_add(1, Ordering::Relaxed);
-        let taken = Permits {
-            cap: Some(self),
-            count: 1,
-        };
         if before >= self.limit {
             // Relaxed: a permit never held is no room given, so no waiter needs waking.
             self.used.fetch_sub(1, Ordering::Relaxed);
-            std::mem::forget(taken);
             return None;
         }
-        Some(taken)
+        Some(Permit { cap: self })
     }
 
     /// Whether a permit is free now (without taking it).
@@ -111,30 +113,50 @@ impl Cap {
     }
 }
 
+impl<'a> Permit<'a> {
+    /// Leaves `permit` (none: the engine has no cap) with the timer just queued: its count
+    /// stays taken until the transition that ends the timer's hold gives it back.
+    #[inline]
+    pub(crate) fn hold(permit: Option<Self>) {
+        std::mem::forget(permit);
+    }
+
+    /// The permit a timer held, given back by the one transition that ended its hold: made
+    /// here for `entry::permit` alone.
+    #[inline]
+    pub(crate) fn given_back(cap: &'a Cap) -> Self {
+        Permit { cap }
+    }
+}
+
+impl Drop for Permit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.cap.release(1);
+    }
+}
+
 impl<'a> Permits<'a> {
-    /// One permit of `cap` for a new timer: `None` if the cap is reached.
+    /// No permits yet, of `cap` (none: the engine has no cap).
     #[inline]
-    pub(crate) fn take(cap: Option<&'a Cap>) -> Option<Self> {
-        match cap {
-            Some(cap) => cap.take(),
-            None => Some(Permits {
-                cap: None,
-                count: 0,
-            }),
+    pub(crate) fn new(cap: Option<&'a Cap>) -> Self {
+        Permits { cap, count: 0 }
+    }
+
+    /// The cap they go back to.
+    #[inline]
+    pub(crate) fn cap(&self) -> Option<&'a Cap> {
+        self.cap
+    }
+
+    /// Adds `permit` (none: nothing) to those released together.
+    #[inline]
+    pub(crate) fn add(&mut self, permit: Option<Permit<'a>>) {
+        if let Some(permit) = permit {
+            debug_assert!(self.cap.is_some_and(|cap| std::ptr::eq(cap, permit.cap)));
+            std::mem::forget(permit);
+            self.count += 1;
         }
-    }
-
-    /// The permits `count` admitted timers hold, taken back: released on drop, unless held
-    /// again (a repeating timer's, re-armed).
-    #[inline]
-    pub(crate) fn reclaim(cap: Option<&'a Cap>, count: usize) -> Self {
-        Permits { cap, count }
-    }
-
-    /// Leaves the permits with the timers admitted, until `reclaim` takes them back.
-    #[inline]
-    pub(crate) fn hold(self) {
-        std::mem::forget(self);
     }
 }
 
@@ -153,14 +175,20 @@ mod tests {
 
     #[test]
     fn permits_are_taken_up_to_the_limit_and_released_on_drop() {
-        let cap = Cap::new(2);
-        let first = Permits::take(Some(&cap)).expect("room for one");
-        Permits::take(Some(&cap)).expect("room for two").hold();
-        assert!(Permits::take(Some(&cap)).is_none());
-        assert_eq!(cap.used(), 2);
+        let cap = Cap::new(3);
+        let first = cap.take().expect("room for one");
+        Permit::hold(cap.take());
+        let third = cap.take().expect("room for three");
+        assert!(cap.take().is_none());
+        assert_eq!(cap.used(), 3);
         drop(first);
-        assert_eq!(cap.used(), 1);
-        drop(Permits::reclaim(Some(&cap), 1));
+        assert_eq!(cap.used(), 2);
+        let mut together = Permits::new(Some(&cap));
+        together.add(Some(third));
+        together.add(Some(Permit::given_back(&cap)));
+        together.add(None);
+        assert_eq!(cap.used(), 2, "released when dropped");
+        drop(together);
         assert_eq!(cap.used(), 0);
     }
 
@@ -174,7 +202,7 @@ mod tests {
             }
         }
         let cap = Cap::new(1);
-        let held = Permits::take(Some(&cap)).expect("room for one");
+        let held = cap.take().expect("room for one");
         let counter = std::sync::Arc::new(Counting(Count::new(0)));
         let waker = Waker::from(counter.clone());
         assert!(!cap.wait_for_room(&waker));

@@ -27,7 +27,7 @@ mod prefetch;
 mod queue;
 mod stack;
 
-pub(crate) use cap::{Cap, Permits};
+pub(crate) use cap::{Cap, Permit, Permits};
 pub(crate) use cell::UnsafeCell;
 pub(crate) use claims::{in_batches, Claim, Holder};
 pub(crate) use counter::Counter;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use crate::entry::{CallbackBox, EntryRef, Lifecycle};
+use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
@@ -56,12 +56,14 @@ impl TimerHandle {
         Timer::new(&self.entry, &self.lane)
     }
 
-    /// The timer's entry.
+    /// The timer's entry (for the models).
+    #[cfg(all(test, loom))]
     pub(crate) fn entry(&self) -> &EntryRef {
         &self.entry
     }
 
-    /// The lane the timer was queued through.
+    /// The lane the timer was queued through (for the models).
+    #[cfg(all(test, loom))]
     pub(crate) fn lane(&self) -> &Arc<Lane> {
         &self.lane
     }
@@ -124,7 +126,10 @@ impl TimerHandle {
 
     /// Where the timer is in its life: pending, fired, cancelled or handed back.
     pub fn state(&self) -> TimerState {
-        match self.entry.state().lifecycle() {
+        let word = self.entry.state();
+        match word.lifecycle() {
+            // A repeating timer back from its run, waiting for its shard to re-arm it.
+            Lifecycle::Fired if word.is_stowed() => TimerState::Pending,
             Lifecycle::Pending => TimerState::Pending,
             Lifecycle::Fired => TimerState::Fired,
             Lifecycle::Cancelled => TimerState::Cancelled,
@@ -154,19 +159,17 @@ impl<'a> Timer<'a> {
 
     /// As [`TimerHandle::withdraw`].
     pub(super) fn withdraw(&self) -> Withdrawn {
-        let Ok((before, callback)) = self.entry.cancel() else {
+        let Ok(won) = Entry::cancel(self.entry) else {
             return Withdrawn::Lost;
         };
-        let Some(callback) = callback else {
+        let Some(callback) = won.callback else {
             // A repeating timer's run is under way; its runner finds it cancelled at re-arm.
             return Withdrawn::Running;
         };
         // The permit is released when the shard lets go of the entry (see `shard::worker`).
         self.lane.counts().add_cancelled();
-        if before.linked_at().is_some() {
-            // SAFETY: this call won the cancel and took the callback, the cancel found the
-            // entry LINKED, and the entry is pushed only this once (a cancel wins once).
-            unsafe { self.lane.request_unlink(self.entry) };
+        if let Some(request) = won.unlink {
+            self.lane.request_unlink(request);
         }
         Withdrawn::Callback(callback)
     }

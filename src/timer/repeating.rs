@@ -1,10 +1,11 @@
-//! Repeating timers: a callback that re-arms its own entry after each run.
+//! Repeating timers: a callback that says, after each run, when its next run is due.
 //!
-//! The shard fires a REPEATING entry with its callback; after the callback returns the runner
-//! re-arms it (FIRED→PENDING, `Entry::rearm`) and queues it again. At a fixed rate run `n` is
-//! due at `origin + n·period`, runs already past are skipped (no catch-up burst); at a fixed
-//! delay each is due `period` after the last returned. A cancel during a run (also from inside,
-//! through its handle or [`Repeat`]) makes the re-arm fail. The timer holds one permit for life.
+//! The shard fires a REPEATING entry with its callback; the run returns the tick of the next
+//! run, and the runner stows the entry there and hands it back to its shard, which re-arms it
+//! (see `entry::repeat`). At a fixed rate run `n` is due at `origin + n·period`, runs already
+//! past are skipped (no catch-up burst); at a fixed delay each is due `period` after the last
+//! returned. A cancel during a run (also from inside, through its handle or [`Repeat`]) makes
+//! the stow fail. The timer holds one permit for life.
 
 use std::time::{Duration, Instant};
 
@@ -114,7 +115,7 @@ pub(crate) struct FirstRun<R> {
 impl<R: RepeatFn> TimerKind for FirstRun<R> {
     type Value = R::Value;
 
-    /// A repeating entry whose runner re-arms it on `lane` after each run.
+    /// A repeating entry, whose runs get their handles on `lane`.
     #[inline]
     fn entry(self, lane: &Arc<Lane>, tick: u64) -> Entry {
         let runner = Repeating {
@@ -205,53 +206,25 @@ impl Rhythm {
     }
 }
 
-/// Ends a repeating timer that will not run again: retires its entry (unless cancelled) and
-/// releases its permit.
-struct Ending {
-    run: Repeat,
-    rearmed: bool,
-}
-
-impl Drop for Ending {
-    fn drop(&mut self) {
-        if let (Some(timer), false) = (&self.run.timer, self.rearmed) {
-            timer.entry().retire();
-            timer.lane().shard().done_with(1);
-        }
-    }
-}
-
 impl<R: RepeatFn> Callback for Repeating<R> {
     fn call(mut self) {
         let mut run = self.rhythm.run(None);
         self.callback.run(&mut run)
     }
 
-    fn call_repeating(mut this: Boxed<Self>, entry: EntryRef) {
-        let timer = TimerHandle::of(entry, this.lane.clone());
-        // Unless the timer is re-armed, this ends it when dropped: also if the callback panics.
-        let mut ending = Ending {
-            run: this.rhythm.run(Some(timer)),
-            rearmed: false,
-        };
-        this.callback.run(&mut ending.run);
-        let Some(timer) = &ending.run.timer else {
-            return;
-        };
-        let lane = timer.lane();
-        let clock = lane.shard().clock();
-        let due = this.rhythm.after(&ending.run, clock.now());
-        if lane.shard().is_stopped() {
-            return;
+    /// Runs the callback with the timer's handle; `None` if the engine stopped or no tick can
+    /// say when the next run is due.
+    fn call_repeating(mut this: Boxed<Self>, entry: &EntryRef) -> Option<(Boxed<Self>, u64)> {
+        let timer = TimerHandle::of(entry.clone(), this.lane.clone());
+        let mut run = this.rhythm.run(Some(timer));
+        this.callback.run(&mut run);
+        let now = this.lane.shard().clock().now();
+        let due = this.rhythm.after(&run, now);
+        let shard = this.lane.shard();
+        if shard.is_stopped() {
+            return None;
         }
-        let Some(tick) = due.and_then(|due| clock.tick_at(due)) else {
-            return;
-        };
-        let entry = timer.entry();
-        // Cancelled while it ran: the re-arm fails and hands the callback back to drop.
-        if let Ok(()) = entry.rearm(tick, this.erase()) {
-            ending.rearmed = true;
-            Lane::requeue(lane, entry);
-        }
+        let tick = due.and_then(|due| shard.clock().tick_at(due))?;
+        Some((this, tick))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::ptr::NonNull;
 
-use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId};
+use crate::entry::{Entry, EntryRef, Fired, Lifecycle, SlotId, UnlinkRef};
 use crate::slab::Frees;
 use crate::sync::prefetch;
 
@@ -13,6 +13,30 @@ const DETACH_BATCH: usize = 64;
 
 /// Ticks the wheel spans: farther deadlines are clamped into the top level (see the module).
 pub(crate) const SPAN: u64 = 1 << 36;
+
+/// An entry the wheel holds out of any list (detached, or from a queue, being settled): a
+/// pointer carrying the wheel's count, as a list's does. Once a cancel found the entry LINKED,
+/// the count is its unlink request's instead, which keeps the entry live until the wheel
+/// unmarks it (see `entry::unlink_ref`); the wheel then lets go of the pointer alone.
+struct Listed(*mut Entry);
+
+impl Listed {
+    /// # Safety
+    /// The wheel has not unmarked a cancelled entry that this pointer leaves to its request.
+    unsafe fn entry(&self) -> &Entry {
+        // SAFETY: by this function's contract the entry is live (see the type's docs).
+        unsafe { &*self.0 }
+    }
+
+    /// The wheel's count as a reference.
+    ///
+    /// # Safety
+    /// The count is the wheel's: no cancel found the entry LINKED.
+    unsafe fn into_ref(self) -> EntryRef {
+        // SAFETY: by this function's contract; the pointer came from `into_raw`.
+        unsafe { EntryRef::from_raw(self.0) }
+    }
+}
 
 /// What became of an entry handed to [`Wheel::settle`].
 pub(crate) enum Settled {
@@ -34,7 +58,7 @@ pub(crate) struct Wheel {
     /// Entries linked into slots (including cancelled ones not yet unlinked).
     len: usize,
     /// Reused buffer for the entries of a slot being processed.
-    scratch: Vec<EntryRef>,
+    scratch: Vec<Listed>,
     /// The fired one-shots' blocks, freed together at the end of each `advance`.
     frees: Frees<Entry>,
 }
@@ -44,8 +68,9 @@ const _: () = {
     is_send::<Frees<Entry>>();
 };
 
-// SAFETY: each slot-list pointer stands for a strong count of an `EntryRef` (`Send`); moving
-// the wheel moves those counts and the sole right to the entries' links. `frees` is `Send`.
+// SAFETY: each slot-list pointer (and `Listed`) stands for a strong count of an `EntryRef`
+// (`Send`); moving the wheel moves those counts and the sole right to the entries' links.
+// `frees` is `Send`.
 unsafe impl Send for Wheel {}
 
 impl Wheel {
@@ -120,9 +145,19 @@ impl Wheel {
     /// Fires `entry` if due, links it if not, or lets it go if resolved elsewhere. It must not
     /// be linked; a fired one-shot's block is freed by the next [`advance`](Self::advance).
     pub(crate) fn settle(&mut self, entry: EntryRef) -> Settled {
+        // The queue's count becomes the wheel's, held by a pointer while the entry is settled.
+        self.settle_listed(Listed(EntryRef::into_raw(entry).cast_mut()))
+    }
+
+    /// As [`settle`](Self::settle), for an entry out of its list, which may still be marked.
+    fn settle_listed(&mut self, listed: Listed) -> Settled {
         loop {
+            // SAFETY: see `Listed`.
+            let entry = unsafe { listed.entry() };
             let word = match entry.fire(self.elapsed) {
                 Ok((word, callback)) => {
+                    // SAFETY: fired, so no cancel found it LINKED: the count is the wheel's.
+                    let entry = unsafe { listed.into_ref() };
                     // A repeating timer's runner needs the entry; a one-shot's is freed later.
                     let rearm = if word.is_repeating() {
                         Some(entry)
@@ -135,22 +170,22 @@ impl Wheel {
                 Err(word) => word,
             };
             if word.lifecycle() != Lifecycle::Pending {
-                if word.linked_at().is_none() {
-                    return Settled::Dropped(entry);
-                }
-                if entry.mark_unlinked().lifecycle() == Lifecycle::Cancelled {
-                    // The cancel found it LINKED, so its unlink request owns this count.
-                    let _ = EntryRef::into_raw(entry);
+                if word.linked_at().is_some()
+                    && entry.mark_unlinked().lifecycle() == Lifecycle::Cancelled
+                {
+                    // The cancel found it LINKED: the count is its unlink request's, and the
+                    // wheel lets go of the pointer alone.
                     return Settled::LeftToUnlink;
                 }
-                return Settled::Dropped(entry);
+                // SAFETY: no cancel found it LINKED: the count is the wheel's.
+                return Settled::Dropped(unsafe { listed.into_ref() });
             }
             let Some(at) = self.slot_for(word.deadline()) else {
                 // Became due between the two reads (a concurrent reset); try again.
                 continue;
             };
             if entry.mark_linked(word, at).is_ok() {
-                self.link(at, entry);
+                self.link(at, listed);
                 return Settled::Linked;
             }
         }
@@ -166,43 +201,30 @@ impl Wheel {
         // SAFETY: only the shard sets LINKED (on linking into this wheel) and clears it (on
         // taking the entry out for good); the only unlisted-but-LINKED moment is inside
         // `advance`, when `reconsider` never runs. So a linked entry is linked at `at`.
-        let held = unsafe { self.unlink(at, &entry) };
+        let listed = unsafe { self.unlink(at, &entry) };
         drop(entry);
         // Pending: relink by its deadline (or fire). Resolved: `settle` lets it go.
-        self.settle(held)
+        self.settle_listed(listed)
     }
 
     /// Takes a cancelled entry out for its unlink request and returns the request's count. It
     /// is still linked unless the wheel met it first.
-    ///
-    /// # Safety
-    /// `entry` came off an unlink stack of this wheel's shard, so its request owns a count.
-    pub(crate) unsafe fn unlink_cancelled(&mut self, entry: NonNull<Entry>) -> EntryRef {
-        // SAFETY: the request's count keeps the entry live.
-        let word = unsafe { entry.as_ref() }.state();
-        match word.linked_at() {
-            Some(at) => {
-                // SAFETY: LINKED is set only while the entry is linked here (see
-                // `reconsider`); the list's pointer carries the one count, the request's.
-                let held = unsafe { self.unlink(at, entry.as_ref()) };
-                held.mark_unlinked_resolved(word);
-                held
-            }
-            // SAFETY: `settle` or `drain` unlinked it and left the count, by `into_raw`, to
-            // this request.
-            None => unsafe { EntryRef::from_raw(entry.as_ptr()) },
+    pub(crate) fn unlink_cancelled(&mut self, request: UnlinkRef) -> EntryRef {
+        let word = request.state();
+        if let Some(at) = word.linked_at() {
+            // SAFETY: LINKED is set only while the entry is linked here (see `reconsider`);
+            // the list's pointer carries the one count, which is the request's.
+            unsafe { self.unlink(at, &request) };
+            request.mark_unlinked_resolved(word);
         }
+        // SAFETY: unlinked and unmarked, here or by `settle` or `drain`.
+        unsafe { request.into_entry() }
     }
 
     /// Prefetches the slot-list neighbours of the still-linked entries about to go to
     /// [`unlink_cancelled`](Self::unlink_cancelled), so their cache misses overlap.
-    ///
-    /// # Safety
-    /// As `unlink_cancelled`, for each entry.
-    pub(crate) unsafe fn warm(&self, entries: &[NonNull<Entry>]) {
-        for entry in entries {
-            // SAFETY: by this function's contract the entries are live.
-            let entry = unsafe { entry.as_ref() };
+    pub(crate) fn warm(&self, requests: &[UnlinkRef]) {
+        for entry in requests {
             if entry.state().linked_at().is_none() {
                 continue;
             }
@@ -230,8 +252,8 @@ impl Wheel {
                 if due.is_empty() {
                     break;
                 }
-                for entry in due.drain(..) {
-                    if let Settled::Fired(fired, deadline) = self.settle(entry) {
+                for listed in due.drain(..) {
+                    if let Settled::Fired(fired, deadline) = self.settle_listed(listed) {
                         on_fire(self.elapsed, deadline, fired);
                     }
                 }
@@ -257,32 +279,29 @@ impl Wheel {
     /// Takes every entry out (at shutdown), unmarked; cancelled ones are left to their unlink
     /// requests, the rest go to `out`.
     pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
-        let start = out.len();
+        let mut listed = std::mem::take(&mut self.scratch);
         for level in 0..LEVELS {
             for slot in 0..SLOTS {
                 let mut chains = self.levels[level].take(slot);
-                self.detach(&mut chains, out, usize::MAX);
+                self.detach(&mut chains, &mut listed, usize::MAX);
             }
             debug_assert!(self.levels[level].is_empty());
         }
-        let mut kept = start;
-        for i in start..out.len() {
-            // The unmarking decides a racing cancel: one before it pushed a request, one
-            // after it sees the entry unlinked.
-            if out[i].mark_unlinked().lifecycle() != Lifecycle::Cancelled {
-                out.swap(kept, i);
-                kept += 1;
+        for listed in listed.drain(..) {
+            // The unmarking decides a racing cancel: one before it pushed a request, which
+            // owns the count (as in `settle`); one after it sees the entry unlinked.
+            // SAFETY: see `Listed`.
+            if unsafe { listed.entry() }.mark_unlinked().lifecycle() != Lifecycle::Cancelled {
+                // SAFETY: no cancel found it LINKED: the count is the wheel's.
+                out.push(unsafe { listed.into_ref() });
             }
         }
-        for cancelled in out.drain(kept..) {
-            // As in `settle`: the canceller's unlink request owns this count.
-            let _ = EntryRef::into_raw(cancelled);
-        }
+        self.scratch = listed;
     }
 
     /// Moves up to `limit` entries (a whole round of the chains) from the detached `chains`
     /// into `out`, walking the lists in step and prefetching each new head (see `level`).
-    fn detach(&mut self, chains: &mut Heads, out: &mut Vec<EntryRef>, limit: usize) {
+    fn detach(&mut self, chains: &mut Heads, out: &mut Vec<Listed>, limit: usize) {
         let goal = out.len().saturating_add(limit);
         while out.len() < goal {
             let before = out.len();
@@ -290,12 +309,10 @@ impl Wheel {
                 let Some(ptr) = *chain else {
                     continue;
                 };
-                // SAFETY: every slot-list pointer came from `into_raw` in `link` and is the
-                // wheel's one count; the list is detached and this thread owns its links.
-                let entry = unsafe { EntryRef::from_raw(ptr.as_ptr()) };
-                // SAFETY: as above: the shard thread owns the links.
+                let listed = Listed(ptr.as_ptr());
+                // SAFETY: see `Listed`; the list is detached and this thread owns its links.
                 *chain = unsafe {
-                    entry.with_links(|links| {
+                    listed.entry().with_links(|links| {
                         links.prev = None;
                         links.next.take()
                     })
@@ -304,7 +321,7 @@ impl Wheel {
                     prefetch(next.as_ptr());
                 }
                 self.len -= 1;
-                out.push(entry);
+                out.push(listed);
             }
             if out.len() == before {
                 break;
@@ -312,24 +329,23 @@ impl Wheel {
         }
     }
 
-    fn link(&mut self, at: SlotId, entry: EntryRef) {
-        let Some(ptr) = NonNull::new(EntryRef::into_raw(entry).cast_mut()) else {
-            unreachable!("Arc::into_raw is never null")
+    fn link(&mut self, at: SlotId, listed: Listed) {
+        let Some(ptr) = NonNull::new(listed.0) else {
+            unreachable!("an entry's address is never null")
         };
-        // SAFETY: `ptr` holds a count, so stays live while linked; it is in no list, and the
-        // owning shard thread owns its links.
+        // SAFETY: `ptr` holds the wheel's count, so stays live while linked; it is in no list,
+        // and the owning shard thread owns its links.
         unsafe { self.levels[at.level].push(at.slot, ptr) };
         self.len += 1;
     }
 
     /// # Safety
     /// `entry` is linked in this wheel at `at`.
-    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> EntryRef {
+    unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> Listed {
         // SAFETY: by this function's contract.
         let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
         self.len -= 1;
-        // SAFETY: the pointer carried the wheel's count from `into_raw`, handed back once.
-        unsafe { EntryRef::from_raw(ptr.as_ptr()) }
+        Listed(ptr.as_ptr())
     }
 }
 

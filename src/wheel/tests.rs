@@ -2,7 +2,7 @@
 //! of deadlines under a manual clock.
 
 use super::*;
-use crate::entry::CallbackBox;
+use crate::entry::{CallbackBox, UnlinkRef};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -15,8 +15,8 @@ struct Harness {
     live: BTreeMap<u64, EntryRef>,
     fired: Vec<(u64, u64)>,
     next_id: u64,
-    /// Handles of timers cancelled while linked, whose unlink requests are not taken yet.
-    requests: Vec<EntryRef>,
+    /// Timers cancelled while linked, with their unlink requests, not taken yet.
+    requests: Vec<(EntryRef, UnlinkRef)>,
 }
 
 impl Harness {
@@ -32,7 +32,7 @@ impl Harness {
     }
 
     fn record(&mut self, tick: u64, fired: Fired) {
-        fired.run();
+        fired.into_parts().0.call();
         let id = *self.ran.lock().unwrap().last().unwrap();
         self.live.remove(&id);
         self.fired.push((tick, id));
@@ -57,21 +57,18 @@ impl Harness {
     /// Cancels as a handle does: the wheel's count goes to an unlink request, taken later.
     fn cancel(&mut self, id: u64) {
         let entry = self.live.remove(&id).unwrap();
-        let (before, callback) = entry.cancel().unwrap();
-        drop(callback.unwrap());
-        assert!(
-            before.linked_at().is_some(),
-            "the harness links every entry it does not fire"
-        );
-        self.requests.push(entry);
+        let won = Entry::cancel(&entry).unwrap();
+        drop(won.callback.unwrap());
+        let request = won
+            .unlink
+            .expect("the harness links every entry it does not fire");
+        self.requests.push((entry, request));
     }
 
     /// Takes the unlink requests, as the shard does at the start of a turn.
     fn take_requests(&mut self) {
-        for handle in std::mem::take(&mut self.requests) {
-            // SAFETY: the request owns the count the wheel held for the entry (see `cancel`).
-            let ptr = NonNull::new(EntryRef::as_ptr(&handle).cast_mut()).unwrap();
-            let held = unsafe { self.wheel.unlink_cancelled(ptr) };
+        for (_handle, request) in std::mem::take(&mut self.requests) {
+            let held = self.wheel.unlink_cancelled(request);
             assert_eq!(
                 EntryRef::strong_count(&held),
                 2,
@@ -85,7 +82,7 @@ impl Harness {
     fn requests_linked(&self) -> usize {
         self.requests
             .iter()
-            .filter(|handle| handle.state().linked_at().is_some())
+            .filter(|(handle, _)| handle.state().linked_at().is_some())
             .count()
     }
 
@@ -209,7 +206,9 @@ fn an_advance_frees_the_fired_one_shots_no_one_holds_for_the_next_timers() {
     let mut fired = Vec::new();
     wheel.advance(3, |_, _, callback| fired.push(callback));
     assert_eq!(fired.len(), 4);
-    fired.into_iter().for_each(Fired::run);
+    fired
+        .into_iter()
+        .for_each(|fired| fired.into_parts().0.call());
     assert_eq!(*ran.lock().unwrap(), 4);
     // The chunk is full: the next timers take the three slots the advance freed, and not the
     // one a handle still holds.
@@ -334,15 +333,14 @@ fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
     assert!(out[0].state().is_pending());
     assert_eq!(out[0].state().linked_at(), None);
     drop(out);
-    let handle = h.requests.pop().unwrap();
+    let (handle, request) = h.requests.pop().unwrap();
     assert_eq!(handle.state().linked_at(), None, "unmarked by the drain");
     assert_eq!(
         EntryRef::strong_count(&handle),
         2,
         "the request still owns the wheel's count"
     );
-    // SAFETY: the request owns that count; no wheel holds the entry.
-    drop(unsafe { EntryRef::from_raw(EntryRef::as_ptr(&handle)) });
+    drop(request);
     assert_eq!(EntryRef::strong_count(&handle), 1);
     assert!(h.live.contains_key(&kept));
 }

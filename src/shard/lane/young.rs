@@ -5,7 +5,7 @@
 use super::Lane;
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
 use crate::queue::{Sweep, Take};
-use crate::sync::{fence, Ordering, Permits};
+use crate::sync::{fence, Ordering, Permit, Permits};
 
 /// The most young timers one schedule sweeps from the front (it adds one).
 const SWEEP_MOST: usize = 4;
@@ -26,7 +26,7 @@ impl Lane {
         entry: &EntryRef,
         queued: EntryRef,
         born: u64,
-        permit: Permits<'_>,
+        permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         self.counts.add_scheduled(true);
         // SAFETY: by this function's contract.
@@ -40,12 +40,12 @@ impl Lane {
         };
         // SeqCst: the owner's half of the three Dekker pairs (see `queue::young`).
         fence(Ordering::SeqCst);
+        Permit::hold(permit);
         if self.shard.stop_seen_after_fence() {
             drop(home);
-            return self.take_back(entry, permit);
+            return self.take_back(entry);
         }
-        permit.hold();
-        let reclaimed = home.sweep().map_or(0, |sweep| self.sweep(&sweep, born));
+        let released = home.sweep().and_then(|sweep| self.sweep(&sweep, born));
         let signal = self.shard.signal();
         if let Some(until) = signal.announced() {
             // A shard asleep past the tick it must take this young timer by takes it at once.
@@ -58,18 +58,16 @@ impl Lane {
             }
         }
         drop(home);
-        if reclaimed > 0 {
-            // After `busy` clears: a release may wake tasks waiting for a permit.
-            self.shard.done_with(reclaimed);
-        }
+        // After `busy` clears: a release may wake tasks waiting for a permit.
+        drop(released);
         Ok(())
     }
 
     /// Owner: takes cancelled young timers at the front back into the stash, sends live ones
-    /// old or behind too many; returns how many it took back (their permits are the caller's
-    /// to release).
-    fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> usize {
-        let mut reclaimed = 0;
+    /// old or behind too many; returns the permits of those it took back, for the caller to
+    /// release.
+    fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> Option<Permits<'_>> {
+        let mut released = None;
         for swept in 0..=SWEEP_MOST {
             let Some((front, born, young)) = sweep.front() else {
                 break;
@@ -93,10 +91,10 @@ impl Lane {
             // Only a cancel resolves a young timer: it is neither in a wheel nor handed back
             // (shutdown waits for `busy`), so it is dead and unlinked.
             debug_assert_eq!(state.lifecycle(), Lifecycle::Cancelled);
-            reclaimed += 1;
+            entry.let_go(released.get_or_insert_with(|| Permits::new(self.shard.cap())));
             self.keep_spare(entry);
         }
-        reclaimed
+        released
     }
 
     /// Owner: sends `entry` to the shard on the ring, or the inbound queue if the ring is full.
