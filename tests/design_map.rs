@@ -6,7 +6,7 @@
 mod support;
 use support::files::{read, root, text_files};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Every word of `text` that reads as a path into the repository (`src/…`, `loom-tests/…`,
 /// `tests/…`, `benches/…`), with the punctuation around it trimmed.
