@@ -1,5 +1,5 @@
 //! Model 18: a repeating timer's runner handing it back to its shard (`entry::repeat`,
-//! `queue::rearm`) while the engine shuts down.
+//! `queue::rearm`) while the engine shuts down, or while the shard goes to sleep.
 
 use std::sync::{Arc as StdArc, Mutex as StdMutex};
 
@@ -56,5 +56,41 @@ fn a_run_ending_during_shutdown_is_handed_back_or_stopped_once() {
         assert_eq!(Arc::strong_count(&freed), 1, "the callback is freed");
         let stats = engine.stats();
         assert_eq!(stats.scheduled, stats.fired + stats.handed_back);
+    });
+}
+
+/// A repeating timer's run ends, and its runner hands it back to its shard, while the shard
+/// goes to sleep with nothing in its wheel. No lost wake-up: either the shard sees the stowed
+/// entry when it looks at the re-arm stack after announcing the sleep, or the runner's push
+/// finds the stack empty and unparks it. A missed wake-up shows as a deadlock.
+///
+/// Catches: a push onto an empty re-arm stack that does not unpark the shard: the shard looks
+/// before the push and sleeps "until woken" while the timer waits on the stack.
+#[test]
+fn a_run_ending_wakes_a_sleeping_shard() {
+    loom::model(|| {
+        let tasks = StdArc::new(StdMutex::new(Vec::new()));
+        let spawned = tasks.clone();
+        let (engine, mut shard, clock) = driven_engine_with(|builder| {
+            builder.spawn_callbacks(move |task| spawned.lock().unwrap().push(task))
+        });
+        let handle = engine.repeating(MS).schedule(|| {}).unwrap();
+        shard.turn(engine.now_tick()); // link it
+        clock.advance(MS);
+        shard.turn(engine.now_tick()); // fire it: its task goes to the spawner
+        let task = tasks.lock().unwrap().pop().expect("a fired task");
+        shard.shared().signal().set_thread(thread::current());
+        (shard.shared().callbacks().rearms()).set_thread(thread::current());
+        let runner = thread::spawn(move || task.run());
+        if shard.prepare_sleep(engine.now_tick()).is_ok() {
+            thread::park();
+            shard.shared().signal().awake();
+        }
+        runner.join().unwrap();
+        shard.turn(engine.now_tick());
+        assert_eq!(shard.shared().counts().in_wheel(), 1, "re-armed");
+        assert!(handle.cancel());
+        shard.turn(engine.now_tick());
+        assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

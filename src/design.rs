@@ -168,8 +168,8 @@
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
 //! release; the look-ahead; young timers against a cancel from another thread, the shard's
-//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown; and, on
-//! capped engines, each permit given back once. What loom cannot see (the ring's tail and the
+//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown and
+//! the shard's sleep; and, on capped engines, each permit given back once. What loom cannot see (the ring's tail and the
 //! slab's live count) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
