@@ -52,8 +52,8 @@ impl EngineShared {
         self.home().0
     }
 
-    /// The calling thread's home lane and whether the thread owns it (which lasts while the
-    /// thread does), from `HOME`.
+    /// The calling thread's home lane and whether the thread owns it, from `HOME`: an owner
+    /// stays one while the thread lives; another thread asks again, to claim a lane let go.
     #[inline]
     fn home(&self) -> (&Arc<Lane>, Ownership) {
         #[cfg(not(loom))]
@@ -63,18 +63,21 @@ impl EngineShared {
                 // SAFETY: `HOME` holds this engine's id (no two engines share one), so `lane`
                 // was read from this engine's lane table, which lives while `self` does and
                 // never moves or drops a lane it made (see `shard::lanes`).
-                return (unsafe { &*lane }, ownership);
+                let lane = unsafe { &*lane };
+                if ownership.mine() {
+                    return (lane, ownership);
+                }
+                return self.keep_home(lane);
             }
         }
-        self.find_home()
+        let index = lane_index();
+        self.keep_home(self.lanes[home_shard(index, self.shards.len())].lane(index))
     }
 
-    /// The calling thread's home lane, looked up (claimed if no thread owns it) and kept in
+    /// Whether the calling thread owns its home `lane` (claimed if no thread does), kept in
     /// `HOME`.
     #[cold]
-    fn find_home(&self) -> (&Arc<Lane>, Ownership) {
-        let index = lane_index();
-        let lane = self.lanes[home_shard(index, self.shards.len())].lane(index);
+    fn keep_home<'a>(&'a self, lane: &'a Arc<Lane>) -> (&'a Arc<Lane>, Ownership) {
         let ownership = Lane::ownership(lane);
         #[cfg(not(loom))]
         HOME.with(|home| home.set((self.id, lane, ownership)));
@@ -101,7 +104,8 @@ thread_local! {
     /// The calling thread's home lane in the engine it last scheduled an unkeyed timer on, by
     /// that engine's id (0: none; ids start at 1), and whether the thread owns it: one
     /// thread-local read on the path of every such timer instead of the walk through the
-    /// engine's lane tables and the lane's owner, which measured slower. (Not under loom, whose threads share the OS thread's thread-locals.)
+    /// engine's lane tables and the lane's owner, which measured slower. (Not under loom,
+    /// whose threads share the OS thread's thread-locals.)
     static HOME: Cell<(u64, *const Arc<Lane>, Ownership)> =
         const { Cell::new((0, std::ptr::null(), Ownership::NONE)) };
 }

@@ -197,3 +197,28 @@ fn a_thread_s_unkeyed_timers_go_to_its_home_shard() {
     assert_eq!(pending.iter().sum::<u64>(), 100);
     drop(handles);
 }
+
+#[test]
+fn a_thread_claims_its_home_lane_once_another_owner_gives_it_up() {
+    use std::time::Duration;
+    let engine = one_shard();
+    let other = std::thread::spawn(|| owner_number().unwrap())
+        .join()
+        .unwrap();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let lane = engine.lane_of_this_thread();
+            assert!(lane.counts().claim(other));
+            let first = engine.schedule(Duration::from_secs(5), || {}).unwrap();
+            lane.counts().give_up(other);
+            assert!(!lane.counts().has_owner());
+            let second = engine.schedule(Duration::from_secs(5), || {}).unwrap();
+            assert!(
+                lane.counts().has_owner(),
+                "the thread claims its free home lane"
+            );
+            assert!(first.cancel() && second.cancel());
+        });
+    });
+    drop(engine);
+}

@@ -227,7 +227,8 @@ impl Ownership {
         Ownership(mine, PhantomData)
     }
 
-    pub(super) fn mine(self) -> bool {
+    /// Whether the calling thread owns the lane.
+    pub(crate) fn mine(self) -> bool {
         self.0
     }
 }
