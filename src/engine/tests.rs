@@ -222,3 +222,31 @@ fn a_thread_claims_its_home_lane_once_another_owner_gives_it_up() {
     });
     drop(engine);
 }
+
+#[test]
+fn a_shard_takes_young_timers_a_reset_hurried_before_it_sleeps() {
+    use std::time::Duration;
+    // A tick of a second: the first two ticks of the engine's life, when a hurry once read as a
+    // timer made at the clock's origin, last far longer than the test.
+    let (engine, mut shards) = TimerEngine::builder()
+        .shards(1)
+        .tick(Duration::from_secs(1))
+        .inline_callbacks()
+        .pin_threads(false)
+        .build_driven()
+        .unwrap();
+    let shard = &mut shards[0];
+    let handle = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+    shard.turn(engine.now_tick());
+    assert!(
+        shard.shared().counts().in_wheel() == 0,
+        "young, in its lane"
+    );
+    assert!(handle.reset(Duration::from_secs(10)));
+    assert!(
+        shard.prepare_sleep(engine.now_tick()).is_err(),
+        "a hurried lane is taken before the shard sleeps"
+    );
+    assert!(handle.cancel());
+    drop(engine.shutdown_driven(shards));
+}

@@ -290,13 +290,12 @@ impl Shard {
     /// and returns it (`None`: until woken), or returns `Err(())` without sleeping if work
     /// arrived, a young timer is due to be taken, or the shard was stopped.
     pub(crate) fn prepare_sleep(&mut self, now: u64) -> Result<Option<u64>, ()> {
-        let shared = self.shared.clone();
-        let signal = shared.signal();
         let mut until = self.wheel.next_deadline();
-        signal.announce_sleep(until);
+        self.shared.signal().announce_sleep(until);
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`), and so is a young timer.
         self.find_new_lanes();
+        let signal = self.shared.signal();
         if self.shared.is_stopped()
             || self.lanes.iter().any(|lane| lane.has_queued())
             || !self.shared.callbacks().rearms().is_empty()
@@ -304,13 +303,13 @@ impl Shard {
             signal.awake();
             return Err(());
         }
-        let horizon = shared.horizon();
-        let young = (self.lanes.iter())
+        let oldest = (self.lanes.iter())
             .filter_map(|lane| lane.young_since())
-            .map(|born| horizon.take_tick(born))
             .min();
-        if let Some(take) = young {
-            if self.take_all_young || take <= now {
+        if let Some(born) = oldest {
+            let take = self.shared.horizon().take_tick(born);
+            // A birth of 0: a lane asked to be taken at once (see `Lane::young_since`).
+            if self.take_all_young || born == 0 || take <= now {
                 signal.awake();
                 return Err(());
             }
@@ -393,8 +392,8 @@ impl Shard {
         self.unlinked.0.capacity()
     }
 
-    /// What the shard shares with the rest of the engine (for the models).
-    #[cfg(all(test, loom))]
+    /// What the shard shares with the rest of the engine (for the models and tests).
+    #[cfg(test)]
     pub(crate) fn shared(&self) -> &ShardShared {
         &self.shared
     }
