@@ -214,10 +214,7 @@ impl Lane {
         let mine = ownership.mine();
         self.counts.add_scheduled(mine);
         if mine {
-            // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
-            if let Err(full) = unsafe { self.ring.push(queued) } {
-                self.inserts.push(full);
-            }
+            self.send(queued);
         } else {
             self.inserts.push(queued);
         }

@@ -179,10 +179,8 @@ impl Shard {
                 let batch = unlinked.len().saturating_sub(WARM_BATCH);
                 self.wheel.warm(&unlinked[batch..]);
                 for request in unlinked.drain(batch..) {
-                    let dead = self.wheel.unlink_cancelled(request);
-                    // The shard drops a timer cancelled while linked (see `record_taken`).
-                    dead.let_go(&mut released);
-                    self.outcomes.record(Settled::Dropped(dead), index, lane);
+                    let dead = Settled::Dropped(self.wheel.unlink_cancelled(request));
+                    (self.outcomes).record_taken(dead, index, lane, &mut released);
                 }
             }
             while let Some(entry) = lane.take_change() {

@@ -99,7 +99,7 @@ impl Lane {
 
     /// Owner: sends `entry` to the shard on the ring, or the inbound queue if the ring is full.
     /// The caller passes a fence and checks the sleep word after.
-    fn send(&self, entry: EntryRef) {
+    pub(super) fn send(&self, entry: EntryRef) {
         // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
         if let Err(full) = unsafe { self.ring.push(entry) } {
             self.inserts.push(full);
