@@ -72,7 +72,7 @@ fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
         (ENTRY_SLOT..ENTRY_SLOT + 1.0).contains(&bytes),
         "{bytes} bytes per timer with a capture-free callback"
     );
-    // A chunk of 16 KiB holds over 400 entries.
+    // A chunk of 64 KiB holds over 1,600 entries.
     assert!(
         blocks < 0.01,
         "{blocks} blocks per timer with a capture-free callback"
@@ -92,6 +92,7 @@ fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
         "{blocks} blocks per timer with a 16-byte capture"
     );
     after_a_spike_the_memory_goes_back_while_timers_come_and_go();
+    after_a_spike_from_threads_that_exit_the_memory_goes_back_with_no_more_timers();
 }
 
 /// `TIMERS` timers scheduled, linked and cancelled, then a thousand at a time scheduled to
@@ -128,4 +129,42 @@ fn after_a_spike_the_memory_goes_back_while_timers_come_and_go() {
             live()
         );
     }
+}
+
+/// `TIMERS` timers scheduled from two threads that then exit, all cancelled from another:
+/// with no timer scheduled after them, what the spike took goes back but for an eighth.
+fn after_a_spike_from_threads_that_exit_the_memory_goes_back_with_no_more_timers() {
+    let engine = TimerEngine::builder().shards(2).build().unwrap();
+    drop(engine.schedule(Duration::from_secs(600), || {}).unwrap());
+    let before = Counting::live();
+    let live = || Counting::live().saturating_sub(before);
+    let spike = |_| {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            (0..TIMERS / 2)
+                .map(|_| engine.schedule(Duration::from_secs(600), || {}).unwrap())
+                .collect::<Vec<_>>()
+        })
+    };
+    let threads: Vec<_> = (0..2).map(spike).collect();
+    let handles: Vec<_> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().unwrap())
+        .collect();
+    let peak = live();
+    assert!(peak >= TIMERS * 40, "{peak} bytes for the spike");
+    for handle in handles {
+        assert!(handle.cancel());
+    }
+    wait_until("the shards let go of the cancelled timers", || {
+        engine.pending() == 1
+            && engine
+                .stats()
+                .shards
+                .iter()
+                .map(|s| s.in_wheel)
+                .sum::<u64>()
+                <= 1
+    });
+    wait_until("the spike's memory goes back", || live() * 8 <= peak);
 }

@@ -67,7 +67,7 @@ pub struct ShardStats {
     pub callbacks_running: u64,
     /// How late this shard fired its timers.
     pub lateness: Lateness,
-    /// Bytes of the chunks (16 KiB each) this shard's lanes carve their owners' entries from:
+    /// Bytes of the chunks (64 KiB each) this shard's lanes carve their owners' entries from:
     /// as many as were needed at once, given back a few at a time after a spike. Not counted:
     /// callbacks' captures, and entries of threads that do not own their lane.
     pub entry_bytes: u64,

@@ -137,7 +137,8 @@ impl Recycler {
     /// Frees the owner's stash.
     ///
     /// # Safety
-    /// No thread is in [`take`](Self::take), and none will be: the lane is closed to owners.
+    /// No other thread is in [`take`](Self::take) or [`keep`](Self::keep), and none will be
+    /// until the caller lets go: it owns the lane, or the lane is closed to owners.
     pub(crate) unsafe fn free_stash(&self) {
         // SAFETY: by this function's contract no other thread touches the stash now.
         let head = self

@@ -330,6 +330,22 @@ impl Lane {
         self.spares.free_returned();
     }
 
+    /// The owner thread numbered `me` exits: frees the lane's spare entries and gives up its
+    /// chunks, each freed once its last live block is, so that what a spike took does not wait
+    /// for the lane's next owner; then gives up the lane.
+    pub(crate) fn leave(&self, me: usize) {
+        if self.counts.owned_by(me) {
+            self.spares.free_returned();
+            // SAFETY: thread `me` owns the lane, so no other thread takes from its stash or
+            // carves its chunks until the give-up below publishes what this one did.
+            unsafe {
+                self.spares.free_stash();
+                self.slab.give_up();
+            }
+        }
+        self.counts.give_up(me);
+    }
+
     /// When the engine is dropped: frees the owner's stash and gives up the lane's chunks,
     /// if no other thread owns the lane (which then closes to owners).
     pub(crate) fn free_spares(&self) {

@@ -112,6 +112,13 @@ impl LaneCounts {
             .is_ok()
     }
 
+    /// Whether the thread numbered `me` owns the lane.
+    pub(crate) fn owned_by(&self, me: usize) -> bool {
+        // Relaxed: only the owner can match its own number, which it wrote (or acquired in
+        // `claim`).
+        self.owner.load(Ordering::Relaxed) == me
+    }
+
     /// Gives up the lane, if the thread numbered `me` owns it.
     pub(crate) fn give_up(&self, me: usize) {
         // Release: publishes this owner's private state to the next `claim`. Relaxed on

@@ -16,8 +16,9 @@ use super::chunk::{
 };
 use crate::sync::{prefetch, Arc, Ordering, TakeAllStack, UnsafeCell};
 
-/// The size a chunk aims at.
-const CHUNK_BYTES: usize = 16 * 1024;
+/// The size a chunk aims at: large enough that the pages it discards when freed (see
+/// `chunk::dealloc_chunk`) are nearly all of it, the two it shares with its neighbours aside.
+const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Sweeps in a row that must find under `1 / TRIM_SHARE` of the blocks live for a trim, so a
 /// refilling burst does not let chunks go just before it needs them.
@@ -41,7 +42,7 @@ pub(crate) struct Trim {
 impl Trim {
     /// The engine's settings.
     pub(crate) const DEFAULT: Trim = Trim {
-        above: 64,
+        above: 16,
         every: 64,
     };
 }

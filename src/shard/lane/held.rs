@@ -1,4 +1,4 @@
-//! The lanes the current thread owns, given up when it exits. (Under loom no thread owns a
+//! The lanes the current thread owns, left when it exits (see `Lane::leave`). (Under loom no thread owns a
 //! lane: see `sync::owner_number`.)
 
 #[cfg(not(loom))]
@@ -21,7 +21,7 @@ mod threads {
         fn drop(&mut self) {
             for lane in self.lanes.drain(..) {
                 if let Some(lane) = lane.upgrade() {
-                    lane.counts().give_up(self.number);
+                    lane.leave(self.number);
                 }
             }
         }

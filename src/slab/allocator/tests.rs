@@ -13,11 +13,11 @@ impl Drop for Tracked {
 }
 
 #[test]
-fn a_16_kib_chunk_holds_408_entry_sized_blocks() {
+fn a_64_kib_chunk_holds_1637_entry_sized_blocks() {
     let slab = Allocator::<[u64; 4]>::new();
     // SAFETY: the test thread is the only one using the allocator.
     let blocks = slab.carver.with_mut(|carver| unsafe { (*carver).blocks });
-    assert_eq!((blocks, layout::<[u64; 4]>(0).1), (408, 32));
+    assert_eq!((blocks, layout::<[u64; 4]>(0).1), (1637, 32));
     assert!(layout::<[u64; 4]>(blocks).0.size() <= CHUNK_BYTES);
 }
 
