@@ -39,6 +39,14 @@ const LOOK_AGAIN: Duration = Duration::from_micros(250);
 /// Unlink requests handled at a time, their neighbours loaded first (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
 
+/// The first batch of fired callbacks a turn hands over: small, so that the first callbacks
+/// of a crowded slot begin at once rather than after the whole slot is walked.
+const FIRST_HAND_OVER: usize = 64;
+
+/// The largest batch a turn hands over while it walks its due slots; each one after the first
+/// doubles up to it, so a storm is handed over in a few hundred batches.
+const MOST_HAND_OVER: usize = 4096;
+
 /// A reused buffer a spike grew past this is shrunk back once a turn needs a quarter of it or
 /// less; a steady flow does not reallocate it every turn.
 const BUFFER_KEEP: usize = 4096;
@@ -120,6 +128,25 @@ pub(crate) enum Turn {
     Busy,
     /// Work is left (over the turn's budget, or a push half-way): go round again at once.
     Backlog,
+}
+
+/// Hands the callbacks fired so far to the executor as one batch, recording their lateness.
+fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared) {
+    if outcomes.fired.is_empty() {
+        return;
+    }
+    let fired = outcomes.fired.len();
+    shared.callbacks().add_handed_over(fired as u64);
+    let clock = shared.clock();
+    let handed_over = clock.now_nanos();
+    for (deadline, count) in outcomes.due.drain(..) {
+        // From the start of the tick before the deadline tick (see `shard::lateness`).
+        let due = clock.nanos_of_tick(deadline.saturating_sub(1));
+        let late = handed_over.saturating_sub(due);
+        shared.lateness().record(late, count);
+    }
+    let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(FIRST_HAND_OVER));
+    executor.run(batch, shared.callbacks());
 }
 
 impl Shard {
@@ -225,36 +252,28 @@ impl Shard {
         }
         self.fresh = fresh;
         shrink_after_spike(&mut self.unlinked.0, most_requests);
-        let outcomes = &mut self.outcomes;
-        self.wheel
-            .advance(now, |_, deadline, fired| outcomes.fire(fired, deadline));
+        let (outcomes, executor, shared) = (&mut self.outcomes, &self.executor, &self.shared);
+        let mut goal = FIRST_HAND_OVER;
+        self.wheel.advance(now, |_, deadline, fired| {
+            outcomes.fire(fired, deadline);
+            if outcomes.fired.len() >= goal {
+                hand_over(outcomes, executor, shared);
+                goal = (goal * 2).min(MOST_HAND_OVER);
+            }
+        });
         self.outcomes.spares.flush(&self.lanes);
         drop(released);
         self.publish(now, turn != Turn::Backlog);
         turn
     }
 
-    /// Hands the turn's callbacks to the executor and publishes the counters; a `complete`
-    /// turn also counts tick `now` as handled.
+    /// Hands the turn's last callbacks to the executor and publishes the counters; a
+    /// `complete` turn also counts tick `now` as handled.
     fn publish(&mut self, now: u64, complete: bool) {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        if !self.outcomes.fired.is_empty() {
-            let fired = self.outcomes.fired.len();
-            self.shared.callbacks().add_handed_over(fired as u64);
-            let clock = self.shared.clock();
-            let handed_over = clock.now_nanos();
-            for (deadline, count) in self.outcomes.due.drain(..) {
-                // From the start of the tick before the deadline tick (see `shard::lateness`).
-                let due = clock.nanos_of_tick(deadline.saturating_sub(1));
-                self.shared
-                    .lateness()
-                    .record(handed_over.saturating_sub(due), count);
-            }
-            let batch = std::mem::take(&mut self.outcomes.fired);
-            self.executor.run(batch, self.shared.callbacks());
-        }
+        hand_over(&mut self.outcomes, &self.executor, &self.shared);
         if complete {
             counts.finish_turn(now);
         }
