@@ -30,6 +30,15 @@
 //! runtime, each awaiting a 60 s sleep, shardwheel's and then tokio's (each peer in a child
 //! process of its own); reports the resident bytes per sleeping task and the spawn rate.
 //!
+//! `shardwheel storm` runs only when named: a million timers due at one instant, scheduled from
+//! two threads, and sentinels due every millisecond around it; reports when the storm's
+//! callbacks start and end after that instant, their lateness and the sentinels', and any
+//! callback early or missing (`--peer tokio`: the same on `tokio::time`).
+//!
+//! `shardwheel spike` runs only when named: four million idle timeouts scheduled from two
+//! threads that then exit, all cancelled, then light churn, then idle; reports the resident set
+//! after each step and the allocator.
+//!
 //! `shardwheel host-stalls` is not a workload of the engine and a full run leaves it out: it
 //! measures how often, and how long, the machine's cpus stall (see `driver/host_stalls.rs`),
 //! to tell a calm hour from a noisy one before measuring lateness.

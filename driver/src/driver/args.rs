@@ -53,7 +53,8 @@ pub(crate) struct Options {
     #[arg(value_enum, hide_possible_values = true)]
     pub(crate) workload: Option<Workload>,
 
-    /// producer/inserting threads (rpc-churn, conn-idle, idle-hold), 1-1024
+    /// producer/inserting threads (rpc-churn, conn-idle, idle-hold), or
+    /// scheduling threads and tokio workers (storm), 1-1024
     #[arg(long, value_name = "T", value_parser = number::<usize, 1, MAX_THREADS>)]
     pub(crate) threads: Option<usize>,
 
@@ -65,8 +66,8 @@ pub(crate) struct Options {
     #[arg(long, value_name = "W", value_parser = number::<usize, 1, MAX_SMALL_SIZE>)]
     pub(crate) window: Option<usize>,
 
-    /// timers (conn-idle, accuracy, slow-callback, idle-hold), or tasks
-    /// of one sleep each (sleeping-tasks), at least 1
+    /// timers (conn-idle, accuracy, slow-callback, idle-hold, storm,
+    /// spike), or tasks of one sleep each (sleeping-tasks), at least 1
     #[arg(long, value_name = "M", value_parser = number::<usize, 1, MAX_SIZE>)]
     pub(crate) timers: Option<usize>,
 
@@ -74,8 +75,9 @@ pub(crate) struct Options {
     #[arg(long, value_name = "S", value_parser = number::<usize, 0, MAX_SMALL_SIZE>)]
     pub(crate) slow: Option<usize>,
 
-    /// the peer to run here (sleeping-tasks): shardwheel or tokio;
-    /// with none, both, each in a child process
+    /// the peer to run here (sleeping-tasks, storm): shardwheel or tokio;
+    /// with none, sleeping-tasks runs both, each in a child process,
+    /// and storm shardwheel
     #[arg(long, value_name = "PEER", value_enum, hide_possible_values = true)]
     pub(crate) peer: Option<Peer>,
 
@@ -108,6 +110,10 @@ pub(crate) struct Options {
     /// pin each of the engine's tick threads to a cpu (by default they run unpinned)
     #[arg(long)]
     pub(crate) pin: bool,
+
+    /// run callbacks on the tick threads (the engine's inline_callbacks)
+    #[arg(long)]
+    pub(crate) inline: bool,
 
     /// after the table, print each workload's figures as one JSON object
     /// on its own line, in run order (with one workload, the last line of
@@ -157,13 +163,16 @@ impl Options {
         if self.pin {
             args.push("--pin".to_owned());
         }
+        if self.inline {
+            args.push("--inline".to_owned());
+        }
         args.push("--json".to_owned());
         args
     }
 }
 
-/// Whose sleep the tasks of sleeping-tasks await. On the command line (`--peer`) each is
-/// named as [`Peer::name`] says.
+/// Whose sleep the tasks of sleeping-tasks await, and whose timers storm runs on. On the
+/// command line (`--peer`) each is named as [`Peer::name`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Peer {
     Shardwheel,
@@ -290,7 +299,13 @@ mod tests {
 
     #[test]
     fn every_workload_is_found_by_its_name() {
-        let named_only = [Workload::SleepingTasks, Workload::HostStalls];
+        let named_only = [
+            Workload::SleepingTasks,
+            Workload::Scaling,
+            Workload::Storm,
+            Workload::Spike,
+            Workload::HostStalls,
+        ];
         for workload in Workload::ALL.into_iter().chain(named_only) {
             assert_eq!(options(&[workload.name()]).workload, Some(workload));
         }
@@ -306,6 +321,15 @@ mod tests {
             (Some(Peer::Tokio), Some(20_000))
         );
         assert_eq!(options(&["--peer=shardwheel"]).peer, Some(Peer::Shardwheel));
+        let parsed = options(&["storm", "--peer", "tokio", "--threads=4", "--inline"]);
+        assert_eq!(parsed.workload, Some(Workload::Storm));
+        assert_eq!(
+            (parsed.peer, parsed.threads, parsed.inline),
+            (Some(Peer::Tokio), Some(4), true)
+        );
+        let parsed = options(&["spike", "--timers", "400_000"]);
+        assert_eq!(parsed.workload, Some(Workload::Spike));
+        assert_eq!((parsed.timers, parsed.inline), (Some(400_000), false));
         let parsed = options(&["scaling", "--threads-list", "1,2,16", "--plot", "s.svg"]);
         assert_eq!(parsed.threads_list, Some(vec![1, 2, 16]));
         assert_eq!(parsed.plot, Some("s.svg".into()));
@@ -331,13 +355,16 @@ mod tests {
             callback_threads: Some(1024),
             tick_us: Some(100),
             pin: true,
+            inline: true,
             json: false,
         };
         for given in [full, Options::default()] {
-            for workload in Workload::ALL
-                .into_iter()
-                .chain([Workload::SleepingTasks, Workload::Scaling])
-            {
+            for workload in Workload::ALL.into_iter().chain([
+                Workload::SleepingTasks,
+                Workload::Scaling,
+                Workload::Storm,
+                Workload::Spike,
+            ]) {
                 let args = given.child_args(workload);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let expected = Options {
@@ -376,6 +403,9 @@ mod tests {
             "tokio_spawn_mtasks_per_sec",
             "timeout_vs_tokio timeout_vs_tokio_alt timeout_vs_pingora.",
             "--callback-threads <N>",
+            "--inline",
+            "Keys: workload timers threads first_ms drain_ms p50_ms p99_ms",
+            "Keys: workload timers base_mb spike_mb cancelled_mb calm_mb idle_mb",
             "-h, --help",
             "Exit status: 0 on success",
         ] {

@@ -57,7 +57,7 @@ default sizes unless a flag below overrides them):
                  Keys: workload timers insert_mops bytes_per_timer idle_cpu_pct
                        shard_wakeups_per_sec threads
 
-A workload that runs only when named:
+Workloads that run only when named:
   sleeping-tasks M tasks spawned from one thread onto a tokio multi-thread runtime of 2
                  worker threads (fixed: --threads does not change it), each awaiting a 60 s
                  sleep: shardwheel::sleep on the default engine (set by --shards etc.), then
@@ -85,6 +85,33 @@ A workload that runs only when named:
                        cpu count: churn_mops churn_speedup churn_cpu_ratio (over 1 thread)
                        churn_no_knee churn_twice_cpus_ratio timeout_cpu_over_floor_ns
                        timeout_vs_tokio timeout_vs_tokio_alt timeout_vs_pingora.
+
+  storm          N timers all due at one instant T0 = start + 600 ms, scheduled from T
+                 threads (N/T each), and 300 sentinels due every 1 ms from T0 - 100 ms to
+                 T0 + 199 ms (scheduled first, from the main thread); each callback stores
+                 the instant it ran and nothing else. Fails if scheduling ends after
+                 T0 - 50 ms. Waits until every callback ran, or 30 s past the last deadline:
+                 those not run by then are counted missing. --peer tokio: a runtime of T
+                 workers, a task per timer awaiting tokio::time::sleep_until (the storm's
+                 tasks spawned by T tasks on the runtime).
+                 Flags: --timers (1000000) --threads (2) --peer (shardwheel) --inline.
+                 Keys: workload timers threads first_ms drain_ms p50_ms p99_ms
+                       sentinel_p99_ms sentinel_max_ms fire_mops early missing peer
+                       schedule_ms (first_ms and drain_ms: the first and the last storm
+                       callback after T0; p50/p99: the storm's lateness after T0;
+                       sentinel_*: the lateness of the sentinels due at or after T0;
+                       fire_mops = N / drain_ms; early and missing count both kinds)
+
+  spike          M no-op timers due in 10-20 min scheduled from 2 threads (M/2 each) that
+                 then exit, handing their handles back; all cancelled from one thread, the
+                 handles dropped, and a wait until nothing is pending; then 3 s of light
+                 churn on another thread (batches of 100 timeouts due in 1-30 s, scheduled
+                 then cancelled, a 1 ms pause after each), then 2 s idle. The resident set
+                 is read before, once the spike is linked, after the cancelling, after the
+                 churn (once nothing is pending) and after the idle time.
+                 Flags: --timers (4000000).
+                 Keys: workload timers base_mb spike_mb cancelled_mb calm_mb idle_mb
+                       allocator (mimalloc; system in a --no-default-features build)
 
 A probe of the machine, not of the engine (it runs only when named):
   host-stalls    One thread per cpu, pinned, reads the monotonic clock in a loop and counts

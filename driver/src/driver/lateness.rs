@@ -137,7 +137,7 @@ fn schedule(engine: &TimerEngine, recorder: &Arc<Recorder>, timers: usize) -> Re
 }
 
 /// The nearest-rank percentile `per_mille` / 1000 of `sorted` (0 if it is empty).
-fn nearest_rank(sorted: &[u64], per_mille: usize) -> u64 {
+pub(super) fn nearest_rank(sorted: &[u64], per_mille: usize) -> u64 {
     let rank = (sorted.len() * per_mille).div_ceil(1000).max(1);
     sorted.get(rank - 1).copied().unwrap_or(0)
 }

@@ -21,6 +21,8 @@ mod rpc_churn;
 mod scaling;
 mod sleeping_tasks;
 mod slow_callback;
+mod spike;
+mod storm;
 mod wait;
 
 use std::ffi::OsString;
@@ -41,7 +43,7 @@ const USAGE_EXIT: u8 = 2;
 /// default, set explicitly because the accuracy workloads are defined at it).
 const TICK: Duration = Duration::from_millis(1);
 
-/// The five workloads, in the order a full run takes them, then the workload and the probe of
+/// The five workloads, in the order a full run takes them, then the workloads and the probe of
 /// the machine that run only when named. On the command line each is named as [`Workload::name`] says (clap's
 /// names for the variants: kebab-case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -55,6 +57,10 @@ pub(crate) enum Workload {
     SleepingTasks,
     /// Not one of the five: rpc-churn and a timeout in tasks over thread counts (`scaling`).
     Scaling,
+    /// Not one of the five: timers all due at one instant, and sentinels around it (`storm`).
+    Storm,
+    /// Not one of the five: the resident set after a spike of timers is cancelled (`spike`).
+    Spike,
     /// Not a workload of the engine: how long the machine's cpus stall (`host_stalls`).
     HostStalls,
 }
@@ -79,6 +85,8 @@ impl Workload {
             Workload::IdleHold => "idle-hold",
             Workload::SleepingTasks => "sleeping-tasks",
             Workload::Scaling => "scaling",
+            Workload::Storm => "storm",
+            Workload::Spike => "spike",
             Workload::HostStalls => "host-stalls",
         }
     }
@@ -92,6 +100,8 @@ impl Workload {
             Workload::IdleHold => idle_hold::run(ctx),
             Workload::SleepingTasks => sleeping_tasks::run(ctx),
             Workload::Scaling => scaling::run(ctx),
+            Workload::Storm => storm::run(ctx),
+            Workload::Spike => spike::run(ctx),
             Workload::HostStalls => host_stalls::run(ctx),
         }
     }
@@ -121,6 +131,10 @@ impl Context {
         }
         if let Some(threads) = self.options.callback_threads {
             builder = builder.callback_threads(threads);
+        }
+        // Last: inline callbacks take the place of any callback pool.
+        if self.options.inline {
+            builder = builder.inline_callbacks();
         }
         builder
     }
@@ -238,9 +252,11 @@ mod tests {
             .map(|value| value.get_name().to_owned())
             .collect();
         let mut expected: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        // The workload and the probe of the machine that a full run leaves out.
+        // The workloads and the probe of the machine that a full run leaves out.
         expected.push(Workload::SleepingTasks.name());
         expected.push(Workload::Scaling.name());
+        expected.push(Workload::Storm.name());
+        expected.push(Workload::Spike.name());
         expected.push(Workload::HostStalls.name());
         assert_eq!(names, expected);
     }
