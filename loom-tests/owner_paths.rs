@@ -9,6 +9,7 @@ use crate::entry::{CallbackBox, Entry, EntryRef};
 use crate::queue::Recycler;
 use crate::queue::{Ring, RING_CELLS};
 use crate::shard::LaneCounts;
+use crate::slab::Allocator;
 use crate::sync::Arc;
 
 fn entry(deadline: u64) -> EntryRef {
@@ -163,5 +164,47 @@ fn the_drop_frees_the_spares_of_a_lane_no_thread_owns() {
             assert!(!counts.claim(2), "a closed lane has no owner again");
         }
         spares.free_returned();
+    });
+}
+
+/// The owner exits (`LaneCounts::leave`), freeing its stash and giving up the lane's chunks,
+/// while another thread drops a value the owner carved and a third claims the lane, takes a
+/// spare and carves a block: each value is dropped once, each chunk freed once, and the new
+/// owner never touches the stash or the allocator while the old one does.
+///
+/// Catches: a `leave` that gives the lane up before it lets go (the new owner carves from the
+/// allocator while the old one gives its chunks up: loom reports the two accesses to its
+/// cell), and a give-up that leaves a chunk behind (loom reports the leak).
+#[test]
+fn an_exiting_owner_lets_go_before_the_next_claims() {
+    loom::model(|| {
+        let counts = Arc::new(LaneCounts::new());
+        let spares = Arc::new(Recycler::new());
+        let slab = Arc::new(Allocator::<u64>::with_blocks(2));
+        assert!(counts.claim(1));
+        spares.give(&mut vec![entry(1)]);
+        // SAFETY (each `alloc`, `take`, `free_stash` and `give_up` below): done by the lane's
+        // owner alone, one owner after the other through the claim.
+        let carved = unsafe { slab.alloc(7) };
+        let exiting = {
+            let (counts, spares, slab) = (counts.clone(), spares.clone(), slab.clone());
+            thread::spawn(move || {
+                counts.leave(1, || unsafe {
+                    spares.free_stash();
+                    slab.give_up();
+                });
+            })
+        };
+        let freer = thread::spawn(move || drop(carved));
+        if counts.claim(2) {
+            drop(unsafe { spares.take() });
+            drop(unsafe { slab.alloc(8) });
+            counts.give_up(2);
+        }
+        exiting.join().unwrap();
+        freer.join().unwrap();
+        spares.free_returned();
+        // SAFETY: every thread that used the lane has been joined.
+        unsafe { spares.free_stash() };
     });
 }

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use shardwheel::engine::Task;
-use shardwheel::{ManualClock, TimerEngine};
+use shardwheel::{ManualClock, TimerEngine, TimerState};
 
 /// An engine on `clock` that runs its callbacks on the tick thread.
 fn inline_on(clock: &ManualClock) -> TimerEngine {
@@ -430,5 +430,49 @@ fn a_callback_behind_a_stuck_runner_does_not_wait_for_a_coarse_tick() {
     assert!(
         ran < tick + tick / 2,
         "the second callback waited behind the first until {ran:?}"
+    );
+}
+
+/// A crowded slot: the first callbacks are handed over while the shard still walks the slot,
+/// not after it has fired every timer in it.
+#[test]
+fn the_first_callbacks_of_a_crowded_slot_run_before_the_rest_are_fired() {
+    let clock = ManualClock::new();
+    let engine = TimerEngine::builder()
+        .manual_clock(&clock)
+        .shards(1)
+        .inline_callbacks()
+        .build()
+        .unwrap();
+    let timers = scaled(10_000);
+    let handles = Arc::new(std::sync::OnceLock::<Vec<shardwheel::TimerHandle>>::new());
+    // How many timers were still pending when the first callback ran.
+    let pending_at_first = Arc::new(Mutex::new(None));
+    let scheduled: Vec<_> = (0..timers)
+        .map(|_| {
+            let (handles, seen) = (handles.clone(), pending_at_first.clone());
+            engine
+                .schedule(Duration::from_millis(10), move || {
+                    let mut seen = seen.lock().unwrap();
+                    if seen.is_none() {
+                        let all = handles.get().expect("set before the clock moves");
+                        let pending = all.iter().filter(|h| h.state() == TimerState::Pending);
+                        let pending = pending.count();
+                        *seen = Some(pending);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    assert!(handles.set(scheduled).is_ok());
+    clock.advance(Duration::from_millis(10));
+    wait_until("every callback runs", || {
+        let stats = engine.stats();
+        stats.fired == timers as u64 && stats.callbacks_queued + stats.callbacks_running == 0
+    });
+    let pending = pending_at_first.lock().unwrap().expect("a callback ran");
+    assert!(
+        pending > timers / 2,
+        "only {pending} of {timers} timers were still pending at the first callback"
     );
 }

@@ -87,6 +87,11 @@ impl Executor {
         }
     }
 
+    /// Whether callbacks go to the pool's runners.
+    pub(crate) fn is_pool(&self) -> bool {
+        matches!(self, Executor::Pool(..))
+    }
+
     /// Whether handed callbacks still wait to begin, so the shard looks again next tick (only
     /// the pool's can).
     pub(crate) fn has_queued(&self) -> bool {

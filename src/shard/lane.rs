@@ -334,16 +334,15 @@ impl Lane {
     /// chunks, each freed once its last live block is, so that what a spike took does not wait
     /// for the lane's next owner; then gives up the lane.
     pub(crate) fn leave(&self, me: usize) {
-        if self.counts.owned_by(me) {
+        self.counts.leave(me, || {
             self.spares.free_returned();
             // SAFETY: thread `me` owns the lane, so no other thread takes from its stash or
-            // carves its chunks until the give-up below publishes what this one did.
+            // carves its chunks until `leave` gives the lane up, after this.
             unsafe {
                 self.spares.free_stash();
                 self.slab.give_up();
             }
-        }
-        self.counts.give_up(me);
+        });
     }
 
     /// When the engine is dropped: frees the owner's stash and gives up the lane's chunks,

@@ -112,11 +112,16 @@ impl LaneCounts {
             .is_ok()
     }
 
-    /// Whether the thread numbered `me` owns the lane.
-    pub(crate) fn owned_by(&self, me: usize) -> bool {
+    /// The thread numbered `me` exits: if it owns the lane, `let_go` frees what the owner
+    /// alone touches, and only then is the lane given up, so the next owner's claim acquires
+    /// the frees (see `Lane::leave`).
+    pub(crate) fn leave(&self, me: usize, let_go: impl FnOnce()) {
         // Relaxed: only the owner can match its own number, which it wrote (or acquired in
         // `claim`).
-        self.owner.load(Ordering::Relaxed) == me
+        if self.owner.load(Ordering::Relaxed) == me {
+            let_go();
+        }
+        self.give_up(me);
     }
 
     /// Gives up the lane, if the thread numbered `me` owns it.

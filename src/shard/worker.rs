@@ -130,8 +130,9 @@ pub(crate) enum Turn {
     Backlog,
 }
 
-/// Hands the callbacks fired so far to the executor as one batch, recording their lateness.
-fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared) {
+/// Hands the callbacks fired so far to the executor as one batch, recording their lateness;
+/// the next batch starts with room for `next` callbacks, so it does not grow by steps.
+fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared, next: usize) {
     if outcomes.fired.is_empty() {
         return;
     }
@@ -145,7 +146,7 @@ fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared)
         let late = handed_over.saturating_sub(due);
         shared.lateness().record(late, count);
     }
-    let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(FIRST_HAND_OVER));
+    let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(next));
     executor.run(batch, shared.callbacks());
 }
 
@@ -257,8 +258,14 @@ impl Shard {
         self.wheel.advance(now, |_, deadline, fired| {
             outcomes.fire(fired, deadline);
             if outcomes.fired.len() >= goal {
-                hand_over(outcomes, executor, shared);
+                let first = goal == FIRST_HAND_OVER;
                 goal = (goal * 2).min(MOST_HAND_OVER);
+                hand_over(outcomes, executor, shared, goal);
+                if first && executor.is_pool() {
+                    // A crowded slot: let a woken runner have this cpu now if every other
+                    // is busy, rather than when this thread's time slice runs out.
+                    thread::yield_now();
+                }
             }
         });
         self.outcomes.spares.flush(&self.lanes);
@@ -273,7 +280,12 @@ impl Shard {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        hand_over(&mut self.outcomes, &self.executor, &self.shared);
+        hand_over(
+            &mut self.outcomes,
+            &self.executor,
+            &self.shared,
+            FIRST_HAND_OVER,
+        );
         if complete {
             counts.finish_turn(now);
         }
