@@ -42,14 +42,15 @@ fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCallbacks>, Arc<Infligh
 /// (instead of under it) and then parks: the second batch lands in between, finds no idle
 /// runner to notify and a runner alive, and waits for ever (loom reports the deadlock of
 /// `wait_idle`). Also a shard that starts no runner when none is alive, or does not notify an
-/// idle one.
+/// idle one; and a look that misses the queue of batches handed over after a turn's first,
+/// where the second batch waits (`Queues::any`).
 #[test]
 fn relay_hand_over_vs_runner_parking() {
     loom::model(|| {
         let (relay, _shard, inflight, runners) = relay(2);
         let ran = StdArc::new(AtomicUsize::new(0));
-        relay.hand_over(0, vec![fired(&ran)]);
-        relay.hand_over(0, vec![fired(&ran)]);
+        relay.hand_over(0, vec![fired(&ran)], false);
+        relay.hand_over(0, vec![fired(&ran)], true);
         inflight.wait_idle();
         assert_eq!(ran.load(Ordering::SeqCst), 2, "both callbacks ran");
         relay.close();
@@ -78,7 +79,7 @@ fn relay_counts_a_batch_in_a_runners_hands_as_waiting() {
         let (relay, shard, inflight, runners) = relay(1);
         let ran = StdArc::new(AtomicUsize::new(0));
         shard.add_handed_over(2);
-        relay.hand_over(0, vec![fired(&ran), fired(&ran)]);
+        relay.hand_over(0, vec![fired(&ran), fired(&ran)], false);
         let waiting = relay.has_queued(0);
         let (not_begun, _) = shard.queued_and_running();
         assert!(

@@ -101,16 +101,17 @@ impl Executor {
         }
     }
 
-    /// Runs `batch`, counting panics against `shard`. A one-shot keeps its permit until its
-    /// callback begins, so the cap bounds what waits for the pool.
-    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>) {
+    /// Runs `batch`, counting panics against `shard`; `more` if the turn handed over another
+    /// before it. A one-shot keeps its permit until its callback begins, so the cap bounds
+    /// what waits for the pool.
+    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>, more: bool) {
         match self {
             Executor::Inline => {
                 for callback in batch {
                     run_one(callback, shard, RunsOn::TickThread);
                 }
             }
-            Executor::Pool(relay, index) => relay.hand_over(*index, batch),
+            Executor::Pool(relay, index) => relay.hand_over(*index, batch, more),
             Executor::Spawner(spawn) => {
                 for fired in batch {
                     let task = Task {

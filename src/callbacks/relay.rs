@@ -1,4 +1,4 @@
-//! Handing fired callbacks to the pool: a queue of batches per shard, and runners on the pool
+//! Handing fired callbacks to the pool: queues of batches per shard, and runners on the pool
 //! that share the batches out (see `claims`) and park when there are none. (A pool job per
 //! batch would wake spinning rayon threads every tick; a queue entry per callback would slow a
 //! burst.)
@@ -43,8 +43,8 @@ pub(crate) type Spawn = StdArc<dyn Fn(Job) + Send + Sync>;
 
 /// The hand-over from the shards to the pool's runners (see the module documentation).
 pub(crate) struct Relay {
-    /// One queue of batches per shard, indexed as `shards`.
-    queues: Box<[SegQueue<Vec<Fired>>]>,
+    /// The queues of batches of each shard, indexed as `shards`.
+    queues: Box<[Queues]>,
     shards: Box<[Arc<ShardCallbacks>]>,
     /// One per runner that may be alive at once (the pool's size): the range it holds.
     claims: Box<[Claim<Fired>]>,
@@ -73,7 +73,7 @@ impl Relay {
     ) -> StdArc<Self> {
         let max_runners = max_runners.max(1);
         StdArc::new(Relay {
-            queues: shards.iter().map(|_| SegQueue::new()).collect(),
+            queues: shards.iter().map(|_| Queues::new()).collect(),
             shards: shards.into_boxed_slice(),
             claims: (0..max_runners).map(|_| Claim::new()).collect(),
             state: Mutex::new(State {
@@ -86,9 +86,11 @@ impl Relay {
         })
     }
 
-    /// Shard `shard` hands over `batch`.
-    pub(crate) fn hand_over(self: &StdArc<Self>, shard: usize, batch: Vec<Fired>) {
-        let queue = &self.queues[shard];
+    /// Shard `shard` hands over `batch`; `more` if it handed over another earlier in the same
+    /// turn (see `Queues`).
+    pub(crate) fn hand_over(self: &StdArc<Self>, shard: usize, batch: Vec<Fired>, more: bool) {
+        let queues = &self.queues[shard];
+        let queue = if more { &queues.rest } else { &queues.first };
         let many = batch.len() > 1;
         self.inflight.begin(batch.len());
         for batch in in_batches(batch) {
@@ -148,8 +150,7 @@ impl Relay {
 
     /// Whether any callback waits for a runner, on a queue or in a range.
     fn any_queued(&self) -> bool {
-        self.queues.iter().any(|queue| !queue.is_empty())
-            || self.claims.iter().any(|claim| claim.left() > 0)
+        self.queues.iter().any(Queues::any) || self.claims.iter().any(|claim| claim.left() > 0)
     }
 
     /// Runs the callbacks queued for shard `shard` on the calling thread.
@@ -181,13 +182,24 @@ impl Relay {
         }
     }
 
-    /// A batch off the first non-empty queue from `next` on, with its shard; `next` moves past
-    /// it, so runners take the shards in turn.
+    /// A batch off the first non-empty queue from `next` on, with its shard: every shard's first
+    /// batches before any shard's later ones (see `Queues`); `next` moves past it, so runners
+    /// take the shards in turn.
     fn pop_any(&self, next: &mut usize) -> Option<(Vec<Fired>, usize)> {
+        self.pop_from(next, |queues| &queues.first)
+            .or_else(|| self.pop_from(next, |queues| &queues.rest))
+    }
+
+    /// As `pop_any`, from the queue `pick` chooses of each shard.
+    fn pop_from(
+        &self,
+        next: &mut usize,
+        pick: impl Fn(&Queues) -> &SegQueue<Vec<Fired>>,
+    ) -> Option<(Vec<Fired>, usize)> {
         let shards = self.queues.len();
         (0..shards).find_map(|i| {
             let shard = (*next + i) % shards;
-            let batch = self.queues[shard].pop()?;
+            let batch = pick(&self.queues[shard]).pop()?;
             *next = shard + 1;
             Some((batch, shard))
         })
@@ -244,6 +256,33 @@ impl State {
     /// A runner ends, giving its claim back.
     fn end_runner(&mut self, claim: usize) {
         self.free.push(claim);
+    }
+}
+
+/// A shard's queued batches: each turn's first, and the batches a turn that fires many hands
+/// over after its first (see `shard::worker`). A runner takes first batches before later ones,
+/// so a timer due while a storm drains waits for the batches taken already, not for the rest
+/// of the storm.
+struct Queues {
+    first: SegQueue<Vec<Fired>>,
+    rest: SegQueue<Vec<Fired>>,
+}
+
+impl Queues {
+    fn new() -> Self {
+        Queues {
+            first: SegQueue::new(),
+            rest: SegQueue::new(),
+        }
+    }
+
+    fn any(&self) -> bool {
+        !self.first.is_empty() || !self.rest.is_empty()
+    }
+
+    /// A queued batch, a first one if any.
+    fn pop(&self) -> Option<Vec<Fired>> {
+        self.first.pop().or_else(|| self.rest.pop())
     }
 }
 

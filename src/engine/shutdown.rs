@@ -225,6 +225,8 @@ impl EngineShared {
             pool.join();
         }
         let unfired = self.collect(stopped);
+        // No shard of this engine will release the chunks freed meanwhile.
+        crate::slab::release(usize::MAX);
         self.shards[0].wake_room_waiters();
         crate::trace::shutdown_ended(self.id, unfired.len());
         unfired

@@ -47,6 +47,11 @@ const FIRST_HAND_OVER: usize = 64;
 /// doubles up to it, so a storm is handed over in a few hundred batches.
 const MOST_HAND_OVER: usize = 4096;
 
+/// Freed chunks a turn that fired nothing discards and frees (see `slab::retired`): a few
+/// while work comes in, more when the shard would sleep, which it does not while any wait.
+const BUSY_RELEASE: usize = 4;
+const IDLE_RELEASE: usize = 64;
+
 /// A reused buffer a spike grew past this is shrunk back once a turn needs a quarter of it or
 /// less; a steady flow does not reallocate it every turn.
 const BUFFER_KEEP: usize = 4096;
@@ -131,8 +136,15 @@ pub(crate) enum Turn {
 }
 
 /// Hands the callbacks fired so far to the executor as one batch, recording their lateness;
-/// the next batch starts with room for `next` callbacks, so it does not grow by steps.
-fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared, next: usize) {
+/// the next batch starts with room for `next` callbacks, so it does not grow by steps. `more`:
+/// the turn handed a batch over before this one.
+fn hand_over(
+    outcomes: &mut Outcomes,
+    executor: &Executor,
+    shared: &ShardShared,
+    next: usize,
+    more: bool,
+) {
     if outcomes.fired.is_empty() {
         return;
     }
@@ -147,7 +159,7 @@ fn hand_over(outcomes: &mut Outcomes, executor: &Executor, shared: &ShardShared,
         shared.lateness().record(late, count);
     }
     let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(next));
-    executor.run(batch, shared.callbacks());
+    executor.run(batch, shared.callbacks(), more);
 }
 
 impl Shard {
@@ -260,7 +272,7 @@ impl Shard {
             if outcomes.fired.len() >= goal {
                 let first = goal == FIRST_HAND_OVER;
                 goal = (goal * 2).min(MOST_HAND_OVER);
-                hand_over(outcomes, executor, shared, goal);
+                hand_over(outcomes, executor, shared, goal, !first);
                 if first && executor.is_pool() {
                     // A crowded slot: let a woken runner have this cpu now if every other
                     // is busy, rather than when this thread's time slice runs out.
@@ -270,22 +282,31 @@ impl Shard {
         });
         self.outcomes.spares.flush(&self.lanes);
         drop(released);
-        self.publish(now, turn != Turn::Backlog);
+        let quiet = goal == FIRST_HAND_OVER && self.outcomes.fired.is_empty();
+        let more = goal > FIRST_HAND_OVER;
+        self.publish(now, turn != Turn::Backlog, more);
+        if quiet && turn != Turn::Backlog {
+            // A turn that fired nothing: time for a few freed chunks (see `slab::retired`).
+            let most = if turn == Turn::Idle {
+                IDLE_RELEASE
+            } else {
+                BUSY_RELEASE
+            };
+            if crate::slab::release(most) {
+                turn = turn.max(Turn::Busy);
+            }
+        }
         turn
     }
 
-    /// Hands the turn's last callbacks to the executor and publishes the counters; a
-    /// `complete` turn also counts tick `now` as handled.
-    fn publish(&mut self, now: u64, complete: bool) {
+    /// Hands the turn's last callbacks to the executor (`more`: after others) and publishes
+    /// the counters; a `complete` turn also counts tick `now` as handled.
+    fn publish(&mut self, now: u64, complete: bool, more: bool) {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
-        hand_over(
-            &mut self.outcomes,
-            &self.executor,
-            &self.shared,
-            FIRST_HAND_OVER,
-        );
+        let (outcomes, executor) = (&mut self.outcomes, &self.executor);
+        hand_over(outcomes, executor, &self.shared, FIRST_HAND_OVER, more);
         if complete {
             counts.finish_turn(now);
         }

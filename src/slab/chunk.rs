@@ -18,6 +18,7 @@ use std::ptr::{self, NonNull};
 use std::mem::ManuallyDrop;
 
 use super::block::{release, Block, SlabArc};
+use super::retired;
 use crate::sync::{alloc, Arc, AtomicUsize, Ordering, TakeAllStack, UnsafeCell};
 
 /// An allocator's free stack: freed blocks of all its chunks, linked through their bodies.
@@ -256,15 +257,12 @@ impl<T> Drop for Frees<T> {
 pub(super) unsafe fn dealloc_chunk<T>(chunk: NonNull<Header<T>>) {
     // SAFETY: the chunk is live until the `dealloc` below; `blocks` was written by `new_chunk`.
     let blocks = unsafe { chunk.as_ref() }.blocks;
-    let layout = layout::<T>(blocks).0;
     // SAFETY: the header was written by `new_chunk`, and is dropped once, here (which lets go
-    // of the free stack); the block was allocated there with this layout. No block is live,
-    // so the pages are discarded before the free: an allocator that keeps freed memory (as
-    // glibc's does below its top) keeps no resident pages of it.
+    // of the free stack); the block was allocated there with this layout, and no block of it
+    // is live. Its pages go back to the system as `retired` says.
     unsafe {
         ptr::drop_in_place(chunk.as_ptr());
-        alloc::discard(chunk.as_ptr().cast(), layout.size());
-        alloc::dealloc(chunk.as_ptr().cast(), layout);
+        retired::free_chunk(chunk.as_ptr().cast(), layout::<T>(blocks).0);
     }
 }
 
