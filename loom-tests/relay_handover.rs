@@ -30,7 +30,12 @@ fn relay(max_runners: usize) -> (StdArc<Relay>, Arc<ShardCallbacks>, Arc<Infligh
         started.lock().push(loom::thread::spawn(job));
     });
     let inflight = Arc::new(Inflight::new());
-    let relay = Relay::new(vec![shard.clone()], spawn, max_runners, inflight.clone());
+    let relay = Relay::new(
+        vec![shard.clone()],
+        spawn,
+        (max_runners, 2),
+        inflight.clone(),
+    );
     (relay, shard, inflight, runners)
 }
 

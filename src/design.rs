@@ -81,13 +81,19 @@
 //!   links it into a wheel slot, setting LINKED in its state word.
 //! - **Cancel** (src/timer/handle.rs). One CAS, PENDING→CANCELLED. If the word had LINKED,
 //!   the canceller pushes an unlink request (src/queue/unlink.rs) and wakes the shard.
-//! - **Fire.** The shard advances its wheel and wins PENDING→FIRED for each due entry; the
-//!   turn's callbacks go to the executor as one batch (src/callbacks/executor.rs) and each
-//!   runs under `catch_unwind` (src/callbacks/run.rs). A repeating run returns its next tick;
-//!   the runner stows the entry (FIRED→STOWED) on its shard's re-arm stack
-//!   (src/queue/rearm.rs), and the shard re-arms it (STOWED→PENDING, src/entry/repeat.rs).
+//! - **Fire.** The shard advances its wheel and wins PENDING→FIRED for each due entry; it
+//!   hands the callbacks to the executor in batches as it walks (src/shard/worker.rs: the
+//!   first of 64, each later one twice the size up to 4,096), so a crowded slot's first
+//!   callbacks begin at once, and runners take each turn's first batch before the rest
+//!   (src/callbacks/relay.rs). Each runs under `catch_unwind` (src/callbacks/run.rs). A
+//!   repeating run returns its next tick; the runner stows the entry (FIRED→STOWED) on its
+//!   shard's re-arm stack (src/queue/rearm.rs), and the shard re-arms it (STOWED→PENDING,
+//!   src/entry/repeat.rs).
 //! - **Memory back.** A turn frees the blocks of the one-shots it fired that no handle holds,
-//!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares.
+//!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares. An
+//!   owner that exits frees its spares and gives its lane's chunks up (`Lane::leave`); a
+//!   chunk freed after its give-up waits for a turn that fires no crowd, which discards its
+//!   pages and frees it (src/slab/retired.rs).
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
 //!   threads, wait for the callbacks in flight, join the pool, then win PENDING→HANDED_BACK
 //!   for every timer still pending and hand it back as `Unfired`.
@@ -123,9 +129,9 @@
 //! relay and its claims (src/callbacks/relay.rs, src/sync/claims.rs); the chunk slab
 //! (src/slab/); the intrusive queues (src/queue/); the recycler (src/queue/recycle.rs); the
 //! young queue (src/queue/young.rs); the one-word callback box, a task's waker in the word
-//! itself (src/entry/callback.rs). BENCHMARKS.md gives the measurement behind
-//! each. No epoch-based reclamation: no thread reads an entry after its last holder drops it,
-//! so a reference count settles it.
+//! itself (src/entry/callback.rs); the list of freed chunks (src/slab/retired.rs).
+//! BENCHMARKS.md gives the measurement behind each. No epoch-based reclamation: no thread reads
+//! an entry after its last holder drops it, so a reference count settles it.
 //!
 //! # Where each protocol is told
 //!
@@ -153,7 +159,8 @@
 //!   src/engine/scope.rs.
 //! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
 //! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
-//!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs.
+//!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs, and its freed
+//!   chunks' pages: src/slab/retired.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
 //!
@@ -162,15 +169,16 @@
 //! In loom-tests/ (see loom-tests/mod.rs), run by `.ci/run`; the `sync` shim gives loom every
 //! atomic, lock and allocation the protocols use, and each model's doc names the bug it
 //! catches. They cover: cancel against fire, transfer, re-arm, shutdown and another cancel;
-//! schedule against shutdown (one and two producers); the sleep announcement against an
-//! insert, a cancel and a first schedule; reset against fire; a task's poll against the fire
-//! of its sleep and of its delay queue; the owner's ring, spares and hand-over; the engine's
+//! schedule against shutdown (one and two producers); the sleep announcement against an insert,
+//! a cancel and a first schedule; reset against fire; a task's poll against the fire of its
+//! sleep and of its delay queue; the owner's ring, spares, hand-over and exit; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
 //! release; the look-ahead; young timers against a cancel from another thread, the shard's
-//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown and
-//! the shard's sleep; and, on capped engines, each permit given back once. What loom cannot see (the ring's tail and the
-//! slab's live count) ThreadSanitizer checks in CI (.ci/sanitizers).
+//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown and the
+//! shard's sleep; and, on capped engines, each permit given back once. What loom cannot see
+//! (the ring's tail, the slab's live count, the list of freed chunks behind a std mutex)
+//! ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!
@@ -204,7 +212,7 @@
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
 //! | release | a permit's return to the cap, by the drop of a `Permit` or of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
 //! | engine's reference | the one count per arming the engine holds: a queue's, the wheel's, an unlink request's or a runner's | |
-//! | hand over | the shard passing a turn's fired callbacks to the executor as a batch | |
+//! | hand over | the shard passing fired callbacks to the executor, a batch at a time | |
 //! | runner, claim | a long-lived job on a pool thread; the range of a batch it holds | claims `Slot` |
 //! | steal | a runner with nothing to run taking half of another's claim | |
 //! | pin, unpin | bind a tick thread to one cpu; undo it after late turns | `Placement` |

@@ -73,7 +73,8 @@ impl CallbackPool {
     ) -> StdArc<Relay> {
         let pool = self.pool.clone();
         let spawn: Spawn = StdArc::new(move |job: Job| pool.spawn(job));
-        let relay = Relay::new(shards, spawn, self.threads(), inflight);
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let relay = Relay::new(shards, spawn, (self.threads(), cpus), inflight);
         self.relay = Some(relay.clone());
         relay
     }

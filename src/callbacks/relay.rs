@@ -6,7 +6,8 @@
 //! The protocol, under one mutex (`State`):
 //!
 //! - **Shard** (`hand_over`): push the batch, then lock; notify an idle runner, else start one
-//!   if none is alive. A batch of several does this twice, so a second runner shares it.
+//!   if none is alive. A batch of several does this twice, so a second runner shares it
+//!   (while fewer runners than cpus are alive).
 //! - **Shard, each turn** (`look_again`): if callbacks handed over earlier have not all begun
 //!   (`ShardCallbacks::queued`, wherever they are), lock; notify an idle runner or start
 //!   another, up to the pool's size.
@@ -51,6 +52,8 @@ pub(crate) struct Relay {
     state: Mutex<State>,
     wake: Condvar,
     inflight: Arc<Inflight>,
+    /// The cpus the process may use: the most runners started to share batches.
+    cpus: usize,
 }
 
 struct State {
@@ -62,13 +65,25 @@ struct State {
     free: Vec<usize>,
 }
 
+/// What a shard asks `find_runner` for, beyond waking an idle runner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// A runner alive.
+    One,
+    /// Another to share a batch, while fewer runners than cpus are alive: runners past the
+    /// cpus would only take turns on them with the shards.
+    Share,
+    /// Another for callbacks stalled behind slow ones, up to the pool's size.
+    Another,
+}
+
 impl Relay {
-    /// A relay for `shards`, starting up to `max_runners` runners with `spawn`, counting the
-    /// callbacks it holds in `inflight`.
+    /// A relay for `shards`, starting up to `max_runners` runners with `spawn` (up to `cpus`
+    /// to share batches), counting the callbacks it holds in `inflight`.
     pub(crate) fn new(
         shards: Vec<Arc<ShardCallbacks>>,
         spawn: Spawn,
-        max_runners: usize,
+        (max_runners, cpus): (usize, usize),
         inflight: Arc<Inflight>,
     ) -> StdArc<Self> {
         let max_runners = max_runners.max(1);
@@ -83,6 +98,7 @@ impl Relay {
             }),
             wake: Condvar::new(),
             inflight,
+            cpus: cpus.max(1),
         })
     }
 
@@ -96,10 +112,10 @@ impl Relay {
         for batch in in_batches(batch) {
             queue.push(batch);
         }
-        self.find_runner(shard, false);
+        self.find_runner(shard, Want::One);
         if many {
             // A second runner, to steal half the first one's range.
-            self.find_runner(shard, true);
+            self.find_runner(shard, Want::Share);
         }
     }
 
@@ -107,20 +123,25 @@ impl Relay {
     /// start another runner for them.
     pub(crate) fn look_again(self: &StdArc<Self>, shard: usize) {
         if self.has_queued(shard) {
-            self.find_runner(shard, true);
+            self.find_runner(shard, Want::Another);
         }
     }
 
     /// Wakes an idle runner for the callbacks queued by shard `shard`; failing that, starts a
-    /// runner if none is alive or the callbacks are `stalled` (see the module documentation).
-    fn find_runner(self: &StdArc<Self>, shard: usize, stalled: bool) {
+    /// runner as `want` asks (see the module documentation).
+    fn find_runner(self: &StdArc<Self>, shard: usize, want: Want) {
         let mut state = self.state.lock();
         if state.idle > 0 {
             self.wake.notify_one();
             return;
         }
-        let alive = state.free.len() < self.claims.len();
-        if (alive && !stalled) || state.free.is_empty() {
+        let alive = self.claims.len() - state.free.len();
+        let enough = match want {
+            Want::One => alive > 0,
+            Want::Share => alive >= self.cpus,
+            Want::Another => false,
+        };
+        if enough || state.free.is_empty() {
             return;
         }
         let Some(spawn) = state.spawn.clone() else {

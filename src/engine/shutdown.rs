@@ -275,5 +275,7 @@ impl Drop for Engine {
                 lane.free_spares();
             }
         }
+        // The chunks the give-ups freed: no shard of this engine is left to release them.
+        crate::slab::release(usize::MAX);
     }
 }

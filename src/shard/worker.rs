@@ -47,7 +47,7 @@ const FIRST_HAND_OVER: usize = 64;
 /// doubles up to it, so a storm is handed over in a few hundred batches.
 const MOST_HAND_OVER: usize = 4096;
 
-/// Freed chunks a turn that fired nothing discards and frees (see `slab::retired`): a few
+/// Freed chunks a turn that fired no crowd discards and frees (see `slab::retired`): a few
 /// while work comes in, more when the shard would sleep, which it does not while any wait.
 const BUSY_RELEASE: usize = 4;
 const IDLE_RELEASE: usize = 64;
@@ -282,11 +282,11 @@ impl Shard {
         });
         self.outcomes.spares.flush(&self.lanes);
         drop(released);
-        let quiet = goal == FIRST_HAND_OVER && self.outcomes.fired.is_empty();
-        let more = goal > FIRST_HAND_OVER;
-        self.publish(now, turn != Turn::Backlog, more);
-        if quiet && turn != Turn::Backlog {
-            // A turn that fired nothing: time for a few freed chunks (see `slab::retired`).
+        // A turn that fired no more than its first batch: no storm waits on this thread.
+        let calm = goal == FIRST_HAND_OVER;
+        self.publish(now, turn != Turn::Backlog, !calm);
+        if calm && turn != Turn::Backlog {
+            // Time for a few freed chunks (see `slab::retired`).
             let most = if turn == Turn::Idle {
                 IDLE_RELEASE
             } else {
@@ -374,6 +374,7 @@ impl Shard {
     /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown.
     pub(crate) fn run(mut self) -> Stopped {
         let _abort = AbortOnUnwind;
+        let _releaser = crate::slab::Releaser::new();
         self.shared.signal().set_thread(thread::current());
         (self.shared.callbacks().rearms()).set_thread(thread::current());
         let clock = self.shared.clock().clone();

@@ -20,4 +20,4 @@ pub(crate) use allocator::Allocator;
 pub(crate) use allocator::Trim;
 pub(crate) use block::SlabArc;
 pub(crate) use chunk::Frees;
-pub(crate) use retired::release;
+pub(crate) use retired::{release, Releaser};

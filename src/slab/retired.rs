@@ -7,18 +7,19 @@
 //! process flush its TLB, tens of microseconds on a virtual machine, so a storm that frees
 //! thousands of chunks on a shard thread would pay that thousands of times while its timers
 //! wait. So a freed chunk waits in a list the whole process shares, and shards discard and free
-//! the waiting chunks a few at a time ([`release`]) on turns that fire nothing (see
-//! `shard::worker`), or whoever finds [`MOST_WAITING`] already waiting releases them all.
+//! the waiting chunks a few at a time ([`release`]) on turns that fire no crowd (see
+//! `shard::worker`); whoever finds [`MOST_WAITING`] already waiting, or no shard running
+//! ([`Releaser`]), releases them all.
 //!
 //! Outside Linux, and under loom and Miri, a chunk is freed at once, undiscarded. The list is
 //! a std mutex that loom does not see; no model's protocol passes through it.
 
 use std::alloc::Layout;
 
-/// The most chunks waiting at once (64 MiB of 64 KiB chunks): past it, whoever frees a chunk
-/// releases the whole list.
+/// The most chunks waiting at once (512 MiB of 64 KiB chunks, the memory of 13 million
+/// timers): past it, whoever frees a chunk releases the whole list.
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-const MOST_WAITING: usize = 1024;
+const MOST_WAITING: usize = 8192;
 
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
 mod waiting {
@@ -36,6 +37,9 @@ mod waiting {
 
     /// How many chunks wait: a glance that spares an empty list its lock.
     static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+    /// How many threads will release waiting chunks (see `Releaser`).
+    pub(super) static RELEASERS: AtomicUsize = AtomicUsize::new(0);
 
     /// Adds `chunk`; returns how many wait now.
     pub(super) fn push(chunk: Freed) -> usize {
@@ -77,8 +81,14 @@ mod waiting {
 /// The block at `start` was allocated with `layout` by the global allocator, and is no one's.
 pub(super) unsafe fn free_chunk(start: *mut u8, layout: Layout) {
     #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-    if waiting::push(waiting::Freed(start, layout)) >= MOST_WAITING {
-        release(usize::MAX);
+    {
+        let waiting = waiting::push(waiting::Freed(start, layout));
+        // Relaxed: a thread that stops releasing lets go of the count after its last turn;
+        // a chunk that misses it waits for the next shard or the bound.
+        let no_one = waiting::RELEASERS.load(std::sync::atomic::Ordering::Relaxed) == 0;
+        if waiting >= MOST_WAITING || no_one {
+            release(usize::MAX);
+        }
     }
     #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
     // SAFETY: by this function's contract.
@@ -110,5 +120,26 @@ fn discard_and_free(chunks: Vec<waiting::Freed>) {
             crate::sync::alloc::discard(start, layout.size());
             crate::sync::alloc::dealloc(start, layout);
         }
+    }
+}
+
+/// Held by a shard thread while it runs: chunks freed while no thread holds one are released
+/// at once, so none waits for a shard that will never come.
+pub(crate) struct Releaser(());
+
+impl Releaser {
+    pub(crate) fn new() -> Self {
+        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
+        // Relaxed: a count read as a hint (see `free_chunk`).
+        waiting::RELEASERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Releaser(())
+    }
+}
+
+impl Drop for Releaser {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
+        // Relaxed: as in `new`.
+        waiting::RELEASERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
