@@ -92,7 +92,7 @@
 //! - **Memory back.** A turn frees the blocks of the one-shots it fired that no handle holds,
 //!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares. An
 //!   owner that exits frees its spares and gives its lane's chunks up (`Lane::leave`); a
-//!   chunk freed after its give-up waits for a turn that fires no crowd, which discards its
+//!   chunk freed after its give-up waits for a calm turn of a shard, which discards its
 //!   pages and frees it (src/slab/retired.rs).
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
 //!   threads, wait for the callbacks in flight, join the pool, then win PENDING→HANDED_BACK

@@ -47,8 +47,8 @@ const FIRST_HAND_OVER: usize = 64;
 /// doubles up to it, so a storm is handed over in a few hundred batches.
 const MOST_HAND_OVER: usize = 4096;
 
-/// Freed chunks a turn that fired no crowd discards and frees (see `slab::retired`): a few
-/// while work comes in, more when the shard would sleep, which it does not while any wait.
+/// Freed chunks a calm turn discards and frees (see `slab::retired`): a few while work comes
+/// in, more when the shard would sleep, which it does not while any wait.
 const BUSY_RELEASE: usize = 4;
 const IDLE_RELEASE: usize = 64;
 
@@ -282,10 +282,12 @@ impl Shard {
         });
         self.outcomes.spares.flush(&self.lanes);
         drop(released);
-        // A turn that fired no more than its first batch: no storm waits on this thread.
-        let calm = goal == FIRST_HAND_OVER;
-        self.publish(now, turn != Turn::Backlog, !calm);
-        if calm && turn != Turn::Backlog {
+        // A turn that handed over no more than its first batch.
+        let crowded = goal > FIRST_HAND_OVER;
+        self.publish(now, turn != Turn::Backlog, crowded);
+        // No storm fired on this thread or drained by the pool: a discard's TLB flush
+        // interrupts every cpu of the process.
+        if !crowded && turn != Turn::Backlog && !self.executor.has_queued() {
             // Time for a few freed chunks (see `slab::retired`).
             let most = if turn == Turn::Idle {
                 IDLE_RELEASE

@@ -7,9 +7,9 @@
 //! process flush its TLB, tens of microseconds on a virtual machine, so a storm that frees
 //! thousands of chunks on a shard thread would pay that thousands of times while its timers
 //! wait. So a freed chunk waits in a list the whole process shares, and shards discard and free
-//! the waiting chunks a few at a time ([`release`]) on turns that fire no crowd (see
-//! `shard::worker`); whoever finds [`MOST_WAITING`] already waiting, or no shard running
-//! ([`Releaser`]), releases them all.
+//! the waiting chunks a few at a time ([`release`]) on calm turns, when no crowd of callbacks
+//! fires or waits (see `shard::worker`); whoever finds [`MOST_WAITING`] already waiting, or no
+//! shard running ([`Releaser`]), releases them all.
 //!
 //! Outside Linux, and under loom and Miri, a chunk is freed at once, undiscarded. The list is
 //! a std mutex that loom does not see; no model's protocol passes through it.
