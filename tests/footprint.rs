@@ -63,13 +63,22 @@ fn live_per_timer<F: FnOnce() + Send + 'static>(callback: impl Fn() -> F) -> (f6
 /// The entry's slot: 32 bytes of entry, its reference count and slot index, 8 bytes.
 const ENTRY_SLOT: f64 = 40.0;
 
+/// The most a chunk of entries takes. The count sees whole chunks, so it may miss up to a
+/// chunk of the timers' slots (those in the chunk the warm-up opened): here 122 new chunks of
+/// 65,512 bytes hold the 200,000 slots, 39.96 bytes a timer, and other growth meanwhile (the
+/// shards' buffers) usually, not always, made up the rest.
+const CHUNK: usize = 64 * 1024;
+
+/// That rounding, a timer: 0.33 bytes.
+const CHUNK_ROUNDING: f64 = CHUNK as f64 / TIMERS as f64;
+
 // One test, so that no other test's engine allocates while this one counts.
 #[test]
 #[cfg_attr(miri, ignore = "needs too many timers for Miri")]
 fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
     let (bytes, blocks) = live_per_timer(|| || {});
     assert!(
-        (ENTRY_SLOT..ENTRY_SLOT + 1.0).contains(&bytes),
+        (ENTRY_SLOT - CHUNK_ROUNDING..ENTRY_SLOT + 1.0).contains(&bytes),
         "{bytes} bytes per timer with a capture-free callback"
     );
     // A chunk of 64 KiB holds over 1,600 entries.
@@ -84,7 +93,7 @@ fn a_timer_costs_a_40_byte_slot_and_its_captures_one_block() {
     });
     let with_captures = ENTRY_SLOT + 24.0;
     assert!(
-        (with_captures..with_captures + 1.0).contains(&bytes),
+        (with_captures - CHUNK_ROUNDING..with_captures + 1.0).contains(&bytes),
         "{bytes} bytes per timer with a 16-byte capture"
     );
     assert!(
@@ -112,7 +121,7 @@ fn after_a_spike_the_memory_goes_back_while_timers_come_and_go() {
         engine.stats().shards[0].in_wheel == TIMERS as u64 + 1
     });
     let peak = live();
-    assert!(peak >= TIMERS * 40, "{peak} bytes for the spike");
+    assert!(peak + CHUNK >= TIMERS * 40, "{peak} bytes for the spike");
     for handle in handles.drain(..) {
         assert!(handle.cancel());
     }
@@ -152,7 +161,7 @@ fn after_a_spike_from_threads_that_exit_the_memory_goes_back_with_no_more_timers
         .flat_map(|thread| thread.join().unwrap())
         .collect();
     let peak = live();
-    assert!(peak >= TIMERS * 40, "{peak} bytes for the spike");
+    assert!(peak + CHUNK >= TIMERS * 40, "{peak} bytes for the spike");
     for handle in handles {
         assert!(handle.cancel());
     }
