@@ -1,24 +1,18 @@
 //! storm run whole, as `cargo run --release -- storm` runs it, at a small size, on each peer.
 
-use std::process::Command;
+mod support;
+use support::{assert_keys_in_order, run_json};
 
 /// Runs storm with `args` and returns its JSON line, checked for every key.
 fn storm(args: &[&str]) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardwheel"))
-        .args(["storm", "--timers", "20000", "--json"])
-        .args(args)
-        .output()
-        .expect("the driver runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let line = stdout.lines().next_back().unwrap_or("");
-    let report: serde_json::Value = serde_json::from_str(line).expect("a JSON line last");
+    let args: Vec<&str> = ["storm", "--timers", "20000", "--json"]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    let (line, report) = run_json(&args);
     assert_keys_in_order(
-        line,
+        &line,
         &report,
         &[
             "workload",
@@ -56,22 +50,4 @@ fn a_small_storm_runs_every_callback_on_time_or_after() {
 #[test]
 fn a_small_storm_on_tokio_runs_every_task() {
     assert_eq!(storm(&["--peer", "tokio"])["peer"], "tokio");
-}
-
-/// Checks that `report` (read from `line`) holds exactly `keys`, in that order in `line`.
-fn assert_keys_in_order(line: &str, report: &serde_json::Value, keys: &[&str]) {
-    assert_eq!(
-        report.as_object().map(|o| o.len()),
-        Some(keys.len()),
-        "{line}"
-    );
-    let at: Vec<Option<usize>> = keys
-        .iter()
-        .map(|key| line.find(&format!("\"{key}\":")))
-        .collect();
-    assert!(at.iter().all(Option::is_some), "{keys:?} in {line}");
-    assert!(
-        at.windows(2).all(|pair| pair[0] < pair[1]),
-        "{keys:?} in {line}"
-    );
 }
