@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The many-core check: the scaling matrix and the five workloads, on a driver built elsewhere
-# (`cargo build --release`), in about five minutes on 16 cpus. Writes the machine's description,
-# each run's table and JSON lines, and the scaling plot into OUT.
+# The many-core check: the scaling matrix, the five workloads, a storm and a spike, on a
+# driver built elsewhere (`cargo build --release`), in about six minutes on 16 cpus. Writes
+# the machine's description, each run's table and JSON lines, and the scaling plot into OUT.
 #
 #   bash benches/many-core.sh [DRIVER] [OUT]
 #
@@ -35,4 +35,9 @@ run scaling scaling --ops 200000 --plot "$out/scaling.svg"
 run rpc-churn-cpus rpc-churn --threads "$(nproc)" --ops 2000000
 # The five workloads at their defaults, each in a process of its own.
 run five
+# The failure day: a million, then four million, due at once from 2 threads, on the pool;
+# a spike's memory.
+run storm storm
+run storm-4m storm --timers 4000000
+run spike spike
 echo "done: $out" >&2
