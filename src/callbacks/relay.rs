@@ -187,15 +187,15 @@ impl Relay {
     }
 
     /// Runs callbacks as the holder of claim `claim` until none is left: its range, then a
-    /// batch off the queues (from `next`'s), then half another's range. Returns how many.
-    fn run_all(&self, claim: usize, holder: &mut Holder<'_, Fired>, next: &mut usize) -> usize {
+    /// batch off the queues (in `order`), then half another's range. Returns how many.
+    fn run_all(&self, claim: usize, holder: &mut Holder<'_, Fired>, order: &mut Order) -> usize {
         let mut ran = 0;
         loop {
             while let Some((fired, shard)) = holder.take() {
                 run_one(fired, &self.shards[shard], RunsOn::Pool(claim));
                 ran += 1;
             }
-            if let Some((batch, shard)) = self.pop_any(next) {
+            if let Some((batch, shard)) = self.pop_any(order) {
                 holder.hold(batch, shard);
             } else if !self.steal(holder) {
                 return ran;
@@ -203,20 +203,19 @@ impl Relay {
         }
     }
 
-    /// A batch off the first non-empty queue from `next` on, with its shard: every shard's first
-    /// batches before any shard's later ones (see `Queues`); `next` moves past it, so runners
-    /// take the shards in turn.
-    fn pop_any(&self, next: &mut usize) -> Option<(Vec<Fired>, usize)> {
-        self.pop_from(next, |queues| &queues.first)
-            .or_else(|| self.pop_from(next, |queues| &queues.rest))
+    /// A batch off the queues in `order` (see `Order`), with its shard.
+    fn pop_any(&self, order: &mut Order) -> Option<(Vec<Fired>, usize)> {
+        order.rest_first = !order.rest_first;
+        let (one, other): (Pick, Pick) = if order.rest_first {
+            (Queues::rest, Queues::first)
+        } else {
+            (Queues::first, Queues::rest)
+        };
+        (self.pop_from(&mut order.next, one)).or_else(|| self.pop_from(&mut order.next, other))
     }
 
     /// As `pop_any`, from the queue `pick` chooses of each shard.
-    fn pop_from(
-        &self,
-        next: &mut usize,
-        pick: impl Fn(&Queues) -> &SegQueue<Vec<Fired>>,
-    ) -> Option<(Vec<Fired>, usize)> {
+    fn pop_from(&self, next: &mut usize, pick: Pick) -> Option<(Vec<Fired>, usize)> {
         let shards = self.queues.len();
         (0..shards).find_map(|i| {
             let shard = (*next + i) % shards;
@@ -245,9 +244,12 @@ impl Relay {
     /// A runner, on a pool thread, holding claim `claim` (see the module documentation).
     fn runner(&self, claim: usize) {
         let mut holder = Holder::new(&self.claims[claim]);
-        let mut next = claim;
+        let mut order = Order {
+            next: claim,
+            rest_first: false,
+        };
         loop {
-            let ran = self.run_all(claim, &mut holder, &mut next);
+            let ran = self.run_all(claim, &mut holder, &mut order);
             if ran > 0 {
                 self.inflight.end(ran);
             }
@@ -281,12 +283,22 @@ impl State {
 }
 
 /// A shard's queued batches: each turn's first, and the batches a turn that fires many hands
-/// over after its first (see `shard::worker`). A runner takes first batches before later ones,
-/// so a timer due while a storm drains waits for the batches taken already, not for the rest
-/// of the storm.
+/// over after its first (see `shard::worker`). A runner takes first batches before later ones
+/// every other time (see `Order`), so a timer due while a storm drains waits for a batch or
+/// two, not for the rest of the storm, and a steady flow of first batches starves no storm.
 struct Queues {
     first: SegQueue<Vec<Fired>>,
     rest: SegQueue<Vec<Fired>>,
+}
+
+/// One of a shard's two queues.
+type Pick = fn(&Queues) -> &SegQueue<Vec<Fired>>;
+
+/// The order a runner takes queued batches in: the shards in turn from `next`, and each
+/// time the other kind of batch first.
+struct Order {
+    next: usize,
+    rest_first: bool,
 }
 
 impl Queues {
@@ -299,6 +311,14 @@ impl Queues {
 
     fn any(&self) -> bool {
         !self.first.is_empty() || !self.rest.is_empty()
+    }
+
+    fn first(&self) -> &SegQueue<Vec<Fired>> {
+        &self.first
+    }
+
+    fn rest(&self) -> &SegQueue<Vec<Fired>> {
+        &self.rest
     }
 
     /// A queued batch, a first one if any.

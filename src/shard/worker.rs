@@ -7,9 +7,10 @@
 //! 2. links new timers from every lane's ring and `inserts` queue, and the young timers of a
 //!    lane whose oldest has passed the horizon (see `queue::young`), dropping those cancelled
 //!    while queued;
-//! 3. advances the wheel to now, winning PENDING→FIRED for each due timer;
-//! 4. hands the turn's callbacks to the executor as one batch, and dead unshared entries back
-//!    to their lanes (see `queue::recycle`).
+//! 3. advances the wheel to now, winning PENDING→FIRED for each due timer, and hands the
+//!    callbacks to the executor in batches as it goes ([`FIRST_HAND_OVER`]);
+//! 4. gives dead unshared entries back to their lanes (see `queue::recycle`) and, on a calm
+//!    turn, frees a few chunks (see `slab::retired`).
 //!
 //! Between turns it polls once a tick while work arrives, a slot is due next tick or handed
 //! callbacks wait to begin (then at least every [`LOOK_AGAIN`]); otherwise it sleeps until the
@@ -47,8 +48,8 @@ const FIRST_HAND_OVER: usize = 64;
 /// doubles up to it, so a storm is handed over in a few hundred batches.
 const MOST_HAND_OVER: usize = 4096;
 
-/// Freed chunks a calm turn discards and frees (see `slab::retired`): a few while work comes
-/// in, more when the shard would sleep, which it does not while any wait.
+/// The chunks this shard freed that a calm turn discards and frees (see `slab::retired`): a
+/// few while work comes in, more when the shard would sleep, which it does not while any wait.
 const BUSY_RELEASE: usize = 4;
 const IDLE_RELEASE: usize = 64;
 
@@ -265,6 +266,8 @@ impl Shard {
         }
         self.fresh = fresh;
         shrink_after_spike(&mut self.unlinked.0, most_requests);
+        // Before any callback of the turn runs, so that it can schedule at the cap.
+        drop(released);
         let (outcomes, executor, shared) = (&mut self.outcomes, &self.executor, &self.shared);
         let mut goal = FIRST_HAND_OVER;
         self.wheel.advance(now, |_, deadline, fired| {
@@ -281,8 +284,7 @@ impl Shard {
             }
         });
         self.outcomes.spares.flush(&self.lanes);
-        drop(released);
-        // A turn that handed over no more than its first batch.
+        // A turn that handed over more than its first batch.
         let crowded = goal > FIRST_HAND_OVER;
         self.publish(now, turn != Turn::Backlog, crowded);
         // No storm fired on this thread or drained by the pool: a discard's TLB flush

@@ -6,10 +6,11 @@
 //! top of its heap) keeps no resident page of it. A discard makes every cpu running the
 //! process flush its TLB, tens of microseconds on a virtual machine, so a storm that frees
 //! thousands of chunks on a shard thread would pay that thousands of times while its timers
-//! wait. So a freed chunk waits in a list the whole process shares, and shards discard and free
-//! the waiting chunks a few at a time ([`release`]) on calm turns, when no crowd of callbacks
-//! fires or waits (see `shard::worker`); whoever finds [`MOST_WAITING`] already waiting, or no
-//! shard running ([`Releaser`]), releases them all.
+//! wait. So a chunk a shard thread frees ([`Releaser`]) waits in a list the whole process
+//! shares, and shards discard and free the waiting chunks a few at a time ([`release`]) on
+//! calm turns, when no crowd of callbacks fires or waits (see `shard::worker`); a shard that
+//! finds [`MOST_WAITING`] already waiting releases them all. Any other thread discards and
+//! frees a chunk at once: no shard is told of it, and one may sleep for hours.
 //!
 //! Outside Linux, and under loom and Miri, a chunk is freed at once, undiscarded. The list is
 //! a std mutex that loom does not see; no model's protocol passes through it.
@@ -17,7 +18,7 @@
 use std::alloc::Layout;
 
 /// The most chunks waiting at once (512 MiB of 64 KiB chunks, the memory of 13 million
-/// timers): past it, whoever frees a chunk releases the whole list.
+/// timers): past it, the shard that frees a chunk releases the whole list.
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
 const MOST_WAITING: usize = 8192;
 
@@ -38,8 +39,11 @@ mod waiting {
     /// How many chunks wait: a glance that spares an empty list its lock.
     static COUNT: AtomicUsize = AtomicUsize::new(0);
 
-    /// How many threads will release waiting chunks (see `Releaser`).
-    pub(super) static RELEASERS: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        /// Whether the thread is a shard's, which releases the chunks it frees (see
+        /// `Releaser`).
+        pub(super) static ON_SHARD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
 
     /// Adds `chunk`; returns how many wait now.
     pub(super) fn push(chunk: Freed) -> usize {
@@ -82,11 +86,11 @@ mod waiting {
 pub(super) unsafe fn free_chunk(start: *mut u8, layout: Layout) {
     #[cfg(all(target_os = "linux", not(loom), not(miri)))]
     {
-        let waiting = waiting::push(waiting::Freed(start, layout));
-        // Relaxed: a thread that stops releasing lets go of the count after its last turn;
-        // a chunk that misses it waits for the next shard or the bound.
-        let no_one = waiting::RELEASERS.load(std::sync::atomic::Ordering::Relaxed) == 0;
-        if waiting >= MOST_WAITING || no_one {
+        let freed = waiting::Freed(start, layout);
+        // A thread exiting with its thread-locals gone is no shard's.
+        if !waiting::ON_SHARD.try_with(|on| on.get()).unwrap_or(false) {
+            discard_and_free([freed]);
+        } else if waiting::push(freed) >= MOST_WAITING {
             release(usize::MAX);
         }
     }
@@ -112,7 +116,7 @@ pub(crate) fn release(most: usize) -> bool {
 }
 
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-fn discard_and_free(chunks: Vec<waiting::Freed>) {
+fn discard_and_free(chunks: impl IntoIterator<Item = waiting::Freed>) {
     for waiting::Freed(start, layout) in chunks {
         // SAFETY: a waiting chunk was allocated with its layout and is no one's; taken off
         // the list, it is this thread's alone.
@@ -123,15 +127,14 @@ fn discard_and_free(chunks: Vec<waiting::Freed>) {
     }
 }
 
-/// Held by a shard thread while it runs: chunks freed while no thread holds one are released
-/// at once, so none waits for a shard that will never come.
+/// Held by a shard thread while it runs its turns, which release the chunks it frees; any
+/// other thread's are released at once (see the module documentation).
 pub(crate) struct Releaser(());
 
 impl Releaser {
     pub(crate) fn new() -> Self {
         #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-        // Relaxed: a count read as a hint (see `free_chunk`).
-        waiting::RELEASERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        waiting::ON_SHARD.with(|on| on.set(true));
         Releaser(())
     }
 }
@@ -139,7 +142,6 @@ impl Releaser {
 impl Drop for Releaser {
     fn drop(&mut self) {
         #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-        // Relaxed: as in `new`.
-        waiting::RELEASERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = waiting::ON_SHARD.try_with(|on| on.set(false));
     }
 }
