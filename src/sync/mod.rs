@@ -62,30 +62,24 @@ pub(crate) mod alloc {
 
     /// Tells the kernel that the whole pages within `len` bytes at `start` hold nothing worth
     /// keeping, so they leave the resident set now, whatever the global allocator does with
-    /// the block later; they read as zeros if touched again. Linux only (elsewhere, and under
-    /// loom and Miri, nothing).
+    /// the block later; they read as zeros if touched again. Linux only, outside loom and Miri.
     ///
     /// # Safety
     /// The bytes are the caller's, and it reads nothing it wrote there before.
-    #[allow(unused_variables)]
+    #[cfg(all(target_os = "linux", not(loom), not(miri)))]
     pub(crate) unsafe fn discard(start: *mut u8, len: usize) {
-        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-        {
-            // SAFETY: sysconf has no preconditions.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
-            if !page.is_power_of_two() {
-                return;
-            }
-            let first = (start as usize).next_multiple_of(page);
-            let end = (start as usize).saturating_add(len) & !(page - 1);
-            if end > first {
-                // SAFETY: the pages lie within the caller's bytes (by this function's
-                // contract); MADV_DONTNEED on private anonymous memory only zeroes them. A
-                // failure leaves them resident, which is all this call changes.
-                unsafe {
-                    libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED)
-                };
-            }
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
+        if !page.is_power_of_two() {
+            return;
+        }
+        let first = (start as usize).next_multiple_of(page);
+        let end = (start as usize).saturating_add(len) & !(page - 1);
+        if end > first {
+            // SAFETY: the pages lie within the caller's bytes (by this function's contract);
+            // MADV_DONTNEED on private anonymous memory only zeroes them. A failure leaves
+            // them resident, which is all this call changes.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
         }
     }
 }
