@@ -290,8 +290,9 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        let (lane, ownership) = self.shared().lane(route);
-        Lane::schedule_as(lane, ownership, due, OneShot(callback), Memory::Lane)
+        let access = self.shared().lane(route);
+        let lane = access.lane();
+        Lane::schedule_as(access, due, OneShot(callback), Memory::Lane)
             .map(|entry| TimerHandle::of(entry, lane.clone()))
             .map_err(ScheduleError::not_queued)
     }

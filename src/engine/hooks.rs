@@ -53,18 +53,13 @@ impl TimerEngine {
         delay: std::time::Duration,
         callback: F,
     ) -> Result<crate::TimerHandle, F> {
-        use crate::shard::{Memory, OneShot, Ownership};
+        use crate::shard::{Access, Memory, OneShot, Owner};
         let lane = self.shared().lane_for(0);
         let due = self.shared().clock.due_after(delay);
-        Lane::schedule_as(
-            lane,
-            Ownership::MODEL_OWNER,
-            due,
-            OneShot(callback),
-            Memory::Lane,
-        )
-        .map(|entry| crate::TimerHandle::of(entry, lane.clone()))
-        .map_err(|(_, callback)| callback)
+        let owner = Access::Owner(Owner::for_model(lane));
+        Lane::schedule_as(owner, due, OneShot(callback), Memory::Lane)
+            .map(|entry| crate::TimerHandle::of(entry, lane.clone()))
+            .map_err(|(_, callback)| callback)
     }
 
     /// The engine's current tick.

@@ -146,7 +146,8 @@ fn queue_first_run<R: RepeatFn>(
     if period.is_zero() {
         return Err(ScheduleError::ZeroPeriod(callback.into_value()));
     }
-    let (lane, ownership) = engine.lane(route);
+    let access = engine.lane(route);
+    let lane = access.lane();
     let clock = &engine.clock;
     let (first, tick) = match first.or_else(|| clock.now().checked_add(period)) {
         Some(first) => (first, clock.tick_at(first)),
@@ -162,7 +163,7 @@ fn queue_first_run<R: RepeatFn>(
     };
     // Not kept young (`Memory::Own`): when it was made does not matter.
     let due = Due { tick, born: 0 };
-    Lane::schedule_as(lane, ownership, due, job, Memory::Own)
+    Lane::schedule_as(access, due, job, Memory::Own)
         .map(|entry| TimerHandle::of(entry, lane.clone()))
         .map_err(ScheduleError::not_queued)
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
-use crate::shard::{Lane, Lanes, Ownership, ShardShared};
+use crate::shard::{Access, Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc};
 use crate::time::{CatchUp, TickClock};
 use crate::timer::Sleep;
@@ -33,55 +33,40 @@ impl EngineShared {
         self.lanes[shard_for(route, self.shards.len())].lane(index)
     }
 
-    /// The calling thread's lane for a timer routed by `route`, if keyed, else unkeyed, and
-    /// whether the thread owns it.
+    /// The calling thread's access to its lane for a timer routed by `route`, if keyed, else
+    /// unkeyed.
     #[inline]
-    pub(super) fn lane(&self, route: Option<u64>) -> (&Arc<Lane>, Ownership) {
-        match route {
-            Some(route) => {
-                let lane = self.lane_for(route);
-                (lane, Lane::ownership(lane))
-            }
-            None => self.home(),
-        }
+    pub(super) fn lane(&self, route: Option<u64>) -> Access<'_> {
+        Access::of(match route {
+            Some(route) => self.lane_for(route),
+            None => self.lane_for_task(),
+        })
     }
 
-    /// The calling thread's lane for an unkeyed timer: in its home shard (see `routing`).
+    /// The calling thread's lane for an unkeyed timer: in its home shard (see `routing`), kept
+    /// in `HOME`.
     #[inline]
     pub(super) fn lane_for_task(&self) -> &Arc<Lane> {
-        self.home().0
-    }
-
-    /// The calling thread's home lane and whether the thread owns it, from `HOME`: an owner
-    /// stays one while the thread lives; another thread asks again, to claim a lane let go.
-    #[inline]
-    fn home(&self) -> (&Arc<Lane>, Ownership) {
         #[cfg(not(loom))]
         {
-            let (engine, lane, ownership) = HOME.with(Cell::get);
+            let (engine, lane) = HOME.with(Cell::get);
             if engine == self.id {
                 // SAFETY: `HOME` holds this engine's id (no two engines share one), so `lane`
                 // was read from this engine's lane table, which lives while `self` does and
                 // never moves or drops a lane it made (see `shard::lanes`).
-                let lane = unsafe { &*lane };
-                if ownership.mine() {
-                    return (lane, ownership);
-                }
-                return self.keep_home(lane);
+                return unsafe { &*lane };
             }
         }
-        let index = lane_index();
-        self.keep_home(self.lanes[home_shard(index, self.shards.len())].lane(index))
+        self.find_home()
     }
 
-    /// Whether the calling thread owns its home `lane` (claimed if no thread does), kept in
-    /// `HOME`.
     #[cold]
-    fn keep_home<'a>(&'a self, lane: &'a Arc<Lane>) -> (&'a Arc<Lane>, Ownership) {
-        let ownership = Lane::ownership(lane);
+    fn find_home(&self) -> &Arc<Lane> {
+        let index = lane_index();
+        let lane = self.lanes[home_shard(index, self.shards.len())].lane(index);
         #[cfg(not(loom))]
-        HOME.with(|home| home.set((self.id, lane, ownership)));
-        (lane, ownership)
+        HOME.with(|home| home.set((self.id, lane)));
+        lane
     }
 
     /// Whether the engine has shut down: every shard is stopped.
@@ -102,12 +87,12 @@ impl EngineShared {
 #[cfg(not(loom))]
 thread_local! {
     /// The calling thread's home lane in the engine it last scheduled an unkeyed timer on, by
-    /// that engine's id (0: none; ids start at 1), and whether the thread owns it: one
-    /// thread-local read on the path of every such timer instead of the walk through the
-    /// engine's lane tables and the lane's owner, which measured slower. (Not under loom,
-    /// whose threads share the OS thread's thread-locals.)
-    static HOME: Cell<(u64, *const Arc<Lane>, Ownership)> =
-        const { Cell::new((0, std::ptr::null(), Ownership::NONE)) };
+    /// that engine's id (0: none; ids start at 1): one thread-local read on the path of every
+    /// such timer instead of the walk through the engine's lane tables, which measured
+    /// slower. Whether the thread owns the lane is asked each time (`Access::of`): an owner
+    /// that exits gives its lanes up before its last thread-local destructors run. (Not under
+    /// loom, whose threads share the OS thread's thread-locals.)
+    static HOME: Cell<(u64, *const Arc<Lane>)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 /// The most rounds one catch-up waits through while callbacks schedule timers that are due

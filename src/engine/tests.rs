@@ -41,6 +41,49 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
 }
 
 #[test]
+fn a_thread_that_left_its_lanes_schedules_as_another_thread() {
+    use std::cell::RefCell;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// Schedules from a thread-local destructor that runs after the one that gives the
+    /// thread's lanes up, and records whether the schedule went as the lane's owner.
+    struct Late(Arc<TimerEngine>, Arc<Mutex<Option<bool>>>);
+    impl Drop for Late {
+        fn drop(&mut self) {
+            let owner = self.0.shared().lane(None).is_owner();
+            let handle = self.0.schedule(Duration::from_secs(60), || {});
+            assert!(handle.is_ok_and(|handle| handle.cancel()));
+            *self.1.lock().unwrap() = Some(owner);
+        }
+    }
+    thread_local! {
+        static LATE: RefCell<Option<Late>> = const { RefCell::new(None) };
+    }
+
+    let engine = Arc::new(one_shard());
+    let seen = Arc::new(Mutex::new(None));
+    {
+        let (engine, seen) = (engine.clone(), seen.clone());
+        std::thread::spawn(move || {
+            // Registered before the first schedule registers the owned lanes' record, so
+            // destroyed after it (thread-local destructors run last registered first).
+            LATE.with(|late| *late.borrow_mut() = Some(Late(engine.clone(), seen)));
+            let handle = engine.schedule(Duration::from_secs(60), || {}).unwrap();
+            assert!(engine.shared().lane(None).is_owner());
+            assert!(handle.cancel());
+        })
+        .join()
+        .unwrap();
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(false),
+        "a lane given up at exit is not used as its owner's"
+    );
+}
+
+#[test]
 // Needs more timers than the buffer keeps (4,096): minutes under Miri, and no unsafe code of
 // its own (the unlinks are exercised under Miri by the smaller tests).
 #[cfg_attr(miri, ignore)]

@@ -12,8 +12,8 @@
 //!
 //! The owner (sweeping) and the shard or shutdown (taking) both move `head`, never at once:
 //!
-//! - The owner marks a schedule `busy` ([`Young::enter`]), pushes, passes a SeqCst fence and
-//!   sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`,
+//! - The owner marks a schedule `busy` ([`Young::enter`]), pushes, passes a SeqCst fence
+//!   ([`Fenced`]) and sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`,
 //!   passes a SeqCst fence, and takes only if the owner is not `busy` (Acquire). A Dekker
 //!   pair: at most one of them goes on, and each sees what the other left (`busy` and
 //!   `taking` are cleared Release).
@@ -36,7 +36,9 @@ use std::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{
+    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Fenced, Ordering, UnsafeCell,
+};
 
 /// Cells of a young queue: a power of two. A handful under loom, so models reach a full queue.
 #[cfg(not(loom))]
@@ -143,9 +145,9 @@ impl Home<'_> {
         Ok(())
     }
 
-    /// After the owner's fence: the front to sweep, unless the shard is taking.
+    /// After the owner's push and `fenced`: the front to sweep, unless the shard is taking.
     #[inline]
-    pub(crate) fn sweep(&self) -> Option<Sweep<'_>> {
+    pub(crate) fn sweep(&self, _: &Fenced) -> Option<Sweep<'_>> {
         // Acquire: pairs with a taker's Release clear; a clear flag shows its `head`.
         (!self.0.others.taking.load(Ordering::Acquire)).then_some(Sweep(self.0))
     }
@@ -358,7 +360,7 @@ mod tests {
             for deadline in 0..3 {
                 home.push(entry(deadline), 100 + deadline).unwrap();
             }
-            let sweep = home.sweep().unwrap();
+            let sweep = home.sweep(&Fenced::now()).unwrap();
             let (front, born, count) = sweep.front().unwrap();
             assert_eq!((front.state().deadline(), born, count), (0, 100, 3));
             assert_eq!(sweep.pop_front().unwrap().state().deadline(), 0);

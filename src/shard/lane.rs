@@ -8,26 +8,30 @@
 //! from its chunks. A handle keeps its lane alive.
 //!
 //! The owner keeps a new timer due well past the horizon (see `horizon`) young, at home, and
-//! sweeps it from there (see `young`).
+//! sweeps it from there (see `young`). What only the owner, or only the shard's taker, may do
+//! takes its token (see `roles`).
 //!
 //! # Shutdown hand-off
 //!
 //! [`Lane::schedule`] admits (takes a permit), builds the entry per [`Memory`] and queues it.
 //! Shutdown sets `stop` and passes a SeqCst fence; a producer pushes, passes a SeqCst fence
-//! (in `Signal::notify`) and reads `stop` again: if set, it tries PENDING→HANDED_BACK and,
-//! winning, takes the callback back. A producer that missed `stop` pushed before shutdown
+//! ([`Fenced`]) and reads `stop` again ([`ShardShared::stop_seen`]): if set, it tries
+//! PENDING→HANDED_BACK and, winning, takes the callback back. A producer that missed `stop` pushed before shutdown
 //! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
 
-use super::owner::{LaneCounts, Ownership, Refusal};
+use super::owner::{LaneCounts, Refusal};
 use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
-use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permit, Permits, SegQueue};
+use crate::sync::{fence, owner_number, thread, Arc, Fenced, Ordering, Permit, Permits, SegQueue};
 use crate::time::Due;
 
 mod held;
+mod roles;
 mod young;
+
+pub(crate) use roles::{Access, Owner, Taker};
 
 /// What a timer runs: [`Lane::schedule`] builds its entry once admitted, or hands it back.
 pub(crate) trait TimerKind {
@@ -130,37 +134,36 @@ impl Lane {
         kind: K,
         memory: Memory,
     ) -> Result<EntryRef, (Refusal, K::Value)> {
-        Lane::schedule_as(lane, Lane::ownership(lane), due, kind, memory)
+        Lane::schedule_as(Access::of(lane), due, kind, memory)
     }
 
-    /// As [`schedule`](Self::schedule), from a thread whose `ownership` of `lane` is known.
+    /// As [`schedule`](Self::schedule), through the calling thread's `access` to the lane.
     #[inline]
     pub(crate) fn schedule_as<K: TimerKind>(
-        lane: &Arc<Self>,
-        ownership: Ownership,
+        access: Access<'_>,
         due: Due,
         kind: K,
         memory: Memory,
     ) -> Result<EntryRef, (Refusal, K::Value)> {
+        let lane = access.lane();
         let (tick, permit) = match lane.admit(due.tick) {
             Ok(admitted) => admitted,
             Err(refusal) => return Err((refusal, kind.refused())),
         };
         let entry = kind.entry(lane, tick);
-        let entry = match memory {
-            Memory::Lane => lane.new_entry(ownership, entry),
-            Memory::Own => EntryRef::new(entry),
+        let entry = match (&access, memory) {
+            (Access::Owner(owner), Memory::Lane) => owner.new_entry(entry),
+            _ => EntryRef::new(entry),
         };
         // SAFETY: the entry was just made or reused: no other reference exists.
         let queued = unsafe { EntryRef::share_unshared(&entry) };
-        let young = memory == Memory::Lane
-            && ownership.mine()
-            && lane.shard.horizon().keeps(tick, due.born);
-        let done = if young {
-            // SAFETY: the calling thread owns the lane.
-            unsafe { lane.enqueue_young(&entry, queued, due.born, permit) }
-        } else {
-            lane.enqueue(ownership, &entry, queued, permit)
+        let done = match access {
+            Access::Owner(owner)
+                if memory == Memory::Lane && lane.shard.horizon().keeps(tick, due.born) =>
+            {
+                owner.enqueue_young(&entry, queued, due.born, permit)
+            }
+            access => lane.enqueue(&access, &entry, queued, permit),
         };
         match done {
             Ok(()) => Ok(entry),
@@ -200,29 +203,27 @@ impl Lane {
     }
 
     /// Queues `entry` (`queued`: the queue's reference to it), admitted with `permit`, which
-    /// the timer holds from then on; `ownership` is the calling thread's for this lane. A
-    /// shutdown racing the push that this call wins back returns the callback as the error
-    /// (see the module's shutdown hand-off).
+    /// the timer holds from then on, through the calling thread's `access`. A shutdown racing
+    /// the push that this call wins back returns the callback as the error (see the module's
+    /// shutdown hand-off).
     #[inline]
     fn enqueue(
         &self,
-        ownership: Ownership,
+        access: &Access<'_>,
         entry: &EntryRef,
         queued: EntryRef,
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
-        let mine = ownership.mine();
-        self.counts.add_scheduled(mine);
-        if mine {
-            self.send(queued);
-        } else {
-            self.inserts.push(queued);
+        self.counts.add_scheduled(access.is_owner());
+        match access {
+            Access::Owner(owner) => owner.send(queued),
+            Access::Other(_) => self.inserts.push(queued),
         }
-        // `notify` passes a SeqCst fence before reading the sleep word; the `stop` read below
-        // follows it, as the shutdown hand-off needs.
-        self.shard.signal().notify();
+        // One fence for the sleep word's Dekker pair and the shutdown hand-off.
+        let fenced = Fenced::now();
+        self.shard.signal().notify(&fenced);
         Permit::hold(permit);
-        if self.shard.stop_seen_after_fence() {
+        if self.shard.stop_seen(&fenced) {
             return self.take_back(entry);
         }
         Ok(())
@@ -247,16 +248,16 @@ impl Lane {
     /// linked.
     pub(crate) fn request_unlink(&self, request: UnlinkRef) {
         self.unlinks.push(request);
-        self.shard.signal().notify();
+        self.shard.signal().notify(&Fenced::now());
     }
 
     /// Asks the shard to move `entry`, linked and reset to an earlier deadline.
     pub(crate) fn request_move(&self, entry: EntryRef) {
         self.changes.push(entry);
-        self.shard.signal().notify();
+        self.shard.signal().notify(&Fenced::now());
     }
 
-    /// Shard thread: takes the unlink requests (see `Unlinks::take_all`).
+    /// Shard thread: takes the unlink requests (see `Unlinks::take_all`; any thread may).
     pub(super) fn take_unlinks(&self, out: &mut Vec<UnlinkRef>) -> usize {
         self.unlinks.take_all(out)
     }
@@ -267,20 +268,17 @@ impl Lane {
     }
 
     /// Takes every entry on the owner's ring into `out`; returns how many.
-    ///
-    /// # Safety
-    /// The caller is the lane's one consumer (its shard thread, or shutdown after it).
-    pub(super) unsafe fn take_from_ring(&self, out: &mut Vec<EntryRef>) -> usize {
-        // SAFETY: by this function's contract.
+    pub(super) fn take_from_ring(&self, taker: &Taker, out: &mut Vec<EntryRef>) -> usize {
+        taker.check(self);
+        // SAFETY: `taker` is its shard's one taker, and this lane leads into that shard: the
+        // ring's one consumer.
         unsafe { self.ring.take(usize::MAX, out) }
     }
 
     /// Takes the oldest entry of the inbound queue.
-    ///
-    /// # Safety
-    /// As [`take_from_ring`](Self::take_from_ring).
-    pub(super) unsafe fn pop_insert(&self) -> Pop {
-        // SAFETY: by this function's contract.
+    pub(super) fn pop_insert(&self, taker: &Taker) -> Pop {
+        taker.check(self);
+        // SAFETY: as in `take_from_ring`: the queue's one consumer.
         unsafe { self.inserts.pop() }
     }
 
@@ -298,19 +296,21 @@ impl Lane {
     /// unlink requests (their permits into `released`), drops the changes and frees the spares.
     ///
     /// # Safety
-    /// The shard thread has left its loop for good and its wheel has been drained.
+    /// The shard thread has left its loop for good (`taker` came back from it) and its wheel
+    /// has been drained.
     pub(super) unsafe fn empty_after_stop(
         &self,
+        taker: &Taker,
         out: &mut Vec<EntryRef>,
         released: &mut Permits<'_>,
     ) {
+        taker.check(self);
         // First, as a schedule in progress may still send young timers to the other queues.
         // SAFETY: shutdown set the stop flag and passed a SeqCst fence before joining the
-        // shard thread.
+        // shard thread; `taker` is the one taker.
         unsafe { self.young.take_after_stop(out) };
         loop {
-            // SAFETY: by this function's contract this thread is the only consumer.
-            match unsafe { self.pop_insert() } {
+            match self.pop_insert(taker) {
                 Pop::Entry(entry) => out.push(entry),
                 Pop::Empty => break,
                 // A producer is mid-push; entries after it are reachable only through it,
@@ -318,8 +318,7 @@ impl Lane {
                 Pop::Busy => thread::yield_now(),
             }
         }
-        // SAFETY: as above.
-        unsafe { self.take_from_ring(out) };
+        self.take_from_ring(taker, out);
         // The wheel was drained, which unmarked every entry: each request's count is freed.
         let mut requests = Vec::new();
         self.unlinks.take_all(&mut requests);
@@ -379,25 +378,32 @@ impl Lane {
             || !self.unlinks.is_empty()
             || !self.changes.is_empty()
     }
+}
 
-    /// `entry` in a spare or a chunk block if the calling thread owns the lane (per
-    /// `ownership`), else in a block of its own.
+impl Lane {
+    /// Whether the calling thread owns `lane`, claiming it if no thread does (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
+        Owner::check(lane).is_some()
+    }
+}
+
+impl Owner<'_> {
+    /// `entry` in a spare or a block of the lane's chunks.
     // Always: a call passes the entry through memory the callee reads back wider than it
     // was written, which stalled each schedule (measured in BENCHMARKS.md).
     #[inline(always)]
-    fn new_entry(&self, ownership: Ownership, entry: Entry) -> EntryRef {
-        if !ownership.mine() {
-            return EntryRef::new(entry);
-        }
-        // SAFETY: the calling thread owns the lane, so `free_spares` does not run (it closes
-        // only a lane no other thread owns).
-        match unsafe { self.spares.take() } {
+    fn new_entry(&self, entry: Entry) -> EntryRef {
+        let lane = self.lane();
+        // SAFETY: `self` proves the calling thread owns the lane, so `free_spares` does not
+        // run (it closes only a lane no other thread owns).
+        match unsafe { lane.spares.take() } {
             Some(mut spare) => match EntryRef::get_mut(&mut spare) {
                 Some(unshared) => {
                     *unshared = entry;
                     // SAFETY: as for the `alloc` below: the owner alone touches the lane's
                     // chunks, each earlier call on them before this one.
-                    unsafe { self.slab.served_elsewhere() };
+                    unsafe { lane.slab.served_elsewhere() };
                     spare
                 }
                 None => unreachable!("a spare entry is held by its lane alone"),
@@ -405,21 +411,7 @@ impl Lane {
             // SAFETY: as above: the owner alone allocates here, each earlier allocation before
             // this one (this thread's, or the previous owner's Release hand-over, acquired by
             // this thread's claim).
-            None => unsafe { self.slab.alloc(entry) },
+            None => unsafe { lane.slab.alloc(entry) },
         }
-    }
-}
-
-impl Lane {
-    /// Whether the calling thread owns the lane; if no thread does, the caller claims it.
-    #[inline]
-    pub(crate) fn ownership(lane: &Arc<Self>) -> Ownership {
-        lane.counts.ownership(|me| held::record(lane, me))
-    }
-
-    /// Whether the calling thread owns `lane`, claiming it if no thread does (for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
-        Lane::ownership(lane).mine()
     }
 }

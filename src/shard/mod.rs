@@ -5,7 +5,7 @@
 //! - `shared`: [`ShardShared`], its stop flag, counters, clock, cap, signal.
 //! - `outcomes`: what a turn does with the entries it handled.
 //! - `lane`: [`Lane`], the queues from one producer thread, and admission (the producer's half
-//!   of the shutdown hand-off); the owner's young timers.
+//!   of the shutdown hand-off); the owner's young timers; the owner's and taker's tokens.
 //! - `horizon`: when a young timer leaves its owner's lane.
 //! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
@@ -22,10 +22,12 @@ mod signal;
 mod worker;
 
 pub(crate) use self::shared::ShardShared;
-pub(crate) use lane::{Lane, Memory, OneShot, TimerKind};
+#[cfg(all(test, loom))]
+pub(crate) use lane::Owner;
+pub(crate) use lane::{Access, Lane, Memory, OneShot, TimerKind};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]
 pub(crate) use owner::LaneCounts;
-pub(crate) use owner::{Ownership, Refusal};
+pub(crate) use owner::Refusal;
 pub(crate) use worker::{Shard, Stopped};

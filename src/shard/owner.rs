@@ -5,8 +5,6 @@
 //! from the lane's chunks. At exit a thread-local record gives its lanes up (Release store of
 //! `NO_OWNER`); the next scheduler claims one (Acquire CAS), taking over the private state.
 
-use std::marker::PhantomData;
-
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{owner_number, AtomicU64, AtomicUsize, Ordering};
@@ -77,18 +75,18 @@ impl LaneCounts {
     }
 
     /// Whether the calling thread owns the lane; if none does, claims it and `record`s the
-    /// claim (false: the thread is exiting, claim undone).
+    /// claim (false: the thread is exiting, claim undone). The check behind `lane::Owner`.
     #[inline]
-    pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> Ownership {
+    pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> bool {
         let Some(me) = owner_number() else {
-            return Ownership::new(false);
+            return false;
         };
         // Relaxed: as in `is_owner`.
-        Ownership::new(match self.owner.load(Ordering::Relaxed) {
+        match self.owner.load(Ordering::Relaxed) {
             owner if owner == me => true,
             NO_OWNER => self.claim_and_record(me, record),
             _ => false,
-        })
+        }
     }
 
     #[cold]
@@ -115,6 +113,7 @@ impl LaneCounts {
     /// The thread numbered `me` exits: if it owns the lane, `let_go` frees what the owner
     /// alone touches, and only then is the lane given up, so the next owner's claim acquires
     /// the frees (see `Lane::leave`).
+    #[cfg(any(not(loom), test))]
     pub(crate) fn leave(&self, me: usize, let_go: impl FnOnce()) {
         // Relaxed: only the owner can match its own number, which it wrote (or acquired in
         // `claim`).
@@ -217,31 +216,6 @@ impl LaneCounts {
 
     pub(crate) fn rejected_for(&self, refusal: Refusal) -> u64 {
         self.read(Count::Rejected(refusal))
-    }
-}
-
-/// What [`Lane::ownership`] found for the calling thread. `true` stays true while the
-/// thread lives (an owner owns until exit, or until its engine is dropped). Not `Send`: it
-/// speaks for the thread (and for the lane it came from).
-#[derive(Clone, Copy)]
-pub(crate) struct Ownership(bool, PhantomData<*const ()>);
-
-impl Ownership {
-    /// Not the owner.
-    #[cfg(not(loom))]
-    pub(crate) const NONE: Ownership = Ownership(false, PhantomData);
-
-    /// The owner, as a loom model says (no thread owns a lane under loom).
-    #[cfg(all(test, loom))]
-    pub(crate) const MODEL_OWNER: Ownership = Ownership(true, PhantomData);
-
-    fn new(mine: bool) -> Self {
-        Ownership(mine, PhantomData)
-    }
-
-    /// Whether the calling thread owns the lane.
-    pub(crate) fn mine(self) -> bool {
-        self.0
     }
 }
 

@@ -8,13 +8,15 @@ use super::lateness::LatenessRecorder;
 use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
 use crate::pinning::Pinning;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Ordering, Permit};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit};
 use crate::time::TickClock;
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
 pub(crate) struct ShardShared {
     signal: Signal,
     stop: AtomicBool,
+    /// Set once the shard's `Taker` is made (see `lane::roles`).
+    taker_made: AtomicBool,
     counts: CachePadded<ShardCounts>,
     /// The shard's callbacks handed over, begun and ended, by whichever thread runs them.
     callbacks: Arc<ShardCallbacks>,
@@ -93,6 +95,7 @@ impl ShardShared {
         ShardShared {
             signal: Signal::new(),
             stop: AtomicBool::new(false),
+            taker_made: AtomicBool::new(false),
             counts: CachePadded::new(ShardCounts::default()),
             callbacks: Arc::new(ShardCallbacks::new(engine, cap, pool_threads)),
             lateness: LatenessRecorder::new(),
@@ -143,10 +146,11 @@ impl ShardShared {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// The `stop` flag as a producer reads it after its push: Relaxed, ordered by the fence
-    /// it just passed (see `Lane::enqueue`).
+    /// The `stop` flag as a producer reads it after its push and `fenced` (the shutdown
+    /// hand-off, told in `lane`).
     #[inline]
-    pub(super) fn stop_seen_after_fence(&self) -> bool {
+    pub(super) fn stop_seen(&self, _: &Fenced) -> bool {
+        // Relaxed: ordered after the push by the caller's fence.
         self.stop.load(Ordering::Relaxed)
     }
 
@@ -163,6 +167,12 @@ impl ShardShared {
             Some(cap) => cap.take().map(Some).ok_or(()),
             None => Ok(None),
         }
+    }
+
+    /// Whether the caller is the first to ask: it makes the shard's one `Taker`.
+    pub(super) fn claim_taker(&self) -> bool {
+        // Relaxed: one caller sees `false`; nothing is published with the flag.
+        !self.taker_made.swap(true, Ordering::Relaxed)
     }
 
     #[inline]

@@ -3,15 +3,15 @@
 //! A shard with work polls once a tick with its word at `AWAKE`, so producers pay nothing.
 //! One with empty queues announces its sleep in the word first; a Dekker pair on SeqCst fences:
 //!
-//! - producer: push; fence; read the word; if a sleep is announced, swap it to `AWAKE` and,
-//!   winning, unpark the shard. A young timer (see `queue::young`) wakes it only if the sleep
+//! - producer: push; fence ([`Fenced`]); read the word; if a sleep is announced, swap it to
+//!   `AWAKE` and, winning, unpark the shard. A young timer (see `queue::young`) wakes it only if the sleep
 //!   lasts past the tick by which the shard must take that timer.
 //! - shard: write the word; fence; look at the queues; if not empty, back to `AWAKE`, no park.
 //!
 //! Either the shard sees the item or the producer the announcement. An unpark before the park
 //! leaves a token, so the park returns at once.
 
-use crate::sync::{fence, thread, AtomicU64, Mutex, Ordering};
+use crate::sync::{fence, thread, AtomicU64, Fenced, Mutex, Ordering};
 
 /// The sleep word's value while the shard is awake or polling once a tick.
 const AWAKE: u64 = 0;
@@ -37,21 +37,21 @@ impl Signal {
         *self.thread.lock() = Some(thread);
     }
 
-    /// Producer side, after pushing work: wakes the shard if it announced a sleep.
+    /// Producer side, after pushing work and passing `fenced`: wakes the shard if it announced
+    /// a sleep.
     #[inline]
-    pub(super) fn notify(&self) {
-        // SeqCst: the producer's side of the Dekker pair (see the module docs).
-        fence(Ordering::SeqCst);
-        if self.announced().is_some() {
+    pub(super) fn notify(&self, fenced: &Fenced) {
+        if self.announced(fenced).is_some() {
             self.wake_sleeper();
         }
     }
 
-    /// Producer side, after its push and a SeqCst fence: the sleep the shard announced, if
-    /// any: until a tick, or (`None`) until woken.
+    /// Producer side, after its push and `fenced`: the sleep the shard announced, if any:
+    /// until a tick, or (`None`) until woken.
     #[inline]
-    pub(super) fn announced(&self) -> Option<Option<u64>> {
-        // Relaxed: the caller's fence orders it after the push.
+    pub(super) fn announced(&self, _: &Fenced) -> Option<Option<u64>> {
+        // Relaxed: the caller's fence orders it after the push (the producer's side of the
+        // Dekker pair; see the module docs).
         match self.sleep.load(Ordering::Relaxed) {
             AWAKE => None,
             FOREVER => Some(None),

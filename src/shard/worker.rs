@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use super::lane::Lane;
+use super::lane::{Lane, Taker};
 use super::lanes::Lanes;
 use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
@@ -73,6 +73,8 @@ pub(crate) struct Shard {
     /// The lanes made so far, as `table` lists them, brought up to date each turn.
     lanes: Vec<Arc<Lane>>,
     table: Arc<Lanes>,
+    /// This thread's proof that it alone takes from the lanes.
+    taker: Taker,
     executor: Executor,
     outcomes: Outcomes,
     /// Reused buffer for the entries taken from a ring.
@@ -92,6 +94,7 @@ pub(crate) struct Stopped {
     wheel: Wheel,
     shared: Arc<ShardShared>,
     lanes: Vec<Arc<Lane>>,
+    taker: Taker,
 }
 
 impl Stopped {
@@ -106,7 +109,7 @@ impl Stopped {
         for lane in self.lanes.iter() {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
             // and the wheel has just been drained, which unlinked and unmarked every entry.
-            unsafe { lane.empty_after_stop(out, &mut released) };
+            unsafe { lane.empty_after_stop(&self.taker, out, &mut released) };
         }
     }
 }
@@ -168,7 +171,11 @@ impl Shard {
         let shared = table.shard().clone();
         let lag = LagWatch::new(shared.clock().tick_nanos());
         let take_all_young = shared.clock().manual().is_some();
+        let Some(taker) = Taker::of(&shared) else {
+            unreachable!("the builder makes one shard per `ShardShared`")
+        };
         Shard {
+            taker,
             take_all_young,
             shared,
             outcomes: Outcomes {
@@ -229,13 +236,12 @@ impl Shard {
                 let settled = self.wheel.reconsider(entry);
                 self.outcomes.record(settled, index, lane);
             }
-            match lane.take_young(young_by, self.take_all_young, &mut fresh) {
+            match lane.take_young(&self.taker, young_by, self.take_all_young, &mut fresh) {
                 // The owner is scheduling: come back next tick.
                 Take::Took | Take::Busy => turn = turn.max(Turn::Busy),
                 Take::Young(_) | Take::Empty => {}
             }
-            // SAFETY: the shard thread is the only consumer of its lanes' queues.
-            if unsafe { lane.take_from_ring(&mut fresh) } > 0 {
+            if lane.take_from_ring(&self.taker, &mut fresh) > 0 {
                 turn = turn.max(Turn::Busy);
             }
             for entry in fresh.drain(..) {
@@ -248,8 +254,7 @@ impl Shard {
                     turn = Turn::Backlog;
                     break;
                 }
-                // SAFETY: the shard thread is the only consumer of its lanes' queues.
-                let entry = match unsafe { lane.pop_insert() } {
+                let entry = match lane.pop_insert(&self.taker) {
                     Pop::Entry(entry) => entry,
                     Pop::Empty => break,
                     Pop::Busy => {
@@ -465,6 +470,7 @@ impl Shard {
             wheel: self.wheel,
             shared: self.shared,
             lanes: self.table.all(),
+            taker: self.taker,
         }
     }
 }

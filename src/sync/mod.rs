@@ -15,12 +15,14 @@
 //! - `ids`: thread numbers, lane indices, engine ids, and key-id blocks.
 //! - `prefetch`: a cache prefetch hint.
 //! - `drop`: dropping a value in place, then freeing its memory even if the drop panics.
+//! - `fenced`: a SeqCst fence as a value, taken by the reads of the Dekker pairs.
 
 mod cap;
 mod cell;
 mod claims;
 mod counter;
 mod drop;
+mod fenced;
 mod ids;
 mod mutex;
 mod prefetch;
@@ -32,6 +34,7 @@ pub(crate) use cell::UnsafeCell;
 pub(crate) use claims::{in_batches, Claim, Holder};
 pub(crate) use counter::Counter;
 pub(crate) use drop::drop_then_free;
+pub(crate) use fenced::Fenced;
 pub(crate) use ids::{lane_index, next_engine_id, next_ids, owner_number, thread_number};
 pub(crate) use mutex::{Condvar, Mutex, MutexGuard};
 pub(crate) use prefetch::prefetch;

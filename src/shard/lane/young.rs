@@ -2,10 +2,10 @@
 //! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
 //! are `queue::young`; the horizons, `shard::horizon`.
 
-use super::Lane;
+use super::{Lane, Owner, Taker};
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
 use crate::queue::{Sweep, Take};
-use crate::sync::{fence, Ordering, Permit, Permits};
+use crate::sync::{Fenced, Permit, Permits};
 
 /// The most young timers one schedule sweeps from the front (it adds one).
 const SWEEP_MOST: usize = 4;
@@ -13,24 +13,21 @@ const SWEEP_MOST: usize = 4;
 /// The most young timers a lane keeps before it sends the front one, old or not.
 const YOUNG_MOST: usize = 1024;
 
-impl Lane {
-    /// As [`enqueue`](Self::enqueue), for the owner's young timer made at `born`: one SeqCst
-    /// fence after the push serves the three Dekker pairs of `queue::young` (the stop flag,
-    /// the shard's take, the shard's sleep).
-    ///
-    /// # Safety
-    /// The calling thread owns the lane.
+impl Owner<'_> {
+    /// As [`Lane::enqueue`], for the owner's young timer made at `born`: one fence after the
+    /// push serves its three Dekker pairs (see `sync::fenced`).
     #[inline]
-    pub(super) unsafe fn enqueue_young(
+    pub(super) fn enqueue_young(
         &self,
         entry: &EntryRef,
         queued: EntryRef,
         born: u64,
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
-        self.counts.add_scheduled(true);
-        // SAFETY: by this function's contract.
-        let home = unsafe { self.young.enter() };
+        let lane = self.lane();
+        lane.counts.add_scheduled(true);
+        // SAFETY: `self` proves the calling thread owns the lane: the young queue's owner.
+        let home = unsafe { lane.young.enter() };
         let young = match home.push(queued, born) {
             Ok(()) => true,
             Err(entry) => {
@@ -38,22 +35,23 @@ impl Lane {
                 false
             }
         };
-        // SeqCst: the owner's half of the three Dekker pairs (see `queue::young`).
-        fence(Ordering::SeqCst);
+        let fenced = Fenced::now();
         Permit::hold(permit);
-        if self.shard.stop_seen_after_fence() {
+        if lane.shard.stop_seen(&fenced) {
             drop(home);
-            return self.take_back(entry);
+            return lane.take_back(entry);
         }
-        let released = home.sweep().and_then(|sweep| self.sweep(&sweep, born));
-        let signal = self.shard.signal();
-        if let Some(until) = signal.announced() {
+        let released = home
+            .sweep(&fenced)
+            .and_then(|sweep| self.sweep(&sweep, born));
+        let signal = lane.shard.signal();
+        if let Some(until) = signal.announced(&fenced) {
             // A shard asleep past the tick it must take this young timer by takes it at once.
-            let past = |until: u64| self.shard.horizon().outsleeps(until, born);
+            let past = |until: u64| lane.shard.horizon().outsleeps(until, born);
             if !young {
                 signal.wake_sleeper();
             } else if until.is_none_or(past) {
-                self.young.hurry();
+                lane.young.hurry();
                 signal.wake_sleeper();
             }
         }
@@ -67,6 +65,7 @@ impl Lane {
     /// old or behind too many; returns the permits of those it took back, for the caller to
     /// release.
     fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> Option<Permits<'_>> {
+        let lane = self.lane();
         let mut released = None;
         for swept in 0..=SWEEP_MOST {
             let Some((front, born, young)) = sweep.front() else {
@@ -76,7 +75,7 @@ impl Lane {
             if swept == SWEEP_MOST
                 || (state.is_pending()
                     && young <= YOUNG_MOST
-                    && !self.shard.horizon().sends(born, now))
+                    && !lane.shard.horizon().sends(born, now))
             {
                 sweep.mark_oldest(born);
                 break;
@@ -91,7 +90,7 @@ impl Lane {
             // Only a cancel resolves a young timer: it is neither in a wheel nor handed back
             // (shutdown waits for `busy`), so it is dead and unlinked.
             debug_assert_eq!(state.lifecycle(), Lifecycle::Cancelled);
-            entry.let_go(released.get_or_insert_with(|| Permits::new(self.shard.cap())));
+            entry.let_go(released.get_or_insert_with(|| Permits::new(lane.shard.cap())));
             self.keep_spare(entry);
         }
         released
@@ -100,24 +99,34 @@ impl Lane {
     /// Owner: sends `entry` to the shard on the ring, or the inbound queue if the ring is full.
     /// The caller passes a fence and checks the sleep word after.
     pub(super) fn send(&self, entry: EntryRef) {
-        // SAFETY: the calling thread owns the lane, so it is the ring's one producer.
-        if let Err(full) = unsafe { self.ring.push(entry) } {
-            self.inserts.push(full);
+        let lane = self.lane();
+        // SAFETY: `self` proves the calling thread owns the lane: the ring's one producer.
+        if let Err(full) = unsafe { lane.ring.push(entry) } {
+            lane.inserts.push(full);
         }
     }
 
     /// Owner: keeps a dead young entry for the next schedule, if no handle holds it still.
     fn keep_spare(&self, mut entry: EntryRef) {
         if EntryRef::get_mut(&mut entry).is_some() {
-            // SAFETY: the calling thread owns the lane (see `sweep`'s callers).
-            unsafe { self.spares.keep(entry) };
+            // SAFETY: `self` proves the calling thread owns the lane: the stash's one user.
+            unsafe { self.lane().spares.keep(entry) };
         }
     }
+}
 
+impl Lane {
     /// Shard thread: takes the young timers into `out` if the oldest was made at or before
     /// `by` (nanoseconds), or the owner asked, or `all` (see `Young::take`).
-    pub(in crate::shard) fn take_young(&self, by: u64, all: bool, out: &mut Vec<EntryRef>) -> Take {
-        // SAFETY: the shard thread is the lane's one taker.
+    pub(in crate::shard) fn take_young(
+        &self,
+        taker: &Taker,
+        by: u64,
+        all: bool,
+        out: &mut Vec<EntryRef>,
+    ) -> Take {
+        taker.check(self);
+        // SAFETY: `taker` is the shard's one taker, and this lane leads into its shard.
         unsafe { self.young.take(by, all, out) }
     }
 
@@ -136,6 +145,6 @@ impl Lane {
     /// was moved to a deadline the horizon may not meet.
     pub(crate) fn hurry_young(&self) {
         self.young.hurry();
-        self.shard.signal().notify();
+        self.shard.signal().notify(&Fenced::now());
     }
 }
