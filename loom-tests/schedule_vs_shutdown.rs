@@ -66,7 +66,7 @@ fn schedule_vs_shutdown() {
 /// shutdown in the inbound queue. Each timer is handed back or refused, exactly once.
 ///
 /// Catches: shutdown giving up on the inbound queue when it finds a producer half-way through
-/// its push (`Pop::Busy`) instead of waiting for the link. A second producer that appended
+/// its push (`Pop::MidPush`) instead of waiting for the link. A second producer that appended
 /// behind the first and did not see the stop flag would then have its timer lost.
 #[test]
 fn two_producers_vs_shutdown() {

@@ -19,7 +19,8 @@ const FAR: std::time::Duration = std::time::Duration::from_secs(1);
 /// check in `Lane::keep_spare`): the canceller may still be taking the callback out of the
 /// cell when the owner's next timer, made in the same block, is cancelled in turn, and loom
 /// reports the two unordered accesses to the cell. A sweep that takes a cancelled timer back
-/// without letting go of its permit (`Entry::let_go` in `Lane::sweep`) leaves the cap full.
+/// without ending its permit hold (`Entry::end_cancelled_hold` in `Lane::sweep`) leaves the cap
+/// full.
 #[test]
 fn a_timer_cancelled_young_elsewhere_is_reused_once_let_go() {
     loom::model(|| {

@@ -104,7 +104,8 @@
 //!   The `Permit`: the timer's from admission until the transition ending it gives it back
 //!   (src/entry/permit.rs): a one-shot's fire, to the runner as the callback begins; a
 //!   hand-back, to its winner; a stop, to the runner; a cancel leaves it with the engine's
-//!   reference, for its holder to let go of. The re-arm: the shard's alone.
+//!   reference, whose holder ends the hold as it drops it (`Entry::end_cancelled_hold`). The
+//!   re-arm: the shard's alone.
 //!
 //! # Invariants
 //!
@@ -175,7 +176,7 @@
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
 //! release; the look-ahead; young timers against a cancel from another thread, the shard's
-//! take, shutdown and the shard's sleep; a repeating run's hand-back against shutdown and the
+//! take, shutdown and the shard's sleep; a repeating run's stow against shutdown and the
 //! shard's sleep; and, on capped engines, each permit given back once. What loom cannot see
 //! (the ring's tail, the slab's live count, the list of freed chunks behind a std mutex)
 //! ThreadSanitizer checks in CI (.ci/sanitizers).
@@ -183,7 +184,8 @@
 //! # Glossary
 //!
 //! One word per thing. The column "was called" lists retired words; `tests/design_map.rs`
-//! fails if the code uses one of those in backticks.
+//! fails if the code uses one of those in backticks, whole or, if it has no `_`, as a
+//! `_`-separated part of a name (PLACED in PLACED_BIT).
 //!
 //! | word | meaning | was called |
 //! |---|---|---|
@@ -198,10 +200,11 @@
 //! | sweep | the owner's look at the front of its young queue on each schedule | |
 //! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
-//! | stow, re-arm | a runner handing its repeating timer back to the shard (FIRED→STOWED); the shard making it pending again | |
+//! | stow, re-arm | a runner putting its repeating timer on its shard's re-arm stack (FIRED→STOWED); the shard making it pending again | a run's hand-back |
 //! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
 //! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
-//! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `unplaced` |
+//! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `PLACED_BIT`, `unplaced` |
+//! | mid-push | a producer between its swap of the inbound queue's back and its link (`Pop::MidPush`) | the inbound Pop's Busy |
 //! | tick, turn | the engine's unit of time; one pass of a shard's tick loop | |
 //! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level; a delay queue's `DelayWheel` and `DelayLevel` place a value by the same `wheel::level_for` | |
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
@@ -210,6 +213,7 @@
 //! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
+//! | hold, end a hold | a timer keeping its permit; the transition or drop that makes it a `Permit` again (a cancelled one's: `Entry::end_cancelled_hold`) | an entry's `let_go` |
 //! | release | a permit's return to the cap, by the drop of a `Permit` or of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
 //! | engine's reference | the one count per arming the engine holds: a queue's, the wheel's, an unlink request's or a runner's | |
 //! | hand over | the shard passing fired callbacks to the executor, a batch at a time | |

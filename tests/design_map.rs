@@ -95,6 +95,18 @@ fn names(line: &str, word: &str) -> bool {
     !places(line, word).is_empty()
 }
 
+/// The identifiers of `line` (runs of letters, digits and `_`) that hold the one-part `word`
+/// as one of their `_`-separated parts: `OLD_BIT` and `NEW_OLD` for `OLD`. A word of several
+/// parts is left to `names`: inside a longer name it reads as a phrase (a test's name).
+fn holders<'a>(line: &'a str, word: &str) -> Vec<&'a str> {
+    if word.contains('_') {
+        return Vec::new();
+    }
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|ident| ident.contains('_') && ident.split('_').any(|part| part == word))
+        .collect()
+}
+
 /// Whether the word at `at` in `line` is code: between backticks, or a part of a path.
 fn in_code(line: &str, at: usize, len: usize) -> bool {
     let before = &line[..at];
@@ -122,6 +134,15 @@ fn no_retired_word_is_used_outside_the_glossary() {
             for word in retired.iter().filter(|word| names(line, word)) {
                 found.push(format!("{}:{} `{word}`", file.display(), n + 1));
             }
+            for word in &retired {
+                for ident in holders(line, word) {
+                    found.push(format!(
+                        "{}:{} `{word}` in `{ident}`",
+                        file.display(),
+                        n + 1
+                    ));
+                }
+            }
         }
     }
     assert!(
@@ -129,6 +150,13 @@ fn no_retired_word_is_used_outside_the_glossary() {
         "retired words in use:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn a_word_is_found_as_a_part_of_an_identifier() {
+    let line = "see `OLD_BIT`, NEW_OLD, `OLDER_X`, old_bit, OLD and `is_old_way_now`";
+    assert_eq!(holders(line, "OLD"), ["OLD_BIT", "NEW_OLD"]);
+    assert!(holders(line, "old_way").is_empty());
 }
 
 #[test]

@@ -32,7 +32,7 @@ pub(crate) struct ShardCallbacks {
     rearms: CachePadded<Rearms>,
     /// Repeating timers armed again after a run (counted as scheduled).
     rearmed: Counter,
-    /// Repeating timers whose hand-back met shutdown (refused, as a schedule that met it).
+    /// Repeating timers whose stow met shutdown (refused, as a schedule that met it).
     refused: Counter,
 }
 

@@ -1,7 +1,7 @@
 //! Running one fired callback, wherever it runs: under `catch_unwind` (a panic is counted
 //! and its payload dropped safely), counted as begun and ended, and with its permit under the
-//! engine's cap released as it begins. A repeating timer's run is followed by its hand-back to
-//! its shard (see `entry::repeat`), or, if the timer ends there, by its release.
+//! engine's cap released as it begins. A repeating timer's run is followed by its stow onto its
+//! shard's re-arm stack (see `entry::repeat`), or, if the timer ends there, by its release.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -41,7 +41,7 @@ pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
         if let Some((callback, tick)) = next {
             repeating = repeating
                 .take()
-                .and_then(|entry| hand_back(entry, callback, tick, shard));
+                .and_then(|entry| stow(entry, callback, tick, shard));
         }
     }));
     shard.runs().end(runner);
@@ -57,9 +57,10 @@ pub(super) fn run_one(fired: Fired, shard: &ShardCallbacks, runner: RunsOn) {
     }
 }
 
-/// Stows `entry` at `tick` with `callback` and hands it to its shard; gives it back if the
-/// timer ends instead (cancelled during the run, or its shard stopped), dropping the callback.
-fn hand_back(
+/// Stows `entry` at `tick` with `callback` (FIRED→STOWED) onto its shard's re-arm stack.
+/// Returns the entry, its callback dropped, if the timer ends instead: cancelled during the
+/// run, or its shard stopped.
+fn stow(
     entry: EntryRef,
     callback: CallbackBox,
     tick: u64,

@@ -258,7 +258,7 @@ impl EngineShared {
                         });
                     }
                     // Cancelled while queued: its permit is released here.
-                    Err(_) => entry.let_go(&mut released),
+                    Err(_) => entry.end_cancelled_hold(&mut released),
                 }
             }
             shard.counts().add_handed_back(handed_back as u64);

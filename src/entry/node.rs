@@ -35,7 +35,9 @@ use crate::sync::{AtomicPtr, AtomicU64, Cap, Ordering, Permit, UnsafeCell};
 /// A shared reference to an entry: held by its handle, a queue in transit, and the wheel.
 pub(crate) type EntryRef = SlabArc<Entry>;
 
-/// A scheduled timer. See the module documentation for who may touch which field.
+/// A scheduled timer. See the module documentation for who may touch which field. Its
+/// methods are here and, by protocol, in `unlink_ref` (cancel), `repeat` (stow, re-arm) and
+/// `permit` (the end of a permit hold); `entry`'s module index lists which holds what.
 pub(crate) struct Entry {
     state: AtomicU64,
     /// The next entry in the inbound queue, then in the wheel slot list (ground rule 4).
@@ -233,10 +235,7 @@ impl Entry {
     pub(crate) fn mark_unlinked(&self) -> StateWord {
         // AcqRel: Release orders the unlink before it for readers of the word; Acquire, as a
         // cancel seen in the old word hands this thread the entry's count.
-        StateWord::from_bits(
-            self.state
-                .fetch_and(!StateWord::PLACED_BIT, Ordering::AcqRel),
-        )
+        StateWord::from_bits(self.state.fetch_and(!StateWord::LINKED, Ordering::AcqRel))
     }
 
     /// Sets the entry's link on an unlink stack.
@@ -287,7 +286,7 @@ impl Entry {
         debug_assert_eq!(self.state().bits(), word.bits());
         // Release: as in `mark_unlinked`.
         self.state
-            .store(word.bits() & !StateWord::PLACED_BIT, Ordering::Release);
+            .store(word.bits() & !StateWord::LINKED, Ordering::Release);
     }
 
     /// Runs `f` on the entry's slot-list links.

@@ -2,7 +2,8 @@
 //! the permit back, as a value, to its winner: a one-shot's fire to the runner as the callback
 //! begins, a hand-back to its winner, a stop to the runner. A cancel leaves it with the
 //! engine's reference to the entry, so that the cap bounds the memory of cancelled timers;
-//! whoever holds that reference gives it back as it lets go ([`Entry::let_go`]).
+//! whoever holds that reference ends the hold as it drops it
+//! ([`Entry::end_cancelled_hold`]).
 
 use super::callback::CallbackBox;
 use super::fired::Fired;
@@ -36,10 +37,10 @@ impl Entry {
         cap.map(Permit::given_back)
     }
 
-    /// The holder of the engine's reference to this entry lets go of it: if a cancel ended
-    /// the timer, its permit goes into `released`.
+    /// Ends the permit hold of a timer that a cancel ended, its permit going into `released`;
+    /// called by the holder of the engine's reference as it drops it. Otherwise does nothing.
     #[inline]
-    pub(crate) fn let_go(&self, released: &mut Permits<'_>) {
+    pub(crate) fn end_cancelled_hold(&self, released: &mut Permits<'_>) {
         if let Some(cap) = released.cap() {
             if self.state().lifecycle() == Lifecycle::Cancelled {
                 released.add(Some(Permit::given_back(cap)));

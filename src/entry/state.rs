@@ -42,7 +42,8 @@ pub(crate) struct StateWord(u64);
 
 impl StateWord {
     const LIFECYCLE_MASK: u64 = 0b11;
-    const LINKED: u64 = 1 << 2;
+    /// Set while the entry is in a wheel slot; an atomic `fetch_and` clears it to unlink.
+    pub(super) const LINKED: u64 = 1 << 2;
     const REPEATING: u64 = 1 << 3;
     const LEVEL_SHIFT: u32 = 4;
     const LEVEL_MASK: u64 = 0b111 << Self::LEVEL_SHIFT;
@@ -152,9 +153,6 @@ impl StateWord {
     pub(crate) fn unlinked(self) -> Self {
         StateWord(self.0 & !(Self::LINKED | Self::LEVEL_MASK | Self::SLOT_MASK))
     }
-
-    /// The bit an atomic `fetch_and` clears to mark the entry unlinked.
-    pub(super) const PLACED_BIT: u64 = Self::LINKED;
 }
 
 impl std::fmt::Debug for StateWord {
@@ -257,7 +255,7 @@ mod tests {
     #[test]
     fn clearing_the_linked_bit_unlinks() {
         let w = StateWord::pending(7).with_link(SlotId { level: 2, slot: 9 });
-        let cleared = StateWord::from_bits(w.bits() & !StateWord::PLACED_BIT);
+        let cleared = StateWord::from_bits(w.bits() & !StateWord::LINKED);
         assert_eq!(cleared.linked_at(), None);
         assert_eq!(cleared.deadline(), 7);
     }

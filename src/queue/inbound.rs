@@ -3,7 +3,7 @@
 //!
 //! Producers swap `back` and then store the old back's `next`; the consumer walks from
 //! `front`, with a stub node keeping the queue non-empty. Between swap and store the chain is
-//! broken and the consumer sees [`Pop::Busy`], so the shard polls while a lane is non-empty.
+//! broken and the consumer sees [`Pop::MidPush`], so the shard polls while a lane is non-empty.
 //! Each entry carries one strong count; it leaves the queue before the wheel uses `next`.
 
 use std::ptr;
@@ -28,8 +28,9 @@ pub(crate) enum Pop {
     Entry(EntryRef),
     /// Nothing queued.
     Empty,
-    /// A producer is half-way through a push: try again later.
-    Busy,
+    /// A producer is mid-push: it swapped `back` but has not linked its node yet. Vyukov
+    /// calls this state inconsistent; try again later.
+    MidPush,
 }
 
 // SAFETY: `front` is read and written only by the single consumer (`pop`'s contract), `back`
@@ -98,7 +99,7 @@ impl Inbound {
                     return if self.back.load(Ordering::Acquire) == stub {
                         Pop::Empty
                     } else {
-                        Pop::Busy
+                        Pop::MidPush
                     };
                 }
                 *front = next;
@@ -112,7 +113,7 @@ impl Inbound {
             // `first` is the last node linked: unless a producer is mid-push, put the stub
             // behind it so `first` can be taken.
             if first != self.back.load(Ordering::Acquire) {
-                return Pop::Busy;
+                return Pop::MidPush;
             }
             self.append(stub);
             next = (*first).next.load(Ordering::Acquire);
@@ -120,7 +121,7 @@ impl Inbound {
                 *front = next;
                 return Pop::Entry(EntryRef::from_raw(first));
             }
-            Pop::Busy
+            Pop::MidPush
         })
     }
 }
@@ -147,7 +148,7 @@ mod tests {
         match unsafe { queue.pop() } {
             Pop::Entry(e) => Some(e.state().deadline()),
             Pop::Empty => None,
-            Pop::Busy => panic!("no producer is mid-push"),
+            Pop::MidPush => panic!("no producer is mid-push"),
         }
     }
 
@@ -204,7 +205,7 @@ mod tests {
                     seen[(d / 1_000_000) as usize].push(d % 1_000_000);
                     got += 1;
                 }
-                Pop::Empty | Pop::Busy => thread::yield_now(),
+                Pop::Empty | Pop::MidPush => thread::yield_now(),
             }
         }
         for p in producers {

@@ -315,14 +315,16 @@ impl Lane {
                 Pop::Empty => break,
                 // A producer is mid-push; entries after it are reachable only through it,
                 // and may have missed `stop`: wait for the link.
-                Pop::Busy => thread::yield_now(),
+                Pop::MidPush => thread::yield_now(),
             }
         }
         self.take_from_ring(taker, out);
         // The wheel was drained, which unmarked every entry: each request's count is freed.
         let mut requests = Vec::new();
         self.unlinks.take_all(&mut requests);
-        requests.iter().for_each(|request| request.let_go(released));
+        requests
+            .iter()
+            .for_each(|request| request.end_cancelled_hold(released));
         drop(requests);
         while self.changes.pop().is_some() {}
         // Free the spares now, not with the lane, which handles may keep alive.

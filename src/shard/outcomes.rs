@@ -45,7 +45,7 @@ impl Outcomes {
         released: &mut Permits<'_>,
     ) {
         if let Settled::Dropped(dead) = &settled {
-            dead.let_go(released);
+            dead.end_cancelled_hold(released);
         }
         self.record(settled, index, lane);
     }
@@ -55,7 +55,7 @@ impl Outcomes {
     pub(super) fn record_rearmed(&mut self, settled: Settled, released: &mut Permits<'_>) {
         match settled {
             Settled::Fired(fired, deadline) => self.fire(fired, deadline),
-            Settled::Dropped(dead) => dead.let_go(released),
+            Settled::Dropped(dead) => dead.end_cancelled_hold(released),
             Settled::Linked | Settled::LeftToUnlink => {}
         }
     }

@@ -110,15 +110,15 @@ impl LaneCounts {
             .is_ok()
     }
 
-    /// The thread numbered `me` exits: if it owns the lane, `let_go` frees what the owner
+    /// The thread numbered `me` exits: if it owns the lane, `free_owned` frees what the owner
     /// alone touches, and only then is the lane given up, so the next owner's claim acquires
     /// the frees (see `Lane::leave`).
     #[cfg(any(not(loom), test))]
-    pub(crate) fn leave(&self, me: usize, let_go: impl FnOnce()) {
+    pub(crate) fn leave(&self, me: usize, free_owned: impl FnOnce()) {
         // Relaxed: only the owner can match its own number, which it wrote (or acquired in
         // `claim`).
         if self.owner.load(Ordering::Relaxed) == me {
-            let_go();
+            free_owned();
         }
         self.give_up(me);
     }

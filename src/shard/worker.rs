@@ -1,7 +1,7 @@
 //! The shard thread: its wheel, which it alone touches, and its tick loop.
 //!
 //! Each [`Shard::turn`]:
-//! 1. re-arms the repeating timers their runners handed back (see `queue::rearm`), unlinks the
+//! 1. re-arms the repeating timers their runners stowed (see `queue::rearm`), unlinks the
 //!    timers cancelled after linking (every lane's unlink stack, see `queue::unlink`) and
 //!    moves those reset earlier (the `changes` queue);
 //! 2. links new timers from every lane's ring and `inserts` queue, and the young timers of a
@@ -213,7 +213,7 @@ impl Shard {
                     self.outcomes.record_rearmed(settled, &mut released);
                 }
                 // Cancelled since its runner stowed it: the shard drops it.
-                Err(_) => entry.let_go(&mut released),
+                Err(_) => entry.end_cancelled_hold(&mut released),
             }
         }
         for (index, lane) in self.lanes.iter().enumerate() {
@@ -257,7 +257,7 @@ impl Shard {
                 let entry = match lane.pop_insert(&self.taker) {
                     Pop::Entry(entry) => entry,
                     Pop::Empty => break,
-                    Pop::Busy => {
+                    Pop::MidPush => {
                         // A producer is mid-push: take the rest on the next turn.
                         turn = Turn::Backlog;
                         break;

@@ -90,7 +90,8 @@ impl Owner<'_> {
             // Only a cancel resolves a young timer: it is neither in a wheel nor handed back
             // (shutdown waits for `busy`), so it is dead and unlinked.
             debug_assert_eq!(state.lifecycle(), Lifecycle::Cancelled);
-            entry.let_go(released.get_or_insert_with(|| Permits::new(lane.shard.cap())));
+            entry
+                .end_cancelled_hold(released.get_or_insert_with(|| Permits::new(lane.shard.cap())));
             self.keep_spare(entry);
         }
         released
