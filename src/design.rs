@@ -49,10 +49,11 @@
 //! 1. `TimerEngine::schedule` (src/engine/api.rs) reads the present once
 //!    (`TickClock::due_after`, src/time/tick.rs): the deadline rounded up to a tick, and when
 //!    the timer was made.
-//! 2. `EngineShared::lane` (src/engine/shared.rs) picks the calling thread's lane, and whether
-//!    the thread owns it: in its home shard, kept in a thread-local, or in the key's shard
-//!    (src/engine/routing.rs). `Lanes::lane` (src/shard/lanes.rs) makes it on first use, and
-//!    `LaneCounts::ownership` (src/shard/owner.rs) claims it if no thread owns it.
+//! 2. `EngineShared::lane` (src/engine/shared.rs) picks the calling thread's lane: in its home
+//!    shard, kept in a thread-local, or in the key's shard (src/engine/routing.rs).
+//!    `Lanes::lane` (src/shard/lanes.rs) makes it on first use, and `Access::of`
+//!    (src/shard/lane/roles.rs) gives an `Owner` token if the thread owns it, claiming it if no
+//!    thread does (`LaneCounts::ownership`, src/shard/owner.rs).
 //! 3. `Lane::schedule` (src/shard/lane.rs) admits the timer: not shut down, not beyond
 //!    `max_delay()`, and a permit taken if the engine has a cap (src/sync/cap.rs).
 //! 4. The timer's kind builds its entry (`OneShot`, a sleep's `Wakes`, or `FirstRun` in
@@ -62,7 +63,7 @@
 //!    lane's young queue (src/queue/young.rs); it pushes any other onto its ring
 //!    (src/queue/ring.rs). Any other thread pushes onto the inbound queue
 //!    (src/queue/inbound.rs).
-//! 6. A SeqCst fence, then the stop flag: if shutdown began and this call wins
+//! 6. A SeqCst fence (a `Fenced`, src/sync/fenced.rs), then the stop flag: if shutdown began and this call wins
 //!    PENDING→HANDED_BACK, the permit is released and the callback comes back, in
 //!    `ScheduleError::Shutdown`.
 //! 7. The owner sweeps the front of its young queue (src/shard/lane/young.rs), and the sleep
@@ -138,8 +139,10 @@
 //!
 //! - The state word and its one CAS loop: src/entry/state.rs, src/entry/node.rs.
 //! - Lanes, admission and the producer's half of shutdown: src/shard/lane.rs; owners and
-//!   their hand-over: src/shard/owner.rs; making lanes: src/shard/lanes.rs; lane indices and
-//!   thread numbers: src/sync/ids.rs.
+//!   their hand-over: src/shard/owner.rs; the owner's and the taker's tokens:
+//!   src/shard/lane/roles.rs; making lanes: src/shard/lanes.rs; lane indices and thread
+//!   numbers: src/sync/ids.rs.
+//! - The Dekker pairs, and which fence each relies on: src/sync/fenced.rs.
 //! - The queues: src/queue/inbound.rs, src/queue/ring.rs, src/queue/unlink.rs on
 //!   src/sync/stack.rs, src/queue/recycle.rs.
 //! - Young timers: src/queue/young.rs; the owner's sweep: src/shard/lane/young.rs; the
@@ -194,7 +197,9 @@
 //! | lane index | a small number per live thread, reused after it exits; picks its lanes | |
 //! | thread number | a number per thread, never reused; tells a lane's owner | `thread_slot` |
 //! | home shard | where the calling thread's unkeyed timers go | |
-//! | owner | the thread that alone uses a lane's ring, young queue, spares and chunks | |
+//! | owner | the thread that alone uses a lane's ring, young queue, spares and chunks; its token, `Owner` | `Ownership` |
+//! | taker | the one thread that takes from a shard's lanes: its shard thread, then shutdown; its token, `Taker` | |
+//! | access | a lane as the calling thread reaches it: as its owner or as another thread (`Access`) | |
 //! | young | a timer its owner keeps in its lane's young queue, due past the horizon | |
 //! | horizon | how old a young timer gets before its shard takes it (`Horizon`) | |
 //! | sweep | the owner's look at the front of its young queue on each schedule | |

@@ -20,7 +20,7 @@ pub(crate) fn thread_number() -> usize {
 }
 
 /// The calling thread's lane index: the smallest free one when first asked, given back at
-/// exit, so lanes follow the live threads. (Ownership goes by the never-reused
+/// exit, so lanes follow the live threads. (A lane's owner is told by the never-reused
 /// `owner_number`.) Past its thread-local destructors, the thread number; 0 under loom.
 #[cfg(not(loom))]
 pub(crate) fn lane_index() -> usize {
