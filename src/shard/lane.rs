@@ -24,7 +24,7 @@ use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Ordering, Permit, Permits, SegQueue};
-use crate::time::Due;
+use crate::time::{Due, Tick};
 
 mod held;
 mod young;
@@ -146,7 +146,7 @@ impl Lane {
             Ok(admitted) => admitted,
             Err(refusal) => return Err((refusal, kind.refused())),
         };
-        let entry = kind.entry(lane, tick);
+        let entry = kind.entry(lane, tick.get());
         let entry = match memory {
             Memory::Lane => lane.new_entry(ownership, entry),
             Memory::Own => EntryRef::new(entry),
@@ -171,7 +171,7 @@ impl Lane {
     /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
     /// permit; a refusal is counted.
     #[inline]
-    fn admit(&self, tick: Option<u64>) -> Result<(u64, Option<Permit<'_>>), Refusal> {
+    fn admit(&self, tick: Option<Tick>) -> Result<(Tick, Option<Permit<'_>>), Refusal> {
         let refusal = if self.shard.is_stopped() {
             Refusal::Shutdown
         } else if let Some(tick) = tick {

@@ -21,11 +21,13 @@ mod shared;
 mod signal;
 mod worker;
 
-pub(crate) use self::shared::ShardShared;
+pub(crate) use self::shared::{Answer, ShardShared};
 pub(crate) use lane::{Lane, Memory, OneShot, TimerKind};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]
 pub(crate) use owner::LaneCounts;
 pub(crate) use owner::{Ownership, Refusal};
+#[cfg(test)]
+pub(crate) use signal::Announced;
 pub(crate) use worker::{Shard, Stopped};

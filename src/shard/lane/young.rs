@@ -2,10 +2,12 @@
 //! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
 //! are `queue::young`; the horizons, `shard::horizon`.
 
+use super::super::signal::Announced;
 use super::Lane;
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
-use crate::queue::{Sweep, Take};
+use crate::queue::{Since, Sweep, Take};
 use crate::sync::{fence, Ordering, Permit, Permits};
+use crate::time::Nanos;
 
 /// The most young timers one schedule sweeps from the front (it adds one).
 const SWEEP_MOST: usize = 4;
@@ -25,7 +27,7 @@ impl Lane {
         &self,
         entry: &EntryRef,
         queued: EntryRef,
-        born: u64,
+        born: Nanos,
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         self.counts.add_scheduled(true);
@@ -47,12 +49,12 @@ impl Lane {
         }
         let released = home.sweep().and_then(|sweep| self.sweep(&sweep, born));
         let signal = self.shard.signal();
-        if let Some(until) = signal.announced() {
+        match signal.announced() {
+            Announced::Awake => {}
+            _ if !young => signal.wake_sleeper(),
             // A shard asleep past the tick it must take this young timer by takes it at once.
-            let past = |until: u64| self.shard.horizon().outsleeps(until, born);
-            if !young {
-                signal.wake_sleeper();
-            } else if until.is_none_or(past) {
+            Announced::Until(until) if !self.shard.horizon().outsleeps(until, born) => {}
+            Announced::Until(_) | Announced::UntilWoken => {
                 self.young.hurry();
                 signal.wake_sleeper();
             }
@@ -66,7 +68,7 @@ impl Lane {
     /// Owner: takes cancelled young timers at the front back into the stash, sends live ones
     /// old or behind too many; returns the permits of those it took back, for the caller to
     /// release.
-    fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> Option<Permits<'_>> {
+    fn sweep(&self, sweep: &Sweep<'_>, now: Nanos) -> Option<Permits<'_>> {
         let mut released = None;
         for swept in 0..=SWEEP_MOST {
             let Some((front, born, young)) = sweep.front() else {
@@ -115,8 +117,13 @@ impl Lane {
     }
 
     /// Shard thread: takes the young timers into `out` if the oldest was made at or before
-    /// `by` (nanoseconds), or the owner asked, or `all` (see `Young::take`).
-    pub(in crate::shard) fn take_young(&self, by: u64, all: bool, out: &mut Vec<EntryRef>) -> Take {
+    /// `by`, or the owner asked, or `all` (see `Young::take`).
+    pub(in crate::shard) fn take_young(
+        &self,
+        by: Nanos,
+        all: bool,
+        out: &mut Vec<EntryRef>,
+    ) -> Take {
         // SAFETY: the shard thread is the lane's one taker.
         unsafe { self.young.take(by, all, out) }
     }
@@ -126,9 +133,10 @@ impl Lane {
         !self.young.is_empty()
     }
 
-    /// When the lane's oldest young timer was made (0 if the shard is asked to take them at
-    /// once); `None` if it has none. For the shard, after its sleep announcement's fence.
-    pub(in crate::shard) fn young_since(&self) -> Option<u64> {
+    /// When the lane's oldest young timer was made ([`Since::Hurry`] if the shard is asked to
+    /// take them at once); `None` if it has none. For the shard, after its sleep announcement's
+    /// fence.
+    pub(in crate::shard) fn young_since(&self) -> Option<Since> {
         self.young.since()
     }
 
