@@ -8,6 +8,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine_with, MS};
+use crate::shard::Announced;
 use crate::TimerState;
 
 /// A repeating timer's run (a spawned task, run on a thread of its own) ends while the engine
@@ -82,7 +83,7 @@ fn a_run_ending_wakes_a_sleeping_shard() {
         shard.shared().signal().set_thread(thread::current());
         (shard.shared().callbacks().rearms()).set_thread(thread::current());
         let runner = thread::spawn(move || task.run());
-        if shard.prepare_sleep(engine.now_tick()).is_ok() {
+        if shard.prepare_sleep(engine.now_tick()) != Announced::Awake {
             thread::park();
             shard.shared().signal().awake();
         }

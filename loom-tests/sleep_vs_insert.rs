@@ -4,6 +4,7 @@
 use loom::thread;
 
 use super::{driven_engine, MS};
+use crate::shard::Announced;
 
 /// The shard holds a timer due far away and goes to sleep until it, while a producer schedules
 /// a timer due much earlier. No lost wake-up: either the shard sees the insert when it looks at
@@ -35,7 +36,7 @@ fn sleep_while_a_producer_schedules(far: bool) {
         };
         shard.turn(engine.now_tick());
         let took_it = shard.shared().counts().in_wheel() == linked;
-        if shard.prepare_sleep(engine.now_tick()).is_ok() && !took_it {
+        if shard.prepare_sleep(engine.now_tick()) != Announced::Awake && !took_it {
             thread::park();
             shard.shared().signal().awake();
         }
@@ -70,7 +71,7 @@ fn sleep_vs_cancel() {
             handle
         });
         shard.shared().signal().set_thread(thread::current());
-        if shard.prepare_sleep(engine.now_tick()).is_ok() {
+        if shard.prepare_sleep(engine.now_tick()) != Announced::Awake {
             thread::park();
             shard.shared().signal().awake();
         }

@@ -8,6 +8,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{driven_engine, driven_engine_with, MS};
+use crate::shard::Announced;
 
 const FAR: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -128,7 +129,7 @@ fn a_young_timer_wakes_a_sleeping_shard() {
             let engine = engine.clone();
             thread::spawn(move || engine.schedule_as_owner(FAR, || {}).ok().unwrap())
         };
-        if shard.prepare_sleep(engine.now_tick()).is_ok() {
+        if shard.prepare_sleep(engine.now_tick()) != Announced::Awake {
             thread::park();
             shard.shared().signal().awake();
         }

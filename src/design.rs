@@ -211,6 +211,9 @@
 //! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `PLACED_BIT`, `unplaced` |
 //! | mid-push | a producer between its swap of the inbound queue's back and its link (`Pop::MidPush`) | the inbound Pop's Busy |
 //! | tick, turn | the engine's unit of time; one pass of a shard's tick loop | |
+//! | `Tick`, `Nanos` | a tick's number from the engine's start; an instant in nanoseconds from the clock's origin (src/time/units.rs); a span of either stays a `u64` | |
+//! | born | when a timer was made, in `Nanos` (`Due::born`) | |
+//! | hurry | a thread asking the shard to take a lane's young timers at once (`Since::Hurry`) | a birth of 0 |
 //! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level; a delay queue's `DelayWheel` and `DelayLevel` place a value by the same `wheel::level_for` | |
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
 //! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
@@ -233,6 +236,8 @@
 //! | stand-in timer | the timer a far `Sleep` holds at the farthest deadline the engine takes | |
 //! | look-ahead | a manual clock asking a shard for its earliest pending deadline | |
 //! | Dekker pair | a push then a read of the sleep word, against an announcement then a look at the queues, each with a SeqCst fence between (src/shard/signal.rs) | |
+//! | announcement | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`) | |
+//! | answer | a shard's reply to a look-ahead question: open, the earliest tick, or none pending (`Answer`) | |
 //! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
 //! | expired | a delay-queue value whose deadline passed (tokio-util's word) | |
 //! | item | a delay-queue value with its deadline and list links | the delay queue's Entry |

@@ -36,7 +36,7 @@ impl<T> DelayQueue<T> {
                 self.take_all(now);
                 return Poll::Ready(self.pop_due());
             }
-            self.take_until(self.engine.clock().floor_tick(now), now);
+            self.take_until(self.engine.clock().floor_tick(now).get(), now);
             if !self.due.is_empty() {
                 continue;
             }

@@ -99,7 +99,7 @@ impl<T> DelayQueue<T> {
     /// Whether the wheel has reached `tick` (an empty wheel first catches up to now).
     fn is_due(&mut self, tick: u64) -> bool {
         if self.wheel.is_empty() {
-            self.wheel.catch_up(self.engine.clock().now_tick());
+            self.wheel.catch_up(self.engine.clock().now_tick().get());
         }
         tick <= self.wheel.elapsed()
     }

@@ -172,7 +172,7 @@ impl<T> DelayQueue<T> {
     /// An empty queue with room for `capacity` values, which it keeps when it shrinks.
     pub fn with_capacity(engine: &TimerEngine, capacity: usize) -> Self {
         let engine = engine.shared().clone();
-        let elapsed = engine.clock().now_tick();
+        let elapsed = engine.clock().now_tick().get();
         DelayQueue {
             engine,
             values: Values::with_capacity(capacity),

@@ -9,6 +9,7 @@ use crate::shard::Lane;
 use crate::shard::Shard;
 #[cfg(not(loom))]
 use crate::sync::Arc;
+use crate::time::Tick;
 
 impl Builder {
     /// Sets how many lanes each shard has room for (rounded up to a power of two); more threads
@@ -63,7 +64,7 @@ impl TimerEngine {
     }
 
     /// The engine's current tick.
-    pub(crate) fn now_tick(&self) -> u64 {
+    pub(crate) fn now_tick(&self) -> Tick {
         self.shared().clock.now_tick()
     }
 

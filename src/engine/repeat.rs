@@ -7,7 +7,7 @@ use super::error::ScheduleError;
 use super::shared::EngineShared;
 use crate::shard::{Lane, Memory};
 use crate::sync::Arc;
-use crate::time::Due;
+use crate::time::{Due, Nanos, Tick};
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
 /// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating)
@@ -162,7 +162,10 @@ fn queue_first_run<R: RepeatFn>(
         pace,
     };
     // Not kept young (`Memory::Own`): when it was made does not matter.
-    let due = Due { tick, born: 0 };
+    let due = Due {
+        tick: tick.map(Tick::new),
+        born: Nanos::ORIGIN,
+    };
     Lane::schedule_as(access, due, job, Memory::Own)
         .map(|entry| TimerHandle::of(entry, lane.clone()))
         .map_err(ScheduleError::not_queued)

@@ -8,9 +8,9 @@ use std::time::Instant;
 use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
-use crate::shard::{Access, Lane, Lanes, ShardShared};
+use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc};
-use crate::time::{CatchUp, TickClock};
+use crate::time::{CatchUp, Tick, TickClock};
 use crate::timer::Sleep;
 
 /// What the engine, its builder and its shutdown share.
@@ -172,15 +172,17 @@ impl CatchUp for ClockWatch {
             .zip(tickets)
             .filter_map(|(shard, ticket)| earliest_in(shard, ticket))
             .min()
-            .map(|tick| engine.clock.instant_of(tick))
+            .map(|tick| engine.clock.instant_of(tick.get()))
     }
 }
 
 /// The earliest deadline pending on `shard`, as it answers `ticket` (`None` once it stopped).
-fn earliest_in(shard: &ShardShared, ticket: u64) -> Option<u64> {
+fn earliest_in(shard: &ShardShared, ticket: u64) -> Option<Tick> {
     loop {
-        if let Some(answer) = shard.earliest_answer(ticket) {
-            return answer;
+        match shard.earliest_answer(ticket) {
+            Answer::Earliest(tick) => return Some(tick),
+            Answer::NonePending => return None,
+            Answer::Open => {}
         }
         if shard.is_stopped() {
             return None;

@@ -11,7 +11,8 @@
 //! - `life`: [`Lifecycle`]; one party moves it out of `Pending` and owns the callback.
 //! - `LNK`: linked into the shard's wheel (only the shard sets it), at `level`, `slot`.
 //! - `REP`: the timer repeats (cleared when a repeating timer stops for good).
-//! - `deadline`: the tick at or after which the timer fires (51 bits).
+//! - `deadline`: the tick at or after which the timer fires (51 bits); a `u64` here and in the
+//!   wheel, which pack it, and a [`Tick`](crate::time::Tick) once it leaves them.
 //!
 //! A FIRED word is never linked: a repeating timer's sets STOWED, the lowest level bit, once
 //! its run is over and it waits for its shard at its next deadline (see `entry::repeat`).

@@ -7,6 +7,7 @@
 
 use super::affinity;
 use crate::sync::{AtomicUsize, Counter, Ordering};
+use crate::time::Tick;
 
 /// How late a turn may begin before it counts as late.
 const LATE: std::time::Duration = std::time::Duration::from_millis(10);
@@ -76,7 +77,7 @@ impl LagWatch {
 
     /// A turn begins at tick `now`, meant for `meant` (`None`: slept until woken); unpins the
     /// thread after `STRIKES` late turns in a row.
-    pub(crate) fn observe(&mut self, meant: Option<u64>, now: u64, pinning: &Pinning) {
+    pub(crate) fn observe(&mut self, meant: Option<Tick>, now: Tick, pinning: &Pinning) {
         let Some(meant) = meant else {
             return;
         };
@@ -114,10 +115,10 @@ mod tests {
         assert_eq!(LagWatch::new(1_000_000_000).limit, 2);
         let pinning = Pinning::default();
         let mut watch = LagWatch::new(1_000_000);
-        watch.observe(Some(100), 110, &pinning);
-        watch.observe(None, 10_000, &pinning);
+        watch.observe(Some(Tick::new(100)), Tick::new(110), &pinning);
+        watch.observe(None, Tick::new(10_000), &pinning);
         assert_eq!(pinning.late_turns(), 0);
-        watch.observe(Some(100), 111, &pinning);
+        watch.observe(Some(Tick::new(100)), Tick::new(111), &pinning);
         assert_eq!(pinning.late_turns(), 1);
     }
 
@@ -128,7 +129,7 @@ mod tests {
         let mut watch = LagWatch::new(1_000_000);
         // Not pinned through the watch: nothing to unpin.
         for _ in 0..3 {
-            watch.observe(Some(0), 50, &pinning);
+            watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
         }
         assert_eq!(pinning.pinned_cpu(), Some(0));
         let all = cpus();
@@ -137,22 +138,22 @@ mod tests {
         }
         watch.unpin_to = Some(all);
         // Woken early: neither late nor on time.
-        watch.observe(Some(100), 50, &pinning);
+        watch.observe(Some(Tick::new(100)), Tick::new(50), &pinning);
         // An on-time turn breaks a run of late ones.
-        watch.observe(Some(0), 0, &pinning);
-        watch.observe(Some(0), 50, &pinning);
-        watch.observe(Some(0), 50, &pinning);
-        watch.observe(Some(0), 0, &pinning);
-        watch.observe(Some(0), 50, &pinning);
-        watch.observe(Some(0), 50, &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(0), &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(0), &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
         assert_eq!(pinning.pinned_cpu(), Some(0));
-        watch.observe(Some(0), 50, &pinning);
+        watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
         assert_eq!(pinning.pinned_cpu(), None, "unpinned after three in a row");
         assert_eq!(pinning.late_turns(), 8);
         // An unpinned thread stays unpinned.
         pinning.set_pinned(Some(1));
         for _ in 0..3 {
-            watch.observe(Some(0), 50, &pinning);
+            watch.observe(Some(Tick::new(0)), Tick::new(50), &pinning);
         }
         assert_eq!(pinning.pinned_cpu(), Some(1), "nothing left to unpin");
     }

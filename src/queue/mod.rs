@@ -26,7 +26,7 @@ pub(crate) use ring::Ring;
 #[cfg(all(test, loom))]
 pub(crate) use ring::RING_CELLS;
 pub(crate) use unlink::{Requests, Unlinks};
-pub(crate) use young::{Sweep, Take, Young};
+pub(crate) use young::{Since, Sweep, Take, Young};
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -39,6 +39,7 @@ use crate::entry::{Entry, EntryRef};
 use crate::sync::{
     fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Fenced, Ordering, UnsafeCell,
 };
+use crate::time::Nanos;
 
 /// Cells of a young queue: a power of two. A handful under loom, so models reach a full queue.
 #[cfg(not(loom))]
@@ -49,8 +50,8 @@ pub(crate) const YOUNG_CELLS: usize = 2;
 /// One young timer: its entry (one strong count) and when it was made.
 struct Cell {
     entry: AtomicPtr<Entry>,
-    /// Nanoseconds from the clock's origin to when the timer was made; the owner's alone.
-    born: UnsafeCell<u64>,
+    /// When the timer was made; the owner's alone.
+    born: UnsafeCell<Nanos>,
 }
 
 /// What the owner writes on every schedule, on one cache line.
@@ -61,7 +62,7 @@ struct Owner {
     head: AtomicUsize,
     /// Set while a [`Home`] lives: the owner is in a schedule on this lane.
     busy: AtomicBool,
-    /// When the front timer was made (nanoseconds from the clock's origin).
+    /// When the front timer was made: a [`Nanos`], as a `u64` for the atomic.
     oldest: AtomicU64,
 }
 
@@ -93,10 +94,20 @@ pub(crate) enum Take {
     Empty,
     /// Took every young timer.
     Took,
-    /// Too young to take: the front timer was made at this time (nanoseconds).
-    Young(u64),
+    /// Too young to take: the front timer was made at this time.
+    Young(Nanos),
     /// The owner is scheduling: take later.
     Busy,
+}
+
+/// When the young timers are to be taken, as [`Young::since`] tells: the variants order
+/// `Hurry` first, so the least over lanes is the soonest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Since {
+    /// A thread asked for them to be taken at once (see [`Young::hurry`]).
+    Hurry,
+    /// Once the horizon passes the oldest, made at this time.
+    Born(Nanos),
 }
 
 /// The owner in a schedule on the lane: `busy` is set until it drops. Made by
@@ -118,7 +129,7 @@ impl Drop for Home<'_> {
 impl Home<'_> {
     /// Appends `entry`, made at `born`; hands it back if the queue is full.
     #[inline]
-    pub(crate) fn push(&self, entry: EntryRef, born: u64) -> Result<(), EntryRef> {
+    pub(crate) fn push(&self, entry: EntryRef, born: Nanos) -> Result<(), EntryRef> {
         let young = self.0;
         // Relaxed: only the owner writes `tail`.
         let tail = young.owner.tail.load(Ordering::Relaxed);
@@ -132,7 +143,7 @@ impl Home<'_> {
         cell.born.with_mut(|at| unsafe { *at = born });
         if tail == head {
             // Relaxed: published with the cell by the Release store of `tail` below.
-            young.owner.oldest.store(born, Ordering::Relaxed);
+            young.owner.oldest.store(born.get(), Ordering::Relaxed);
         }
         // Relaxed: published by the Release store of `tail` below.
         cell.entry
@@ -156,7 +167,7 @@ impl Home<'_> {
 impl Sweep<'_> {
     /// The front entry, when it was made, and how many are young.
     #[inline]
-    pub(crate) fn front(&self) -> Option<(&Entry, u64, usize)> {
+    pub(crate) fn front(&self) -> Option<(&Entry, Nanos, usize)> {
         let young = self.0;
         // Relaxed: the owner's own writes, or a taker's seen through `taking`.
         let head = young.owner.head.load(Ordering::Relaxed);
@@ -194,9 +205,9 @@ impl Sweep<'_> {
 
     /// Records `born`, when the front timer was made.
     #[inline]
-    pub(crate) fn mark_oldest(&self, born: u64) {
+    pub(crate) fn mark_oldest(&self, born: Nanos) {
         // Relaxed: a shard reading an older value takes sooner, which is harmless.
-        self.0.owner.oldest.store(born, Ordering::Relaxed);
+        self.0.owner.oldest.store(born.get(), Ordering::Relaxed);
     }
 }
 
@@ -205,7 +216,7 @@ impl Young {
         let cells: Box<[Cell]> = (0..YOUNG_CELLS)
             .map(|_| Cell {
                 entry: AtomicPtr::new(ptr::null_mut()),
-                born: UnsafeCell::new(0),
+                born: UnsafeCell::new(Nanos::ORIGIN),
             })
             .collect();
         let Ok(cells) = cells.try_into() else {
@@ -248,18 +259,19 @@ impl Young {
         self.owner.tail.load(Ordering::Acquire) == self.owner.head.load(Ordering::Acquire)
     }
 
-    /// When the oldest young timer was made (nanoseconds), 0 if a thread asked for them to be
-    /// taken at once, `None` if none is young. Any thread.
-    pub(crate) fn since(&self) -> Option<u64> {
+    /// When the oldest young timer was made, or [`Since::Hurry`] if a thread asked for them to
+    /// be taken at once; `None` if none is young. Any thread.
+    pub(crate) fn since(&self) -> Option<Since> {
         if self.is_empty() {
             return None;
         }
         // Acquire: pairs with `hurry`.
         if self.others.hurry.load(Ordering::Acquire) {
-            return Some(0);
+            return Some(Since::Hurry);
         }
         // Acquire: the push that stored it is seen with it.
-        Some(self.owner.oldest.load(Ordering::Acquire))
+        let oldest = self.owner.oldest.load(Ordering::Acquire);
+        Some(Since::Born(Nanos::new(oldest)))
     }
 
     /// Asks the shard to take the young timers on its next turn, whatever their age.
@@ -268,18 +280,18 @@ impl Young {
         self.others.hurry.store(true, Ordering::Release);
     }
 
-    /// Shard: takes every young timer into `out` if the oldest was made by `by` (nanoseconds),
-    /// or a thread asked to hurry, or `all`.
+    /// Shard: takes every young timer into `out` if the oldest was made by `by`, or a thread
+    /// asked to hurry, or `all`.
     ///
     /// # Safety
     /// One taker at a time: the lane's shard thread.
-    pub(crate) unsafe fn take(&self, by: u64, all: bool, out: &mut Vec<EntryRef>) -> Take {
+    pub(crate) unsafe fn take(&self, by: Nanos, all: bool, out: &mut Vec<EntryRef>) -> Take {
         if self.is_empty() {
             return Take::Empty;
         }
         // Acquire: the push that stored it is seen with it. Read before `head` in `take_now`,
         // so a front that moved on since shows a younger `oldest` or none at all.
-        let oldest = self.owner.oldest.load(Ordering::Acquire);
+        let oldest = Nanos::new(self.owner.oldest.load(Ordering::Acquire));
         // Acquire: pairs with `hurry`.
         if oldest > by && !all && !self.others.hurry.load(Ordering::Acquire) {
             return Take::Young(oldest);
@@ -358,21 +370,26 @@ mod tests {
         unsafe {
             let home = young.enter();
             for deadline in 0..3 {
-                home.push(entry(deadline), 100 + deadline).unwrap();
+                home.push(entry(deadline), Nanos::new(100 + deadline))
+                    .unwrap();
             }
             let sweep = home.sweep(&Fenced::now()).unwrap();
             let (front, born, count) = sweep.front().unwrap();
-            assert_eq!((front.state().deadline(), born, count), (0, 100, 3));
+            assert_eq!(
+                (front.state().deadline(), born, count),
+                (0, Nanos::new(100), 3)
+            );
             assert_eq!(sweep.pop_front().unwrap().state().deadline(), 0);
-            sweep.mark_oldest(101);
-            assert_eq!(young.take(1_000, false, &mut out), Take::Busy);
+            let at = Nanos::new;
+            sweep.mark_oldest(at(101));
+            assert_eq!(young.take(at(1_000), false, &mut out), Take::Busy);
             drop(home);
-            assert_eq!(young.take(100, false, &mut out), Take::Young(101));
-            assert_eq!(young.take(101, false, &mut out), Take::Took);
+            assert_eq!(young.take(at(100), false, &mut out), Take::Young(at(101)));
+            assert_eq!(young.take(at(101), false, &mut out), Take::Took);
             let taken: Vec<u64> = out.iter().map(|e| e.state().deadline()).collect();
             assert_eq!(taken, [1, 2]);
             assert!(out.iter().all(|e| EntryRef::strong_count(e) == 1));
-            assert_eq!(young.take(u64::MAX, true, &mut out), Take::Empty);
+            assert_eq!(young.take(at(u64::MAX), true, &mut out), Take::Empty);
         }
     }
 
@@ -384,17 +401,17 @@ mod tests {
         unsafe {
             let home = young.enter();
             for deadline in 0..YOUNG_CELLS as u64 {
-                home.push(entry(deadline), 5).unwrap();
+                home.push(entry(deadline), Nanos::new(5)).unwrap();
             }
-            let back = home.push(entry(9), 5).unwrap_err();
+            let back = home.push(entry(9), Nanos::new(5)).unwrap_err();
             assert_eq!(EntryRef::strong_count(&back), 1, "handed back whole");
             drop(home);
             young.hurry();
-            assert_eq!(young.since(), Some(0));
-            assert_eq!(young.take(0, false, &mut out), Take::Took);
+            assert_eq!(young.since(), Some(Since::Hurry));
+            assert_eq!(young.take(Nanos::ORIGIN, false, &mut out), Take::Took);
             assert_eq!(out.len(), YOUNG_CELLS);
             assert!(young.is_empty());
-            young.enter().push(entry(1), 7).unwrap();
+            young.enter().push(entry(1), Nanos::new(7)).unwrap();
         }
         // The drop releases the one left.
     }

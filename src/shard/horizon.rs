@@ -3,13 +3,15 @@
 //! [`TAKE_AFTER`] old, and only a timer due well after that is kept young at all, so each one
 //! is in the wheel before its deadline.
 
+use crate::time::{Nanos, Tick};
+
 /// How old a young timer is when the shard takes it, at least (and at least two ticks).
 const TAKE_AFTER: u64 = 2_000_000;
 
 /// How far a young timer's deadline is past the time the shard takes it, at least, in ticks.
 const MARGIN_TICKS: u64 = 2;
 
-/// A shard's horizons, in nanoseconds of its clock: the owner sends a live young timer
+/// A shard's horizons, spans in nanoseconds of its clock: the owner sends a live young timer
 /// `send_after` old, the shard takes one `take_after` old, and a timer due sooner than
 /// `shortest` after it was made is not kept young.
 #[derive(Clone, Copy, Debug)]
@@ -33,34 +35,34 @@ impl Horizon {
 
     /// Whether a timer due at `tick`, made at `born`, may be kept young.
     #[inline]
-    pub(super) fn keeps(&self, tick: u64, born: u64) -> bool {
-        tick.saturating_mul(self.tick_nanos) >= born.saturating_add(self.shortest)
+    pub(super) fn keeps(&self, tick: Tick, born: Nanos) -> bool {
+        tick.start(self.tick_nanos) >= born.saturating_add(self.shortest)
     }
 
     /// Whether the owner sends a live young timer made at `born`, `now`.
     #[inline]
-    pub(super) fn sends(&self, born: u64, now: u64) -> bool {
+    pub(super) fn sends(&self, born: Nanos, now: Nanos) -> bool {
         born.saturating_add(self.send_after) <= now
     }
 
     /// The latest birth of a young timer the shard takes at tick `now`.
-    pub(super) fn taken_by(&self, now: u64) -> u64 {
-        now.saturating_mul(self.tick_nanos)
-            .saturating_sub(self.take_after)
+    #[inline]
+    pub(super) fn taken_by(&self, now: Tick) -> Nanos {
+        now.start(self.tick_nanos).saturating_sub(self.take_after)
     }
 
     /// The tick by which the shard takes a young timer made at `born`.
-    pub(super) fn take_tick(&self, born: u64) -> u64 {
+    #[inline]
+    pub(super) fn take_tick(&self, born: Nanos) -> Tick {
         born.saturating_add(self.take_after)
-            .div_ceil(self.tick_nanos)
+            .ceil_tick(self.tick_nanos)
     }
 
     /// Whether a shard asleep until tick `until` sleeps past [`take_tick`](Self::take_tick)
     /// of a young timer made at `born` (without its division).
     #[inline]
-    pub(super) fn outsleeps(&self, until: u64, born: u64) -> bool {
-        until.saturating_sub(1).saturating_mul(self.tick_nanos)
-            >= born.saturating_add(self.take_after)
+    pub(super) fn outsleeps(&self, until: Tick, born: Nanos) -> bool {
+        until.saturating_sub(1).start(self.tick_nanos) >= born.saturating_add(self.take_after)
     }
 }
 
@@ -72,21 +74,24 @@ mod tests {
     fn a_kept_timer_is_taken_before_its_deadline() {
         for tick_nanos in [100_000, 1_000_000, 3_000_000, 1_000_000_000] {
             let horizon = Horizon::new(tick_nanos);
-            for born in [0, 1, 999_999, 1_000_000, 12_345_678_901] {
+            for born in [0, 1, 999_999, 1_000_000, 12_345_678_901].map(Nanos::new) {
                 let first_kept = (0..)
+                    .map(Tick::new)
                     .find(|&tick| horizon.keeps(tick, born))
                     .expect("a far enough tick");
                 assert!(
-                    horizon.take_tick(born) + MARGIN_TICKS <= first_kept,
-                    "tick {tick_nanos} ns, born {born}"
+                    horizon.take_tick(born).saturating_add(MARGIN_TICKS) <= first_kept,
+                    "tick {tick_nanos} ns, born {born:?}"
                 );
                 assert!(horizon.taken_by(horizon.take_tick(born)) >= born);
-                let take = horizon.take_tick(born);
+                let take = horizon.take_tick(born).get();
                 for until in take.saturating_sub(2)..take + 3 {
-                    assert_eq!(horizon.outsleeps(until, born), until > take);
+                    let outsleeps = horizon.outsleeps(Tick::new(until), born);
+                    assert_eq!(outsleeps, until > take);
                 }
-                assert!(horizon.sends(born, born + horizon.take_after / 2));
-                assert!(!horizon.sends(born, born + horizon.take_after / 2 - 1));
+                let send = born.saturating_add(horizon.take_after / 2);
+                assert!(horizon.sends(born, send));
+                assert!(!horizon.sends(born, send.saturating_sub(1)));
             }
         }
     }

@@ -25,7 +25,7 @@ use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Fenced, Ordering, Permit, Permits, SegQueue};
-use crate::time::Due;
+use crate::time::{Due, Tick};
 
 mod held;
 mod roles;
@@ -150,7 +150,7 @@ impl Lane {
             Ok(admitted) => admitted,
             Err(refusal) => return Err((refusal, kind.refused())),
         };
-        let entry = kind.entry(lane, tick);
+        let entry = kind.entry(lane, tick.get());
         let entry = match (&access, memory) {
             (Access::Owner(owner), Memory::Lane) => owner.new_entry(entry),
             _ => EntryRef::new(entry),
@@ -174,7 +174,7 @@ impl Lane {
     /// Checks that the shard takes a timer due at `tick` (`None`: too far) and takes a
     /// permit; a refusal is counted.
     #[inline]
-    fn admit(&self, tick: Option<u64>) -> Result<(u64, Option<Permit<'_>>), Refusal> {
+    fn admit(&self, tick: Option<Tick>) -> Result<(Tick, Option<Permit<'_>>), Refusal> {
         let refusal = if self.shard.is_stopped() {
             Refusal::Shutdown
         } else if let Some(tick) = tick {

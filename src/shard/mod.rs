@@ -21,7 +21,7 @@ mod shared;
 mod signal;
 mod worker;
 
-pub(crate) use self::shared::ShardShared;
+pub(crate) use self::shared::{Answer, ShardShared};
 #[cfg(all(test, loom))]
 pub(crate) use lane::Owner;
 pub(crate) use lane::{Access, Lane, Memory, OneShot, TimerKind};
@@ -30,4 +30,6 @@ pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]
 pub(crate) use owner::LaneCounts;
 pub(crate) use owner::Refusal;
+#[cfg(test)]
+pub(crate) use signal::Announced;
 pub(crate) use worker::{Shard, Stopped};

@@ -9,7 +9,7 @@ use super::signal::Signal;
 use crate::callbacks::ShardCallbacks;
 use crate::pinning::Pinning;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit};
-use crate::time::TickClock;
+use crate::time::{Tick, TickClock};
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
 pub(crate) struct ShardShared {
@@ -36,12 +36,23 @@ struct Lookahead {
     asked: AtomicU64,
     /// The last ticket answered.
     answered: AtomicU64,
-    /// The answer: the earliest deadline tick, or `NO_DEADLINE`.
+    /// The answer: the earliest deadline tick (a [`Tick`]'s number), or `NO_DEADLINE`.
     earliest: AtomicU64,
 }
 
 /// The lookahead's answer when nothing is pending (no entry's deadline reaches it).
 const NO_DEADLINE: u64 = u64::MAX;
+
+/// A shard's answer to a manual clock's question (see [`ShardShared::ask_earliest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Not answered yet: the shard answers after its next complete turn.
+    Open,
+    /// The earliest deadline tick pending in the shard's wheel.
+    Earliest(Tick),
+    /// No timer is pending in the shard's wheel.
+    NonePending,
+}
 
 /// Counters of a shard: statistics (`sync::Counter`), exact once the writers are quiet; and
 /// `processed` and `turns`, which a manual clock waits on (see `finish_turn`).
@@ -67,19 +78,19 @@ impl ShardCounts {
         self.in_wheel.get()
     }
     /// The tick of the shard's last complete turn (one that emptied every queue).
-    pub(crate) fn processed(&self) -> u64 {
+    pub(crate) fn processed(&self) -> Tick {
         // Acquire: pairs with `finish_turn`; a manual clock seeing the turn sees its batch in
         // flight.
-        self.processed.load(Ordering::Acquire)
+        Tick::new(self.processed.load(Ordering::Acquire))
     }
     /// How many complete turns the shard has made.
     pub(crate) fn turns(&self) -> u64 {
         // Acquire: as `processed`.
         self.turns.load(Ordering::Acquire)
     }
-    pub(super) fn finish_turn(&self, tick: u64) {
+    pub(super) fn finish_turn(&self, tick: Tick) {
         // Release: see `processed`. Only the shard thread writes these.
-        self.processed.store(tick, Ordering::Release);
+        self.processed.store(tick.get(), Ordering::Release);
         self.turns.fetch_add(1, Ordering::Release);
     }
 }
@@ -217,19 +228,21 @@ impl ShardShared {
         self.lookahead.asked.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// The answer to `ticket` or later, if given: the earliest pending tick, `None` if none.
-    pub(crate) fn earliest_answer(&self, ticket: u64) -> Option<Option<u64>> {
+    /// The answer to `ticket` or later, or [`Answer::Open`] until the shard gives it.
+    pub(crate) fn earliest_answer(&self, ticket: u64) -> Answer {
         // Acquire: pairs with `answer_earliest`'s Release; the answer is this ticket's or later.
         if self.lookahead.answered.load(Ordering::Acquire) < ticket {
-            return None;
+            return Answer::Open;
         }
         // Relaxed: ordered by the Acquire above.
-        let earliest = self.lookahead.earliest.load(Ordering::Relaxed);
-        Some((earliest != NO_DEADLINE).then_some(earliest))
+        match self.lookahead.earliest.load(Ordering::Relaxed) {
+            NO_DEADLINE => Answer::NonePending,
+            earliest => Answer::Earliest(Tick::new(earliest)),
+        }
     }
 
     /// Shard thread, after a complete turn: answers an open question with `earliest()`.
-    pub(super) fn answer_earliest(&self, earliest: impl FnOnce() -> Option<u64>) {
+    pub(super) fn answer_earliest(&self, earliest: impl FnOnce() -> Option<Tick>) {
         let lookahead = &self.lookahead;
         // Relaxed: a ticket seen late is answered next turn (the asker keeps waking the
         // shard); only the shard writes `answered`.
@@ -237,7 +250,7 @@ impl ShardShared {
         if asked == lookahead.answered.load(Ordering::Relaxed) {
             return;
         }
-        let tick = earliest().unwrap_or(NO_DEADLINE);
+        let tick = earliest().map_or(NO_DEADLINE, Tick::get);
         // Relaxed: published by the Release store of `answered` below.
         lookahead.earliest.store(tick, Ordering::Relaxed);
         // Release: see `earliest_answer`.

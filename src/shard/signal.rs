@@ -12,11 +12,29 @@
 //! leaves a token, so the park returns at once.
 
 use crate::sync::{fence, thread, AtomicU64, Fenced, Mutex, Ordering};
+use crate::time::Tick;
 
 /// The sleep word's value while the shard is awake or polling once a tick.
 const AWAKE: u64 = 0;
 /// The sleep word's value while the shard sleeps until it is woken.
 const FOREVER: u64 = u64::MAX;
+
+/// The sleep a shard announced in its sleep word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Announced {
+    /// No sleep: the shard is awake, or polls once a tick.
+    Awake,
+    /// A sleep until this tick begins.
+    Until(Tick),
+    /// A sleep until a producer or the engine wakes it.
+    UntilWoken,
+}
+
+/// The sleep word's value for a sleep until tick `until`: the tick plus one, below `FOREVER`.
+#[inline]
+fn until_word(until: Tick) -> u64 {
+    until.get().saturating_add(1).min(FOREVER - 1)
+}
 
 pub(crate) struct Signal {
     /// `AWAKE`, `FOREVER`, or the tick the shard sleeps until, plus one.
@@ -41,21 +59,20 @@ impl Signal {
     /// a sleep.
     #[inline]
     pub(super) fn notify(&self, fenced: &Fenced) {
-        if self.announced(fenced).is_some() {
+        if self.announced(fenced) != Announced::Awake {
             self.wake_sleeper();
         }
     }
 
-    /// Producer side, after its push and `fenced`: the sleep the shard announced, if any:
-    /// until a tick, or (`None`) until woken.
+    /// Producer side, after its push and `fenced`: the sleep the shard announced.
     #[inline]
-    pub(super) fn announced(&self, _: &Fenced) -> Option<Option<u64>> {
+    pub(super) fn announced(&self, _: &Fenced) -> Announced {
         // Relaxed: the caller's fence orders it after the push (the producer's side of the
         // Dekker pair; see the module docs).
         match self.sleep.load(Ordering::Relaxed) {
-            AWAKE => None,
-            FOREVER => Some(None),
-            until => Some(Some(until - 1)),
+            AWAKE => Announced::Awake,
+            FOREVER => Announced::UntilWoken,
+            until => Announced::Until(Tick::new(until - 1)),
         }
     }
 
@@ -75,10 +92,10 @@ impl Signal {
         self.unpark();
     }
 
-    /// Shard side: announces a sleep until `until` (or until woken). The caller must then look
-    /// at its queues and call [`awake`](Self::awake) instead of parking if any has work.
-    pub(super) fn announce_sleep(&self, until: Option<u64>) {
-        let word = until.map_or(FOREVER, |tick| tick.saturating_add(1).min(FOREVER - 1));
+    /// Shard side: announces a sleep until tick `until` (`None`: until woken). The caller must
+    /// then look at its queues and, if any has work, call [`awake`](Self::awake), not park.
+    pub(super) fn announce_sleep(&self, until: Option<Tick>) {
+        let word = until.map_or(FOREVER, until_word);
         self.sleep.store(word, Ordering::SeqCst);
         // SeqCst: the shard's side of the Dekker pair (see the module docs).
         fence(Ordering::SeqCst);
@@ -86,11 +103,10 @@ impl Signal {
 
     /// Shard side, after [`announce_sleep`](Self::announce_sleep) and its look at the queues:
     /// the sleep ends sooner, at `until` (a young timer's horizon, see `queue::young`).
-    pub(super) fn shorten_sleep(&self, until: u64) {
+    pub(super) fn shorten_sleep(&self, until: Tick) {
         // Relaxed: a producer still reading the longer sleep wakes the shard needlessly, which
         // is harmless; the word only ever shrinks here.
-        self.sleep
-            .store(until.saturating_add(1).min(FOREVER - 1), Ordering::Relaxed);
+        self.sleep.store(until_word(until), Ordering::Relaxed);
     }
 
     /// Shard side: back to polling; producers need not wake it.

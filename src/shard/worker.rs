@@ -22,11 +22,13 @@ use super::lane::{Lane, Taker};
 use super::lanes::Lanes;
 use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
+use super::signal::Announced;
 use crate::callbacks::Executor;
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
-use crate::queue::{Pop, Requests, Take};
+use crate::queue::{Pop, Requests, Since, Take};
 use crate::sync::{thread, Arc, Permits};
+use crate::time::{Tick, TickClock};
 use crate::wheel::{Settled, Wheel};
 
 /// The most new timers taken from one lane's inbound queue per turn, so a flood of inserts
@@ -158,8 +160,8 @@ fn hand_over(
     let handed_over = clock.now_nanos();
     for (deadline, count) in outcomes.due.drain(..) {
         // From the start of the tick before the deadline tick (see `shard::lateness`).
-        let due = clock.nanos_of_tick(deadline.saturating_sub(1));
-        let late = handed_over.saturating_sub(due);
+        let due = clock.nanos_of_tick(Tick::new(deadline).saturating_sub(1));
+        let late = handed_over.saturating_since(due);
         shared.lateness().record(late, count);
     }
     let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(next));
@@ -194,7 +196,7 @@ impl Shard {
     }
 
     /// One pass of the tick loop at tick `now` (see the module documentation).
-    pub(crate) fn turn(&mut self, now: u64) -> Turn {
+    pub(crate) fn turn(&mut self, now: Tick) -> Turn {
         let mut turn = Turn::Idle;
         self.find_new_lanes();
         let mut fresh = std::mem::take(&mut self.fresh);
@@ -275,7 +277,7 @@ impl Shard {
         drop(released);
         let (outcomes, executor, shared) = (&mut self.outcomes, &self.executor, &self.shared);
         let mut goal = FIRST_HAND_OVER;
-        self.wheel.advance(now, |_, deadline, fired| {
+        self.wheel.advance(now.get(), |_, deadline, fired| {
             outcomes.fire(fired, deadline);
             if outcomes.fired.len() >= goal {
                 let first = goal == FIRST_HAND_OVER;
@@ -310,7 +312,7 @@ impl Shard {
 
     /// Hands the turn's last callbacks to the executor (`more`: after others) and publishes
     /// the counters; a `complete` turn also counts tick `now` as handled.
-    fn publish(&mut self, now: u64, complete: bool, more: bool) {
+    fn publish(&mut self, now: Tick, complete: bool, more: bool) {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
@@ -329,10 +331,10 @@ impl Shard {
     }
 
     /// Whether the wheel has a slot due by tick `now + 1`.
-    fn due_by_next_tick(&self, now: u64) -> bool {
+    fn due_by_next_tick(&self, now: Tick) -> bool {
         self.wheel
             .next_deadline()
-            .is_some_and(|next| next <= now.saturating_add(1))
+            .is_some_and(|next| Tick::new(next) <= now.saturating_add(1))
     }
 
     /// The longest a poll may nap: `LOOK_AGAIN` while handed callbacks have not all begun,
@@ -346,10 +348,10 @@ impl Shard {
     }
 
     /// Announces a sleep until the wheel's next deadline or the first young timer's horizon
-    /// and returns it (`None`: until woken), or returns `Err(())` without sleeping if work
-    /// arrived, a young timer is due to be taken, or the shard was stopped.
-    pub(crate) fn prepare_sleep(&mut self, now: u64) -> Result<Option<u64>, ()> {
-        let mut until = self.wheel.next_deadline();
+    /// and returns it, or returns [`Announced::Awake`] without sleeping if work arrived, a
+    /// young timer is due to be taken, or the shard was stopped.
+    pub(crate) fn prepare_sleep(&mut self, now: Tick) -> Announced {
+        let mut until = self.wheel.next_deadline().map(Tick::new);
         self.shared.signal().announce_sleep(until);
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`), and so is a young timer.
@@ -360,24 +362,36 @@ impl Shard {
             || !self.shared.callbacks().rearms().is_empty()
         {
             signal.awake();
-            return Err(());
+            return Announced::Awake;
         }
         let oldest = (self.lanes.iter())
             .filter_map(|lane| lane.young_since())
             .min();
-        if let Some(born) = oldest {
-            let take = self.shared.horizon().take_tick(born);
-            // A birth of 0: a lane asked to be taken at once (see `Lane::young_since`).
-            if self.take_all_young || born == 0 || take <= now {
+        let take = match oldest {
+            None => None,
+            // A lane asked to be taken at once (see `Lane::young_since`).
+            Some(Since::Hurry) => Some(now),
+            Some(Since::Born(born)) => Some(self.shared.horizon().take_tick(born)),
+        };
+        if let Some(take) = take {
+            if self.take_all_young || take <= now {
                 signal.awake();
-                return Err(());
+                return Announced::Awake;
             }
             if until.is_none_or(|until| take < until) {
                 signal.shorten_sleep(take);
                 until = Some(take);
             }
         }
-        Ok(until)
+        until.map_or(Announced::UntilWoken, Announced::Until)
+    }
+
+    /// Sleeps as announced: until tick `until` begins (`None`: until woken), or until
+    /// unparked; then back to polling. Returns `until`, the tick the next turn means to begin.
+    fn sleep(&self, clock: &TickClock, until: Option<Tick>) -> Option<Tick> {
+        clock.sleep_until(until);
+        self.shared.signal().awake();
+        until
     }
 
     /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown.
@@ -421,12 +435,9 @@ impl Shard {
                     Some(now.saturating_add(1))
                 }
                 Turn::Idle => match self.prepare_sleep(now) {
-                    Ok(until) => {
-                        clock.sleep_until(until);
-                        self.shared.signal().awake();
-                        until
-                    }
-                    Err(()) => Some(now),
+                    Announced::Awake => Some(now),
+                    Announced::Until(tick) => self.sleep(&clock, Some(tick)),
+                    Announced::UntilWoken => self.sleep(&clock, None),
                 },
             };
         }
@@ -437,7 +448,7 @@ impl Shard {
     /// `ShardShared::ask_earliest`).
     pub(crate) fn answer_lookahead(&self) {
         self.shared
-            .answer_earliest(|| self.wheel.earliest_pending());
+            .answer_earliest(|| self.wheel.earliest_pending().map(Tick::new));
     }
 
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep

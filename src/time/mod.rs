@@ -4,11 +4,14 @@
 //!   present down, so a timer is never early).
 //! - `tsc`: [`Ceiling`](tsc::Ceiling), a cheap upper bound on the monotonic clock from the TSC.
 //! - `manual`: [`ManualClock`] and the [`CatchUp`] trait through which it drives engines.
+//! - `units`: [`Tick`] and [`Nanos`], the engine's two units of time, apart by type.
 
 mod manual;
 mod tick;
 mod tsc;
+mod units;
 
 pub(crate) use manual::CatchUp;
 pub use manual::ManualClock;
 pub(crate) use tick::{Due, TickClock};
+pub(crate) use units::{Nanos, Tick};

@@ -4,10 +4,12 @@
 use std::time::{Duration, Instant};
 
 use super::tsc::Ceiling;
-use super::ManualClock;
+use super::{ManualClock, Nanos, Tick};
 use crate::sync::thread;
 
-/// The engine's view of time: an origin, a tick length and a source.
+/// The engine's view of time: an origin, a tick length and a source. The present and a new
+/// timer's birth come out as [`Tick`] and [`Nanos`]; a deadline tick that goes into an entry's
+/// state word (or comes out of it) stays a `u64`, as the word packs it.
 #[derive(Clone)]
 pub(crate) struct TickClock {
     origin: Instant,
@@ -24,8 +26,8 @@ pub(crate) struct TickClock {
 /// nanoseconds from the origin (the present read for the deadline, or a little before it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
-    pub(crate) tick: Option<u64>,
-    pub(crate) born: u64,
+    pub(crate) tick: Option<Tick>,
+    pub(crate) born: Nanos,
 }
 
 /// Division by the tick length by a multiply. With `m = floor((2^64 - 1) / d)`, the high half
@@ -145,23 +147,24 @@ impl TickClock {
     }
 
     /// Nanoseconds from the origin to now.
-    pub(crate) fn now_nanos(&self) -> u64 {
-        self.nanos_since_origin(self.now())
+    pub(crate) fn now_nanos(&self) -> Nanos {
+        Nanos::new(self.nanos_since_origin(self.now()))
     }
 
-    /// Nanoseconds from the origin to the start of tick `tick`.
-    pub(crate) fn nanos_of_tick(&self, tick: u64) -> u64 {
-        self.tick_nanos.divisor.saturating_mul(tick)
+    /// When tick `tick` begins.
+    #[inline]
+    pub(crate) fn nanos_of_tick(&self, tick: Tick) -> Nanos {
+        tick.start(self.tick_nanos.divisor)
     }
 
     /// The last tick that has fully begun: `floor((now - origin) / tick)`.
-    pub(crate) fn now_tick(&self) -> u64 {
+    pub(crate) fn now_tick(&self) -> Tick {
         self.floor_tick(self.now())
     }
 
     /// The last tick that has fully begun at `at`.
-    pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
-        self.tick_nanos.floor(self.nanos_since_origin(at))
+    pub(crate) fn floor_tick(&self, at: Instant) -> Tick {
+        Tick::new(self.tick_nanos.floor(self.nanos_since_origin(at)))
     }
 
     /// The first tick at or after `deadline`: `ceil((deadline - origin) / tick)`.
@@ -179,7 +182,7 @@ impl TickClock {
     /// tick (or the next), so the shard fires it on its next turn.
     #[inline]
     pub(crate) fn tick_after(&self, delay: Duration) -> Option<u64> {
-        self.due_after(delay).tick
+        self.tick_after_from(self.upper_nanos(), delay)
     }
 
     /// As [`tick_after`](Self::tick_after), with the present it read.
@@ -187,8 +190,8 @@ impl TickClock {
     pub(crate) fn due_after(&self, delay: Duration) -> Due {
         let now = self.upper_nanos();
         Due {
-            tick: self.tick_after_from(now, delay),
-            born: now,
+            tick: self.tick_after_from(now, delay).map(Tick::new),
+            born: Nanos::new(now),
         }
     }
 
@@ -196,8 +199,8 @@ impl TickClock {
     pub(crate) fn due_at(&self, deadline: Instant) -> Due {
         let now = self.now();
         Due {
-            tick: self.tick_at_from(deadline, now),
-            born: self.nanos_since_origin(now),
+            tick: self.tick_at_from(deadline, now).map(Tick::new),
+            born: Nanos::new(self.nanos_since_origin(now)),
         }
     }
 
@@ -208,7 +211,10 @@ impl TickClock {
             Some((ceiling, origin)) => ceiling.recent_nanos().saturating_sub(origin),
             None => self.nanos_since_origin(self.now()),
         };
-        Due { tick, born }
+        Due {
+            tick: tick.map(Tick::new),
+            born: Nanos::new(born),
+        }
     }
 
     /// The instant `delay` from now and its tick, the present read as `tick_after` does (so up
@@ -288,20 +294,20 @@ impl TickClock {
 
     /// The instant tick `tick` begins.
     pub(crate) fn instant_of(&self, tick: u64) -> Instant {
-        let nanos = self.nanos_of_tick(tick);
+        let nanos = self.nanos_of_tick(Tick::new(tick));
         self.origin
-            .checked_add(Duration::from_nanos(nanos))
+            .checked_add(Duration::from_nanos(nanos.get()))
             .unwrap_or(self.origin)
     }
 
     /// Sleeps the calling shard thread until tick `until` begins (or forever, for `None`), or
     /// until it is unparked. May return early.
-    pub(crate) fn sleep_until(&self, until: Option<u64>) {
+    pub(crate) fn sleep_until(&self, until: Option<Tick>) {
         match (until, &self.manual) {
             // Manual time moves only through `advance`, which unparks the shards.
             (_, Some(_)) | (None, None) => thread::park(),
             (Some(tick), None) => {
-                let wake = self.instant_of(tick);
+                let wake = self.instant_of(tick.get());
                 let now = Instant::now();
                 if wake > now {
                     thread::park_timeout(wake - now);
@@ -311,11 +317,11 @@ impl TickClock {
     }
 
     /// Sleeps until the next tick begins, or for `most` if sooner, or until unparked.
-    pub(crate) fn sleep_one_tick(&self, now_tick: u64, most: Duration) {
+    pub(crate) fn sleep_one_tick(&self, now_tick: Tick, most: Duration) {
         let nap = match &self.manual {
             Some(_) => self.tick,
             None => self
-                .instant_of(now_tick.saturating_add(1))
+                .instant_of(now_tick.saturating_add(1).get())
                 .saturating_duration_since(Instant::now()),
         };
         let nap = nap.min(most);
@@ -349,9 +355,9 @@ mod tests {
         assert_eq!(ticks.ceil_tick(origin + Duration::from_millis(1)), 1);
         assert_eq!(ticks.ceil_tick(origin + Duration::from_micros(1001)), 2);
         clock.advance(Duration::from_micros(1999));
-        assert_eq!(ticks.now_tick(), 1);
+        assert_eq!(ticks.now_tick(), Tick::new(1));
         clock.advance(Duration::from_micros(1));
-        assert_eq!(ticks.now_tick(), 2);
+        assert_eq!(ticks.now_tick(), Tick::new(2));
         assert_eq!(ticks.instant_of(2), origin + Duration::from_millis(2));
     }
 

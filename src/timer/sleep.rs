@@ -222,7 +222,7 @@ impl Sleep {
     /// Whether the shard has turned the deadline's tick, so the sleep needs no timer. `FAR`
     /// is never at or below a tick the shard turned.
     fn shard_turned_deadline(&self) -> bool {
-        self.tick <= self.lane.shard().counts().processed()
+        self.tick <= self.lane.shard().counts().processed().get()
     }
 
     /// Whether the registered timer is pending and due at the deadline: the sleep needs no

@@ -2,10 +2,12 @@
 //! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
 //! are `queue::young`; the horizons, `shard::horizon`.
 
+use super::super::signal::Announced;
 use super::{Lane, Owner, Taker};
 use crate::entry::{CallbackBox, EntryRef, Lifecycle};
-use crate::queue::{Sweep, Take};
+use crate::queue::{Since, Sweep, Take};
 use crate::sync::{Fenced, Permit, Permits};
+use crate::time::Nanos;
 
 /// The most young timers one schedule sweeps from the front (it adds one).
 const SWEEP_MOST: usize = 4;
@@ -21,7 +23,7 @@ impl Owner<'_> {
         &self,
         entry: &EntryRef,
         queued: EntryRef,
-        born: u64,
+        born: Nanos,
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         let lane = self.lane();
@@ -45,12 +47,12 @@ impl Owner<'_> {
             .sweep(&fenced)
             .and_then(|sweep| self.sweep(&sweep, born));
         let signal = lane.shard.signal();
-        if let Some(until) = signal.announced(&fenced) {
+        match signal.announced(&fenced) {
+            Announced::Awake => {}
+            _ if !young => signal.wake_sleeper(),
             // A shard asleep past the tick it must take this young timer by takes it at once.
-            let past = |until: u64| lane.shard.horizon().outsleeps(until, born);
-            if !young {
-                signal.wake_sleeper();
-            } else if until.is_none_or(past) {
+            Announced::Until(until) if !lane.shard.horizon().outsleeps(until, born) => {}
+            Announced::Until(_) | Announced::UntilWoken => {
                 lane.young.hurry();
                 signal.wake_sleeper();
             }
@@ -64,7 +66,7 @@ impl Owner<'_> {
     /// Owner: takes cancelled young timers at the front back into the stash, sends live ones
     /// old or behind too many; returns the permits of those it took back, for the caller to
     /// release.
-    fn sweep(&self, sweep: &Sweep<'_>, now: u64) -> Option<Permits<'_>> {
+    fn sweep(&self, sweep: &Sweep<'_>, now: Nanos) -> Option<Permits<'_>> {
         let lane = self.lane();
         let mut released = None;
         for swept in 0..=SWEEP_MOST {
@@ -118,11 +120,11 @@ impl Owner<'_> {
 
 impl Lane {
     /// Shard thread: takes the young timers into `out` if the oldest was made at or before
-    /// `by` (nanoseconds), or the owner asked, or `all` (see `Young::take`).
+    /// `by`, or the owner asked, or `all` (see `Young::take`).
     pub(in crate::shard) fn take_young(
         &self,
         taker: &Taker,
-        by: u64,
+        by: Nanos,
         all: bool,
         out: &mut Vec<EntryRef>,
     ) -> Take {
@@ -136,9 +138,10 @@ impl Lane {
         !self.young.is_empty()
     }
 
-    /// When the lane's oldest young timer was made (0 if the shard is asked to take them at
-    /// once); `None` if it has none. For the shard, after its sleep announcement's fence.
-    pub(in crate::shard) fn young_since(&self) -> Option<u64> {
+    /// When the lane's oldest young timer was made ([`Since::Hurry`] if the shard is asked to
+    /// take them at once); `None` if it has none. For the shard, after its sleep announcement's
+    /// fence.
+    pub(in crate::shard) fn young_since(&self) -> Option<Since> {
         self.young.since()
     }
 
