@@ -202,6 +202,7 @@
 //! | access | a lane as the calling thread reaches it: as its owner or as another thread (`Access`) | |
 //! | young | a timer its owner keeps in its lane's young queue, due past the horizon | |
 //! | horizon | how old a young timer gets before its shard takes it (`Horizon`) | |
+//! | busy | the owner in a schedule on its lane: the young queue's `busy` flag, its guard `Busy`, `Take::Busy` | the young queue's `Home`, `Turn::Busy` |
 //! | sweep | the owner's look at the front of its young queue on each schedule | |
 //! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
 //! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |

@@ -44,14 +44,14 @@ impl EngineShared {
     }
 
     /// The calling thread's lane for an unkeyed timer: in its home shard (see `routing`), kept
-    /// in `HOME`.
+    /// in `HOME_LANE`.
     #[inline]
     pub(super) fn lane_for_task(&self) -> &Arc<Lane> {
         #[cfg(not(loom))]
         {
-            let (engine, lane) = HOME.with(Cell::get);
+            let (engine, lane) = HOME_LANE.with(Cell::get);
             if engine == self.id {
-                // SAFETY: `HOME` holds this engine's id (no two engines share one), so `lane`
+                // SAFETY: `HOME_LANE` holds this engine's id (no two engines share one), so `lane`
                 // was read from this engine's lane table, which lives while `self` does and
                 // never moves or drops a lane it made (see `shard::lanes`).
                 return unsafe { &*lane };
@@ -65,7 +65,7 @@ impl EngineShared {
         let index = lane_index();
         let lane = self.lanes[home_shard(index, self.shards.len())].lane(index);
         #[cfg(not(loom))]
-        HOME.with(|home| home.set((self.id, lane)));
+        HOME_LANE.with(|cached| cached.set((self.id, lane)));
         lane
     }
 
@@ -92,7 +92,7 @@ thread_local! {
     /// slower. Whether the thread owns the lane is asked each time (`Access::of`): an owner
     /// that exits gives its lanes up before its last thread-local destructors run. (Not under
     /// loom, whose threads share the OS thread's thread-locals.)
-    static HOME: Cell<(u64, *const Arc<Lane>)> = const { Cell::new((0, std::ptr::null())) };
+    static HOME_LANE: Cell<(u64, *const Arc<Lane>)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 /// The most rounds one catch-up waits through while callbacks schedule timers that are due

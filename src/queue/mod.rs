@@ -9,7 +9,7 @@
 //! - `ring`: [`Ring`], new timers from a lane's owner thread (a Lamport SPSC ring).
 //! - `unlink`: [`Unlinks`], timers cancelled after linking, for the shard to unlink.
 //! - `recycle`: [`Recycler`], dead entries handed back to a lane's owner for reuse.
-//! - `young`: [`Young`], new timers a lane's owner keeps at home until they have lived a while.
+//! - `young`: [`Young`], new timers a lane's owner keeps in the lane until they have lived a while.
 //! - `rearm`: [`Rearms`], repeating timers their runners stowed, for their shard to re-arm.
 
 mod inbound;

@@ -1,4 +1,4 @@
-//! A lane's young timers: new timers its owner keeps at home until they have lived long enough
+//! A lane's young timers: new timers its owner keeps in the lane until they have lived long enough
 //! to matter, so that one cancelled young never reaches the shard.
 //!
 //! The owner pushes each new timer, with the time it was made, onto a bounded FIFO of cells.
@@ -13,7 +13,7 @@
 //! The owner (sweeping) and the shard or shutdown (taking) both move `head`, never at once:
 //!
 //! - The owner marks a schedule `busy` ([`Young::enter`]), pushes, passes a SeqCst fence
-//!   ([`Fenced`]) and sweeps ([`Home::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`,
+//!   ([`Fenced`]) and sweeps ([`Busy::sweep`]) only if no one is `taking` (Acquire). The shard sets `taking`,
 //!   passes a SeqCst fence, and takes only if the owner is not `busy` (Acquire). A Dekker
 //!   pair: at most one of them goes on, and each sees what the other left (`busy` and
 //!   `taking` are cleared Release).
@@ -60,7 +60,7 @@ struct Owner {
     tail: AtomicUsize,
     /// The next cell to sweep or take.
     head: AtomicUsize,
-    /// Set while a [`Home`] lives: the owner is in a schedule on this lane.
+    /// Set while a [`Busy`] lives: the owner is in a schedule on this lane.
     busy: AtomicBool,
     /// When the front timer was made: a [`Nanos`], as a `u64` for the atomic.
     oldest: AtomicU64,
@@ -112,12 +112,12 @@ pub(crate) enum Since {
 
 /// The owner in a schedule on the lane: `busy` is set until it drops. Made by
 /// [`Young::enter`]; the owner pushes, passes a SeqCst fence, then may sweep.
-pub(crate) struct Home<'a>(&'a Young);
+pub(crate) struct Busy<'a>(&'a Young);
 
 /// The owner sweeping the front, having passed its fence and seen no one taking.
 pub(crate) struct Sweep<'a>(&'a Young);
 
-impl Drop for Home<'_> {
+impl Drop for Busy<'_> {
     #[inline]
     fn drop(&mut self) {
         // Release: the owner's sweep (cells read, `head` moved) happens before a taker or
@@ -126,7 +126,7 @@ impl Drop for Home<'_> {
     }
 }
 
-impl Home<'_> {
+impl Busy<'_> {
     /// Appends `entry`, made at `born`; hands it back if the queue is full.
     #[inline]
     pub(crate) fn push(&self, entry: EntryRef, born: Nanos) -> Result<(), EntryRef> {
@@ -139,7 +139,7 @@ impl Home<'_> {
             return Err(entry);
         }
         let cell = young.cell(tail);
-        // SAFETY: the owner alone touches `born` (a `Home` is the owner's).
+        // SAFETY: the owner alone touches `born` (a `Busy` is the owner's).
         cell.born.with_mut(|at| unsafe { *at = born });
         if tail == head {
             // Relaxed: published with the cell by the Release store of `tail` below.
@@ -242,15 +242,15 @@ impl Young {
         &self.cells[index % YOUNG_CELLS]
     }
 
-    /// Owner: marks a schedule in progress until the [`Home`] drops.
+    /// Owner: marks a schedule in progress until the [`Busy`] drops.
     ///
     /// # Safety
     /// The caller is the lane's owner thread.
     #[inline]
-    pub(crate) unsafe fn enter(&self) -> Home<'_> {
+    pub(crate) unsafe fn enter(&self) -> Busy<'_> {
         // Relaxed: ordered before the caller's later reads by the fence it passes.
         self.owner.busy.store(true, Ordering::Relaxed);
-        Home(self)
+        Busy(self)
     }
 
     /// Whether no timer is young. Any thread.
@@ -300,7 +300,7 @@ impl Young {
         self.others.taking.store(true, Ordering::Relaxed);
         // SeqCst: the taker's half of the Dekker pair with the owner's `busy`.
         fence(Ordering::SeqCst);
-        // Acquire: pairs with `Home::drop`; the owner's sweep is seen done.
+        // Acquire: pairs with `Busy::drop`; the owner's sweep is seen done.
         let taken = if self.owner.busy.load(Ordering::Acquire) {
             Take::Busy
         } else {
@@ -339,7 +339,7 @@ impl Young {
     /// # Safety
     /// The shard thread that takes has left its loop for good.
     pub(crate) unsafe fn take_after_stop(&self, out: &mut Vec<EntryRef>) {
-        // Acquire: pairs with `Home::drop`; a schedule that missed the stop flag is done.
+        // Acquire: pairs with `Busy::drop`; a schedule that missed the stop flag is done.
         while self.owner.busy.load(Ordering::Acquire) {
             crate::sync::thread::yield_now();
         }
@@ -368,12 +368,12 @@ mod tests {
         let mut out = Vec::new();
         // SAFETY: the test thread is the owner and the only taker.
         unsafe {
-            let home = young.enter();
+            let busy = young.enter();
             for deadline in 0..3 {
-                home.push(entry(deadline), Nanos::new(100 + deadline))
+                busy.push(entry(deadline), Nanos::new(100 + deadline))
                     .unwrap();
             }
-            let sweep = home.sweep(&Fenced::now()).unwrap();
+            let sweep = busy.sweep(&Fenced::now()).unwrap();
             let (front, born, count) = sweep.front().unwrap();
             assert_eq!(
                 (front.state().deadline(), born, count),
@@ -383,7 +383,7 @@ mod tests {
             let at = Nanos::new;
             sweep.mark_oldest(at(101));
             assert_eq!(young.take(at(1_000), false, &mut out), Take::Busy);
-            drop(home);
+            drop(busy);
             assert_eq!(young.take(at(100), false, &mut out), Take::Young(at(101)));
             assert_eq!(young.take(at(101), false, &mut out), Take::Took);
             let taken: Vec<u64> = out.iter().map(|e| e.state().deadline()).collect();
@@ -399,13 +399,13 @@ mod tests {
         let mut out = Vec::new();
         // SAFETY: the test thread is the owner and the only taker.
         unsafe {
-            let home = young.enter();
+            let busy = young.enter();
             for deadline in 0..YOUNG_CELLS as u64 {
-                home.push(entry(deadline), Nanos::new(5)).unwrap();
+                busy.push(entry(deadline), Nanos::new(5)).unwrap();
             }
-            let back = home.push(entry(9), Nanos::new(5)).unwrap_err();
+            let back = busy.push(entry(9), Nanos::new(5)).unwrap_err();
             assert_eq!(EntryRef::strong_count(&back), 1, "handed back whole");
-            drop(home);
+            drop(busy);
             young.hurry();
             assert_eq!(young.since(), Some(Since::Hurry));
             assert_eq!(young.take(Nanos::ORIGIN, false, &mut out), Take::Took);

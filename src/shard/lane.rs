@@ -7,7 +7,7 @@
 //! entry's links are the wheel's). Its owner (see `owner`) reuses spares and carves entries
 //! from its chunks. A handle keeps its lane alive.
 //!
-//! The owner keeps a new timer due well past the horizon (see `horizon`) young, at home, and
+//! The owner keeps a new timer due well past the horizon (see `horizon`) young, in its lane, and
 //! sweeps it from there (see `young`). What only the owner, or only the shard's taker, may do
 //! takes its token (see `roles`).
 //!
@@ -74,7 +74,7 @@ pub(crate) enum Memory {
 
 /// One lane of a shard: the queues from one producer thread (or several, see `lanes`) into it.
 pub(crate) struct Lane {
-    /// New timers the owner keeps at home for now (see `queue::young`).
+    /// New timers the owner keeps in the lane for now (see `queue::young`).
     young: Young,
     /// New timers from the lane's owner (see `queue::ring`).
     ring: Ring,

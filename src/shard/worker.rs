@@ -136,7 +136,7 @@ pub(crate) enum Turn {
     /// The queues were empty.
     Idle,
     /// Work came in; poll again next tick.
-    Busy,
+    Worked,
     /// Work is left (over the turn's budget, or a push half-way): go round again at once.
     Backlog,
 }
@@ -206,7 +206,7 @@ impl Shard {
         // The permits of the timers this turn lets go of cancelled, released as it ends.
         let mut released = Permits::new(self.shared.cap());
         if self.shared.callbacks().rearms().take_all(&mut fresh) > 0 {
-            turn = Turn::Busy;
+            turn = Turn::Worked;
         }
         for entry in fresh.drain(..) {
             match entry.rearm() {
@@ -222,7 +222,7 @@ impl Shard {
             let unlinked = &mut self.unlinked.0;
             let requests = lane.take_unlinks(unlinked);
             if requests > 0 {
-                turn = turn.max(Turn::Busy);
+                turn = turn.max(Turn::Worked);
             }
             most_requests = most_requests.max(requests);
             while !unlinked.is_empty() {
@@ -234,17 +234,17 @@ impl Shard {
                 }
             }
             while let Some(entry) = lane.take_change() {
-                turn = turn.max(Turn::Busy);
+                turn = turn.max(Turn::Worked);
                 let settled = self.wheel.reconsider(entry);
                 self.outcomes.record(settled, index, lane);
             }
             match lane.take_young(&self.taker, young_by, self.take_all_young, &mut fresh) {
                 // The owner is scheduling: come back next tick.
-                Take::Took | Take::Busy => turn = turn.max(Turn::Busy),
+                Take::Took | Take::Busy => turn = turn.max(Turn::Worked),
                 Take::Young(_) | Take::Empty => {}
             }
             if lane.take_from_ring(&self.taker, &mut fresh) > 0 {
-                turn = turn.max(Turn::Busy);
+                turn = turn.max(Turn::Worked);
             }
             for entry in fresh.drain(..) {
                 let settled = self.wheel.settle(entry);
@@ -265,7 +265,7 @@ impl Shard {
                         break;
                     }
                 };
-                turn = turn.max(Turn::Busy);
+                turn = turn.max(Turn::Worked);
                 let settled = self.wheel.settle(entry);
                 self.outcomes
                     .record_taken(settled, index, lane, &mut released);
@@ -304,7 +304,7 @@ impl Shard {
                 BUSY_RELEASE
             };
             if crate::slab::release(most) {
-                turn = turn.max(Turn::Busy);
+                turn = turn.max(Turn::Worked);
             }
         }
         turn
@@ -423,7 +423,7 @@ impl Shard {
                     thread::yield_now();
                     Some(now)
                 }
-                Turn::Busy => {
+                Turn::Worked => {
                     clock.sleep_one_tick(now, self.poll_at_most());
                     Some(now.saturating_add(1))
                 }

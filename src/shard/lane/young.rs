@@ -1,4 +1,4 @@
-//! A lane owner's young timers: keeping a new timer at home, sweeping the front of the young
+//! A lane owner's young timers: keeping a new timer in its lane, sweeping the front of the young
 //! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
 //! are `queue::young`; the horizons, `shard::horizon`.
 
@@ -29,8 +29,8 @@ impl Owner<'_> {
         let lane = self.lane();
         lane.counts.add_scheduled(true);
         // SAFETY: `self` proves the calling thread owns the lane: the young queue's owner.
-        let home = unsafe { lane.young.enter() };
-        let young = match home.push(queued, born) {
+        let busy = unsafe { lane.young.enter() };
+        let young = match busy.push(queued, born) {
             Ok(()) => true,
             Err(entry) => {
                 self.send(entry);
@@ -40,10 +40,10 @@ impl Owner<'_> {
         let fenced = Fenced::now();
         Permit::hold(permit);
         if lane.shard.stop_seen(&fenced) {
-            drop(home);
+            drop(busy);
             return lane.take_back(entry);
         }
-        let released = home
+        let released = busy
             .sweep(&fenced)
             .and_then(|sweep| self.sweep(&sweep, born));
         let signal = lane.shard.signal();
@@ -57,7 +57,7 @@ impl Owner<'_> {
                 signal.wake_sleeper();
             }
         }
-        drop(home);
+        drop(busy);
         // After `busy` clears: a release may wake tasks waiting for a permit.
         drop(released);
         Ok(())
