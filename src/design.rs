@@ -28,7 +28,7 @@
 //! callbacks  where fired callbacks run: executor, relay, runners, pool     src/callbacks/
 //! pinning    pinning a tick thread to its cpu (opt-in), and unpinning it   src/pinning/
 //! shard      the tick loop, lanes and their owners, the sleep signal       src/shard/
-//! timer      handles, repeating timers, Sleep, Timeout, Interval           src/timer/
+//! timer      handles, repeating timers, Sleep, Timeout, Interval, Within   src/timer/
 //! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
 //! delay      DelayQueue                                                    src/delay/
@@ -159,6 +159,7 @@
 //!   options: src/engine/repeat.rs.
 //! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval:
 //!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
+//!   Deadline scopes: src/timer/deadline.rs; a timeout's clamp: src/engine/deadline.rs.
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
 //!   src/engine/scope.rs.
 //! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
@@ -240,5 +241,7 @@
 //! | announcement | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`) | |
 //! | answer | a shard's reply to a look-ahead question: open, the earliest tick, or none pending (`Answer`) | |
 //! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
+//! | deadline scope | a future run `within` a deadline (`Within`), which it makes current around each of its polls; nested, the earlier wins | |
+//! | current deadline | the earliest deadline of the scopes the running poll is inside (`deadline::current`); a timeout made there is clamped to it (`Clamp`), its deadline inherited if the scope's came first; a request's incoming deadline is the one it came with | |
 //! | expired | a delay-queue value whose deadline passed (tokio-util's word) | |
 //! | item | a delay-queue value with its deadline and list links | the delay queue's Entry |

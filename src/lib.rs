@@ -56,6 +56,7 @@
 //! | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`], [`MissedTickBehavior`] | the futures and types they return |
 //! | [`now`] | the time their deadlines are on: the entered engine's clock, as tokio's `Instant::now` |
 //! | [`delay_queue`] | as tokio-util's `time::delay_queue`: the `DelayQueue`, its keys and items |
+//! | [`deadline`] | a deadline that passes down a call chain: timeouts inside end by it |
 //! | [`engine`] | the engine's own types: its builder, guards, what shutdown hands back, a repeating timer's builder |
 //! | [`stats`] | what [`TimerEngine::stats`] reports |
 //! | [`migration`] | each item of `tokio::time`, tokio-util's `DelayQueue` and tower's `timeout`, and its counterpart here |
@@ -84,7 +85,8 @@
 //!
 //! All off by default:
 //! - `tokio`: `Builder::tokio_callbacks`: callbacks run as tasks on a tokio runtime.
-//! - `tower`: `shardwheel::tower`, a timeout middleware on the engine's timers.
+//! - `tower`: `shardwheel::tower`, a timeout middleware on the engine's timers, which runs
+//!   each request in a [`deadline`] scope, taking the earlier of its own and the caller's.
 //! - `hyper`: `hyper::rt::Timer` for [`TimerEngine`], so hyper's own timeouts run on it.
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
 //! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
@@ -105,9 +107,9 @@ mod callbacks;
 mod delay;
 pub mod engine;
 mod entry;
+// hyper's timer: an impl only, documented on `TimerEngine`.
 #[cfg(feature = "hyper")]
-#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
-pub mod hyper;
+mod hyper;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
@@ -141,6 +143,33 @@ struct ReadmeExample;
 /// Statistics: what [`TimerEngine::stats`] reports.
 pub mod stats {
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
+}
+
+/// Deadline scopes: a deadline that passes down a call chain (as Go's `context` deadline),
+/// under any executor. A future run [`within`](deadline::within) a deadline makes it
+/// [`current`](deadline::current) for what it polls, on any thread; nested, the earlier wins.
+/// Every [`timeout`] made there (any form, and the `tower` layer's) ends by
+/// it, its [`Elapsed`] telling which ran out. [`remaining`](deadline::remaining)
+/// is the time to send on, as a `grpc-timeout` header say. A scope does not end its future,
+/// nor shorten a sleep, an interval, a callback or a delay queue's value.
+///
+/// ```
+/// use std::time::Duration;
+/// use shardwheel::deadline;
+/// async fn callee() -> Result<(), shardwheel::Elapsed> {
+///     let sent = deadline::format_grpc_timeout(deadline::remaining().unwrap()); // "50000u"
+///     assert!(deadline::parse_grpc_timeout(&sent).unwrap() <= Duration::from_millis(50));
+///     shardwheel::timeout(Duration::from_secs(10), std::future::pending::<()>()).await
+/// }
+/// let call = deadline::within(Duration::from_millis(50), callee());
+/// assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // 50 ms, not 10 s
+/// ```
+pub mod deadline {
+    pub use crate::engine::deadline::{remaining, within};
+    pub use crate::timer::deadline::{current, within_at, Within};
+    pub use crate::timer::grpc_timeout::{
+        format_grpc_timeout, parse_grpc_timeout, GrpcTimeoutError,
+    };
 }
 
 /// As tokio-util's `time::delay_queue`: the [`DelayQueue`](crate::delay_queue::DelayQueue),

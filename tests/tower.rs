@@ -365,3 +365,94 @@ fn a_service_may_report_its_own_elapsed_as_tower_code_does() {
     assert!(error.is::<Elapsed>());
     assert_eq!(Elapsed::default(), Elapsed::new());
 }
+
+/// A request that says how long its caller waits, if it does, and waits for its answer.
+type Timed = (Option<Duration>, oneshot::Receiver<&'static str>);
+
+/// A service that gives each request `own`, reads its incoming deadline, and records the
+/// current deadline its inner service sees when called and when its response is polled.
+fn timing_service(
+    engine: &TimerEngine,
+    own: Duration,
+    seen: Arc<std::sync::Mutex<Vec<Option<std::time::Instant>>>>,
+) -> impl Service<Timed, Response = &'static str, Error = BoxError> {
+    let inner = service_fn(move |(_, mut answer): Timed| {
+        seen.lock().unwrap().push(shardwheel::deadline::current());
+        let seen = seen.clone();
+        std::future::poll_fn(move |cx| {
+            seen.lock().unwrap().push(shardwheel::deadline::current());
+            Pin::new(&mut answer).poll(cx)
+        })
+    });
+    ServiceBuilder::new()
+        .layer(TimeoutLayer::new(engine.clone(), own).incoming(|request: &Timed| request.0))
+        .service(inner)
+}
+
+/// Calls a [`timing_service`] giving `own`, with `incoming`, inside a scope ending at
+/// `enclosing` from now if given. Returns when it ended, whether `Elapsed` was inherited, and
+/// the deadlines its inner service saw, from the start.
+fn deadline_of(
+    own: Duration,
+    incoming: Option<Duration>,
+    enclosing: Option<Duration>,
+) -> (Duration, bool, Vec<Option<Duration>>) {
+    let (clock, engine) = manual();
+    let start = clock.now();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut service = timing_service(&engine, own, seen.clone());
+    let (_answer, answered) = oneshot::channel();
+    let call = async move {
+        let response = call_now(&mut service, (incoming, answered));
+        response.await
+    };
+    let mut call: Pin<Box<dyn Future<Output = _>>> = match enclosing {
+        Some(enclosing) => Box::pin(shardwheel::deadline::within_at(start + enclosing, call)),
+        None => Box::pin(call),
+    };
+    loop {
+        if let Poll::Ready(result) = poll_once(&mut call) {
+            let error = result.unwrap_err();
+            let elapsed = *error.downcast_ref::<Elapsed>().expect("a deadline passed");
+            let seen = seen.lock().unwrap();
+            let seen = seen.iter().map(|at| at.map(|at| at - start)).collect();
+            return (clock.now() - start, elapsed.is_inherited(), seen);
+        }
+        clock.advance(MS);
+    }
+}
+
+#[test]
+fn the_layer_applies_the_earlier_of_its_own_and_the_incoming_deadline() {
+    let (ended, inherited, seen) = deadline_of(SEC * 10, Some(SEC * 2), None);
+    assert_eq!(
+        (ended, inherited),
+        (SEC * 2, true),
+        "the incoming deadline came first"
+    );
+    // Current in the call and in each of the response's polls, one a millisecond.
+    assert_eq!(seen.len(), 2 + 2000);
+    assert!(seen.iter().all(|at| *at == Some(SEC * 2)), "{seen:?}");
+
+    let (ended, inherited, seen) = deadline_of(SEC * 2, Some(SEC * 10), None);
+    assert_eq!((ended, inherited), (SEC * 2, false), "its own came first");
+    assert!(seen.iter().all(|at| *at == Some(SEC * 2)), "{seen:?}");
+
+    let (ended, inherited, seen) = deadline_of(SEC * 2, None, None);
+    assert_eq!((ended, inherited), (SEC * 2, false), "no incoming deadline");
+    assert!(seen.iter().all(|at| *at == Some(SEC * 2)), "{seen:?}");
+}
+
+#[test]
+fn the_layer_inside_a_scope_applies_the_scopes_deadline_where_earlier() {
+    let (ended, inherited, seen) = deadline_of(SEC * 10, Some(SEC * 5), Some(SEC * 3));
+    assert_eq!(
+        (ended, inherited),
+        (SEC * 3, true),
+        "the enclosing deadline came first"
+    );
+    assert!(seen.iter().all(|at| *at == Some(SEC * 3)), "{seen:?}");
+    let (ended, inherited, seen) = deadline_of(SEC * 2, Some(SEC * 5), Some(SEC * 3));
+    assert_eq!((ended, inherited), (SEC * 2, false), "its own came first");
+    assert!(seen.iter().all(|at| *at == Some(SEC * 2)), "{seen:?}");
+}

@@ -8,6 +8,10 @@
 //! - `timeout_ready/<peer>`: [`TASKS`] tasks, each looping `timeout(5 s, yield_now())`: a
 //!   call answered after one yield, the timer cancelled unfired. `timeout_ready/no_timer`
 //!   loops the bare `yield_now()`, the cost the timeout adds to.
+//! - `timeout_in_scope/shardwheel`: `timeout_ready`'s loop with each task inside a deadline
+//!   scope of a minute (`shardwheel::deadline::within`): each poll sets and restores the
+//!   current deadline, and each timeout is clamped against it. Less `timeout_ready`, the
+//!   scope's cost per timeout.
 //! - `sleep_reset/<peer>`: [`TASKS`] tasks, each holding an idle timer of 60 s and looping: a
 //!   read (a `yield_now()`) raced against the timer, then the timer pushed 60 s ahead again,
 //!   as a connection does on every read.
@@ -56,6 +60,9 @@ const FIRE_TASKS: usize = 10_000;
 const DEADLINE: Duration = Duration::from_secs(5);
 /// An idle timeout that is never reached.
 const IDLE: Duration = Duration::from_secs(60);
+/// A deadline scope around `timeout_in_scope`'s tasks: later than their timeouts, which keep
+/// their own deadlines (and so their timers) as in `timeout_ready`.
+const SCOPE: Duration = Duration::from_secs(60);
 
 /// A timeout as a task uses it.
 trait AsyncTimeout: Copy + Send + Sync + 'static {
@@ -266,6 +273,23 @@ fn timeout_ready<P: AsyncTimeout>(
     })
 }
 
+/// `timeout_ready` on shardwheel, each task inside a deadline scope.
+fn timeout_in_scope(runtime: &Runtime, iters: u64, meter: Meter) -> Duration {
+    let ops = iters as usize * TASK_OPS;
+    on_workers(runtime, meter, move || {
+        (0..TASKS)
+            .map(|_| {
+                shardwheel::deadline::within(SCOPE, async move {
+                    for _ in 0..ops {
+                        let answer = Shardwheel.timeout(DEADLINE, yield_now()).await;
+                        assert!(answer.is_ok(), "a timeout of 5 s elapsed");
+                    }
+                })
+            })
+            .collect()
+    })
+}
+
 fn no_timer(runtime: &Runtime, iters: u64, meter: Meter) -> Duration {
     let ops = iters as usize * TASK_OPS;
     on_workers(runtime, meter, move || {
@@ -386,6 +410,9 @@ fn bench_loops(group: &mut BenchmarkGroup<'_, WallTime>, runtime: &Runtime, mete
     let id = |bench, peer| BenchmarkId::new(bench, peer);
     group.bench_function(id("timeout_ready", "shardwheel"), |b| {
         b.iter_custom(|iters| timeout_ready(runtime, Shardwheel, iters, meter))
+    });
+    group.bench_function(id("timeout_in_scope", "shardwheel"), |b| {
+        b.iter_custom(|iters| timeout_in_scope(runtime, iters, meter))
     });
     group.bench_function(id("timeout_ready", "tokio"), |b| {
         b.iter_custom(|iters| timeout_ready(runtime, Tokio, iters, meter))

@@ -17,6 +17,13 @@
 //! tokio's timer (`--timeouts tower`); a request whose deadline passes is answered 504. The
 //! two differ only in the timeout layer: the handler's work sleeps on tokio's timer either way.
 //!
+//! The client sends its own deadline with each request, `--client-timeout-ms` as a
+//! `grpc-timeout` header. shardwheel's layer reads it (`TimeoutLayer::incoming`) and runs the
+//! request within the earlier of the two, so a slow request is cut off at the client's
+//! deadline when that is the earlier; the handler reads the time it has left from
+//! `shardwheel::deadline::remaining()`, as it would to pass it on. tower's layer knows only its
+//! own timeout.
+//!
 //! Each connection keeps one shardwheel `Sleep` as its idle timer, reset whenever a request
 //! starts or ends; when it elapses with no request under way, the server calls hyper's
 //! `graceful_shutdown` on the connection, which closes it (in both modes). hyper's own timer is
@@ -36,7 +43,8 @@
 //! Checks (exit status 1 if one fails; 2 for a bad command line): every response is a 200 or a
 //! 504; no slow handler ran to its end (its deadline cut it off); there are at least as many
 //! 504s as slow requests (more only if an ordinary request was held up past its deadline on a
-//! busy machine: the summary shows both); every connection was closed by the server once idle.
+//! busy machine: the summary shows both); every connection was closed by the server once idle;
+//! with shardwheel's layer, every handler ran within a deadline no later than the client's.
 
 mod server;
 #[path = "../support/mod.rs"]
@@ -58,7 +66,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tower::{service_fn, ServiceBuilder};
 
-use server::{handle, respond, serve, ServerCounters};
+use server::{handle, incoming, respond, serve, ServerCounters, GRPC_TIMEOUT};
 use support::{ms, percentile, threshold};
 
 /// The command line.
@@ -85,6 +93,11 @@ struct Args {
     #[arg(long, value_name = "MS", default_value_t = 50,
           value_parser = clap::value_parser!(u64).range(4..=60_000))]
     timeout_ms: u64,
+    /// the deadline the client sends with each request (grpc-timeout), which shardwheel's
+    /// layer applies where it is the earlier
+    #[arg(long, value_name = "MS", default_value_t = 40,
+          value_parser = clap::value_parser!(u64).range(4..=60_000))]
+    client_timeout_ms: u64,
     /// the longest simulated work of an ordinary request (a random sleep from 0 up to this;
     /// at most a quarter of the deadline)
     #[arg(long, value_name = "MS", default_value_t = 2,
@@ -132,6 +145,7 @@ struct Config {
     connections: u32,
     load: Duration,
     timeout: Duration,
+    client_timeout: Duration,
     work: Duration,
     /// Requests whose hash falls below this are slow.
     slow_threshold: u64,
@@ -146,8 +160,11 @@ impl Config {
         if !(0.0..=100.0).contains(&args.slow_percent) {
             return Err("--slow-percent must be between 0 and 100".into());
         }
-        if args.work_ms * 4 > args.timeout_ms {
-            return Err("--work-ms must be at most a quarter of --timeout-ms".into());
+        if args.work_ms * 4 > args.timeout_ms.min(args.client_timeout_ms) {
+            return Err(
+                "--work-ms must be at most a quarter of --timeout-ms and --client-timeout-ms"
+                    .into(),
+            );
         }
         // hyper's header-read timer also runs while a keep-alive connection waits for its next
         // request: a shorter one would close idle connections before the idle timer does.
@@ -160,6 +177,7 @@ impl Config {
             connections: args.connections,
             load: Duration::from_secs(args.secs),
             timeout: Duration::from_millis(args.timeout_ms),
+            client_timeout: Duration::from_millis(args.client_timeout_ms),
             work: Duration::from_millis(args.work_ms),
             slow_threshold,
             slow_percent: args.slow_percent,
@@ -171,7 +189,7 @@ impl Config {
 
     /// How long a slow request's work takes: well past its deadline.
     fn slow_work(&self) -> Duration {
-        self.timeout * 4
+        self.timeout.max(self.client_timeout) * 4
     }
 }
 
@@ -195,7 +213,9 @@ async fn client(
     addr: SocketAddr,
     until: Instant,
     wait_for_close: Duration,
+    deadline: Duration,
 ) -> Result<ClientReport, String> {
+    let grpc_timeout = shardwheel::deadline::format_grpc_timeout(deadline);
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
@@ -215,6 +235,7 @@ async fn client(
             .map_err(|e| format!("the connection closed under load: {e}"))?;
         let request = Request::get("/work")
             .header(header::HOST, addr.to_string())
+            .header(GRPC_TIMEOUT, &grpc_timeout)
             .body(Empty::<Bytes>::new())
             .map_err(|e| format!("cannot build a request: {e}"))?;
         let start = Instant::now();
@@ -291,9 +312,10 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
         Timeouts::Shardwheel => {
             let stack = ServiceBuilder::new()
                 .map_result(respond)
-                .layer(shardwheel::tower::TimeoutLayer::on_default_engine(
-                    config.timeout,
-                ))
+                .layer(
+                    shardwheel::tower::TimeoutLayer::on_default_engine(config.timeout)
+                        .incoming(incoming),
+                )
                 .service(handler);
             tokio::spawn(serve(listener, stack, engine, config, counters.clone()))
         }
@@ -307,10 +329,11 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
     };
 
     println!(
-        "server on {addr}, {} timeouts of {} ms; {} connections for {} s; work up to {} ms, \
-         {}% of requests {} ms; idle connections closed after {} ms",
+        "server on {addr}, {} timeouts of {} ms (clients send {} ms); {} connections for {} \
+         s; work up to {} ms, {}% of requests {} ms; idle connections closed after {} ms",
         config.timeouts.name(),
         config.timeout.as_millis(),
+        config.client_timeout.as_millis(),
         config.connections,
         config.load.as_secs(),
         config.work.as_millis(),
@@ -324,7 +347,7 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
     let start = Instant::now();
     let until = start + config.load;
     let clients: Vec<_> = (0..config.connections)
-        .map(|_| tokio::spawn(client(addr, until, wait_for_close)))
+        .map(|_| tokio::spawn(client(addr, until, wait_for_close, config.client_timeout)))
         .collect();
     let gather = async {
         let mut reports = Vec::with_capacity(clients.len() + 1);
@@ -351,14 +374,16 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
     let requests = latencies.len() as u64 + timeouts;
 
     // The idle check on its own: one connection, one request, then idle.
-    let single =
-        unless_server_fails(&mut server, client(addr, Instant::now(), wait_for_close)).await?;
+    let one = client(addr, Instant::now(), wait_for_close, config.client_timeout);
+    let single = unless_server_fails(&mut server, one).await?;
     reports.push(single);
     server.abort();
 
     let slow_started = counters.slow_started.load(Ordering::Relaxed);
     let slow_finished = counters.slow_finished.load(Ordering::Relaxed);
     let idle_closed = counters.idle_closed.load(Ordering::Relaxed);
+    let unscoped = counters.unscoped.load(Ordering::Relaxed);
+    let beyond_incoming = counters.beyond_incoming.load(Ordering::Relaxed);
     let connections = reports.len() as u64;
     let seen_closed: Vec<Duration> = reports.iter().filter_map(|r| r.closed_after_idle).collect();
 
@@ -372,6 +397,12 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
     if timeouts < slow_started {
         failures.push(format!(
             "{timeouts} responses were 504s, but {slow_started} requests were slow"
+        ));
+    }
+    if config.timeouts == Timeouts::Shardwheel && unscoped + beyond_incoming > 0 {
+        failures.push(format!(
+            "{unscoped} handlers ran outside a deadline scope and {beyond_incoming} with more \
+             time than the client gave"
         ));
     }
     if idle_closed != connections || seen_closed.len() as u64 != connections {

@@ -33,6 +33,20 @@ pub(super) struct ServerCounters {
     pub(super) slow_finished: AtomicU64,
     /// Connections the server closed because their idle timer elapsed.
     pub(super) idle_closed: AtomicU64,
+    /// Requests whose handler ran outside a deadline scope, or with more time left than the
+    /// client gave (none should, with shardwheel's layer).
+    pub(super) unscoped: AtomicU64,
+    pub(super) beyond_incoming: AtomicU64,
+}
+
+/// The header the client's deadline comes in, as gRPC's.
+pub(super) const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// The deadline a request came with, for shardwheel's layer: its `grpc-timeout` header (one
+/// that does not parse is ignored here; a server could answer it 400 instead).
+pub(super) fn incoming(request: &Request<Incoming>) -> Option<Duration> {
+    let header = request.headers().get(GRPC_TIMEOUT)?.to_str().ok()?;
+    shardwheel::deadline::parse_grpc_timeout(header).ok()
 }
 
 // Relaxed throughout: each counter is only a count (or, for `requests`, a source of distinct
@@ -45,6 +59,15 @@ pub(super) async fn handle(
     counters: Arc<ServerCounters>,
 ) -> Result<Response<Body>, Infallible> {
     let n = counters.requests.fetch_add(1, Ordering::Relaxed);
+    // The request's deadline, the earlier of the layer's and the client's (shardwheel's layer).
+    match shardwheel::deadline::remaining() {
+        None => counters.unscoped.fetch_add(1, Ordering::Relaxed),
+        // The deadline is taken on a reading of the clock that may run 2 µs ahead.
+        Some(left) if left > config.client_timeout + Duration::from_micros(50) => {
+            counters.beyond_incoming.fetch_add(1, Ordering::Relaxed)
+        }
+        Some(_) => 0,
+    };
     let draw = mix(n ^ mix(config.seed));
     if config.slow_threshold > 0 && draw < config.slow_threshold {
         counters.slow_started.fetch_add(1, Ordering::Relaxed);

@@ -124,7 +124,8 @@ impl TimerEngine {
     /// A future that completes `delay` from now, never before, woken by the engine under any
     /// executor. Dropping it cancels its timer. At the cap it waits for a permit; after shutdown
     /// it stays pending ([`Sleep::refused`] says why). Beyond [`max_delay`](Self::max_delay)
-    /// it never completes.
+    /// it never completes. A [`deadline`](crate::deadline) scope does not shorten it: a sleep
+    /// is a wait, not a deadline.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -170,6 +171,7 @@ impl TimerEngine {
     /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
     /// deadline came first (the future is then dropped with the `Timeout`). Its deadline is a
     /// [`sleep`](Self::sleep)'s: after shutdown it never comes, and the future runs alone.
+    /// Inside a deadline scope ([`deadline`](crate::deadline)) it ends by the scope's deadline.
     ///
     /// ```
     /// use std::time::Duration;
@@ -180,7 +182,9 @@ impl TimerEngine {
     /// assert!(futures::executor::block_on(slow).is_err());
     /// ```
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
-        Timeout::new(future.into_future(), self.sleep(delay))
+        let (tick, clamp) = self.clamped(self.shared().clock.tick_after(delay));
+        let sleep = Sleep::on(self.shared().lane_for_task(), tick);
+        Timeout::clamped(future.into_future(), sleep, clamp)
     }
 
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
@@ -190,7 +194,9 @@ impl TimerEngine {
         deadline: Instant,
         future: F,
     ) -> Timeout<F::IntoFuture> {
-        Timeout::new(future.into_future(), self.sleep_until(deadline))
+        let (tick, clamp) = self.clamped(self.shared().clock.tick_at(deadline));
+        let sleep = Sleep::on(self.shared().lane_for_task(), tick);
+        Timeout::clamped(future.into_future(), sleep, clamp)
     }
 
     /// As [`timeout`](Self::timeout), but a timeout the engine would refuse now is an error
@@ -203,8 +209,10 @@ impl TimerEngine {
         delay: Duration,
         future: F,
     ) -> Result<Timeout<F::IntoFuture>, ScheduleError<()>> {
-        let sleep = self.try_sleep(delay)?;
-        Ok(Timeout::new(future.into_future(), sleep))
+        let (tick, clamp) = self.clamped(self.shared().clock.tick_after(delay));
+        let sleep = Sleep::try_on(self.shared().lane_for_task(), tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()))?;
+        Ok(Timeout::clamped(future.into_future(), sleep, clamp))
     }
 
     /// As [`try_timeout`](Self::try_timeout), giving up at `deadline`.
@@ -216,8 +224,10 @@ impl TimerEngine {
         deadline: Instant,
         future: F,
     ) -> Result<Timeout<F::IntoFuture>, ScheduleError<()>> {
-        let sleep = self.try_sleep_until(deadline)?;
-        Ok(Timeout::new(future.into_future(), sleep))
+        let (tick, clamp) = self.clamped(self.shared().clock.tick_at(deadline));
+        let sleep = Sleep::try_on(self.shared().lane_for_task(), tick)
+            .map_err(|refusal| ScheduleError::refused(refusal, ()))?;
+        Ok(Timeout::clamped(future.into_future(), sleep, clamp))
     }
 
     /// Ticks every `period`, the first tick at once (at [`now`](Self::now)): as

@@ -159,7 +159,7 @@ pub fn now() -> Instant {
 /// Runs `f` on the engine the free functions use on this thread now: the one entered, else
 /// the default engine.
 #[inline]
-fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
+pub(super) fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
     match &entered() {
         Some(engine) => f(engine),
         None => f(default_engine()),

@@ -9,6 +9,7 @@
 pub(crate) mod api;
 mod builder;
 mod closing;
+pub(crate) mod deadline;
 pub(crate) mod error;
 pub(crate) mod global;
 #[cfg(test)]

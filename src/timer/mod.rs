@@ -1,5 +1,7 @@
 //! What users hold: handles of scheduled timers, and the timers built on them.
 //!
+//! - `deadline`: [`Within`], a future run under a deadline current for what it polls.
+//! - `grpc_timeout`: a deadline's time as gRPC's `grpc-timeout` header value, and back.
 //! - `handle`: [`TimerHandle`], cancel, reset and look at one timer.
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
 //! - `repeating`: [`Repeat`], one run of a repeating timer, and the runner that re-arms the
@@ -7,15 +9,19 @@
 //! - `sleep`: [`Sleep`], a future woken by the engine.
 //! - `timeout`: [`Timeout`], a future under a sleep's deadline.
 
+pub(crate) mod deadline;
+pub(crate) mod grpc_timeout;
 mod handle;
 mod interval;
 mod repeating;
 mod sleep;
 mod timeout;
 
+pub use deadline::Within;
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
 pub use sleep::Sleep;
+pub(crate) use timeout::Clamp;
 pub use timeout::{Elapsed, Timeout};

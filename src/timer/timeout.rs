@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::sleep::Sleep;
+use crate::time::TickClock;
 
 pin_project_lite::pin_project! {
     /// A future that gives up at a deadline, never before. Made by [`TimerEngine::timeout`] and
@@ -16,7 +17,8 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::try_timeout_at`] (which return a refusal up front).
     ///
     /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
-    /// comes. Cancel safe as far as its future is.
+    /// comes. Made inside a deadline scope ([`deadline`](crate::deadline)), it ends at the
+    /// earlier of its own deadline and the scope's. Cancel safe as far as its future is.
     ///
     /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
@@ -27,6 +29,37 @@ pin_project_lite::pin_project! {
         #[pin]
         future: F,
         sleep: Sleep,
+        clamp: Clamp,
+    }
+}
+
+/// The deadline scope a timeout was made in, kept so that a reset stays inside it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clamp {
+    /// Made outside every scope.
+    Free,
+    /// In a scope whose deadline is no earlier (by a tick) than the timeout's own.
+    Own(Instant),
+    /// In a scope whose deadline comes first: the timeout ends at it.
+    Inherited(Instant),
+}
+
+impl Clamp {
+    /// The earlier of the tick `own` and the tick of `limit`, and the clamp that says which.
+    #[inline]
+    pub(crate) fn of(clock: &TickClock, own: Option<u64>, limit: Instant) -> (Option<u64>, Clamp) {
+        match clock.clamp_tick(own, limit) {
+            (tick, true) => (tick, Clamp::Inherited(limit)),
+            (tick, false) => (tick, Clamp::Own(limit)),
+        }
+    }
+
+    /// The scope's deadline, if the timeout was made in one.
+    fn limit(self) -> Option<Instant> {
+        match self {
+            Clamp::Free => None,
+            Clamp::Own(limit) | Clamp::Inherited(limit) => Some(limit),
+        }
     }
 }
 
@@ -39,8 +72,14 @@ impl<F> fmt::Debug for Timeout<F> {
 }
 
 impl<F> Timeout<F> {
-    pub(crate) fn new(future: F, sleep: Sleep) -> Self {
-        Timeout { future, sleep }
+    /// A timeout on `sleep`, clamped to a deadline scope's as `clamp` says.
+    #[inline]
+    pub(crate) fn clamped(future: F, sleep: Sleep, clamp: Clamp) -> Self {
+        Timeout {
+            future,
+            sleep,
+            clamp,
+        }
     }
 
     /// The future the timeout runs.
@@ -63,14 +102,19 @@ impl<F> Timeout<F> {
         self.sleep.deadline()
     }
 
-    /// Moves the deadline to `delay` from now, as [`Sleep::reset`].
+    /// Moves the deadline to `delay` from now, as [`Sleep::reset`]; a timeout made in a
+    /// deadline scope stays clamped to the scope's deadline.
     pub fn reset(self: Pin<&mut Self>, delay: Duration) {
-        self.project().sleep.reset(delay);
+        let this = self.project();
+        let tick = this.sleep.clock().tick_after(delay);
+        this.sleep.reset_to(clamp(this.sleep, this.clamp, tick));
     }
 
     /// As [`reset`](Self::reset), to an absolute deadline (as [`Sleep::reset_at`]).
     pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
-        self.project().sleep.reset_at(deadline);
+        let this = self.project();
+        let tick = this.sleep.clock().tick_at(deadline);
+        this.sleep.reset_to(clamp(this.sleep, this.clamp, tick));
     }
 
     /// The timeout's sleep, for the engine's refusal.
@@ -88,31 +132,63 @@ impl<F: Future> Future for Timeout<F> {
             return Poll::Ready(Ok(output));
         }
         match Pin::new(this.sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed {
+                inherited: matches!(this.clamp, Clamp::Inherited(_)),
+            })),
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
-/// The error of a [`Timeout`] whose deadline passed before its future completed.
+/// `tick`, clamped to the deadline scope `clamp` keeps (which it updates), if any.
+fn clamp(sleep: &Sleep, clamp: &mut Clamp, tick: Option<u64>) -> Option<u64> {
+    match clamp.limit() {
+        Some(limit) => {
+            let (tick, now) = Clamp::of(sleep.clock(), tick, limit);
+            *clamp = now;
+            tick
+        }
+        None => tick,
+    }
+}
+
+/// The error of a [`Timeout`] whose deadline passed before its future completed: its own, or
+/// the deadline scope's it was clamped to ([`is_inherited`](Self::is_inherited)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Elapsed(());
+pub struct Elapsed {
+    inherited: bool,
+}
 
 impl Elapsed {
-    /// An `Elapsed`, as tower's `Elapsed::new`: for a service or a test that reports a
-    /// timeout of its own.
+    /// An `Elapsed` of a timeout's own deadline, as tower's `Elapsed::new`: for a service or
+    /// a test that reports a timeout of its own.
     ///
     /// ```
     /// assert_eq!(shardwheel::Elapsed::new().to_string(), "deadline has elapsed");
     /// ```
     pub const fn new() -> Self {
-        Elapsed(())
+        Elapsed { inherited: false }
+    }
+
+    /// Whether the deadline that passed was the enclosing [`deadline`](crate::deadline)
+    /// scope's, earlier than the timeout's own. Two `Elapsed`s are equal only if this is.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let own = shardwheel::timeout(Duration::from_millis(1), std::future::pending::<()>());
+    /// assert!(!futures::executor::block_on(own).unwrap_err().is_inherited());
+    /// ```
+    pub const fn is_inherited(&self) -> bool {
+        self.inherited
     }
 }
 
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadline has elapsed")
+        match self.inherited {
+            false => f.write_str("deadline has elapsed"),
+            true => f.write_str("deadline has elapsed (the enclosing scope's)"),
+        }
     }
 }
 

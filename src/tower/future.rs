@@ -8,7 +8,7 @@ use std::task::{ready, Context, Poll};
 use super::error::Overloaded;
 use super::BoxError;
 use crate::engine::TimerEngine;
-use crate::timer::Timeout;
+use crate::timer::{Timeout, Within};
 
 pin_project_lite::pin_project! {
     /// The response of a [`TimeoutService`](super::TimeoutService): the inner response, the inner
@@ -37,14 +37,14 @@ pin_project_lite::pin_project! {
     /// A request under way, or one refused before it started.
     #[project = StateProj]
     enum State<F> {
-        Running { #[pin] deadline: Timeout<F> },
+        Running { #[pin] deadline: Timeout<Within<F>> },
         // `None` once the error has been returned.
         Refused { refusal: Option<Overloaded> },
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(super) fn running(deadline: Timeout<F>, engine: TimerEngine) -> Self {
+    pub(super) fn running(deadline: Timeout<Within<F>>, engine: TimerEngine) -> Self {
         ResponseFuture {
             state: State::Running { deadline },
             engine,

@@ -9,6 +9,13 @@
 //! that comes first drops the sleep with the response future, and that cancels its timer: one
 //! compare-and-swap, counted in [`Stats::cancelled`](crate::stats::Stats::cancelled).
 //!
+//! # Deadlines that pass down
+//!
+//! A request's deadline is the earliest of the layer's timeout, the deadline it came with
+//! ([`TimeoutLayer::incoming`]) and the current one; its `call` and each poll of its response
+//! run in a [`deadline`](crate::deadline) scope of it, so the service's own timeouts end by it
+//! (and it may answer with one's inherited `Elapsed` before the layer's own comes).
+//!
 //! # Refusals are not timeouts
 //!
 //! A deadline the engine cannot hold (it is shut down, or at its `max_pending` cap) is not a
@@ -27,15 +34,18 @@
 //! - `layer`: [`TimeoutLayer`].
 //! - `service`: [`TimeoutService`], the service.
 //! - `future`: [`ResponseFuture`].
+//! - `incoming`: [`IncomingDeadline`], how a service reads a request's own deadline.
 //! - `error`: [`Overloaded`].
 
 mod error;
 mod future;
+mod incoming;
 mod layer;
 mod service;
 
 pub use self::error::Overloaded;
 pub use self::future::ResponseFuture;
+pub use self::incoming::{IncomingDeadline, NoIncoming};
 pub use self::layer::TimeoutLayer;
 pub use self::service::TimeoutService;
 

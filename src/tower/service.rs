@@ -1,5 +1,6 @@
 //! [`TimeoutService`]: a service whose every request runs under a deadline.
 
+use std::fmt;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -8,11 +9,12 @@ use tower_service::Service;
 
 use super::error::Overloaded;
 use super::future::ResponseFuture;
+use super::incoming::{IncomingDeadline, NoIncoming};
 use super::layer::TimeoutLayer;
 use super::BoxError;
 use crate::engine::global::default_engine;
 use crate::engine::TimerEngine;
-use crate::timer::Timeout as Deadline;
+use crate::timer::{deadline, Timeout as Deadline};
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
 /// [`TimeoutLayer`] or [`TimeoutService::new`].
@@ -42,11 +44,12 @@ use crate::timer::Timeout as Deadline;
 /// assert!(error.downcast_ref::<Elapsed>().is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
-pub struct TimeoutService<S> {
+#[derive(Clone)]
+pub struct TimeoutService<S, I = NoIncoming> {
     inner: S,
     engine: TimerEngine,
     timeout: Duration,
+    incoming: I,
 }
 
 impl<S> TimeoutService<S> {
@@ -56,6 +59,7 @@ impl<S> TimeoutService<S> {
             inner,
             engine,
             timeout,
+            incoming: NoIncoming,
         }
     }
 
@@ -71,8 +75,21 @@ impl<S> TimeoutService<S> {
     pub fn layer(engine: TimerEngine, timeout: Duration) -> TimeoutLayer {
         TimeoutLayer::new(engine, timeout)
     }
+}
 
-    /// The deadline each request gets.
+impl<S, I> TimeoutService<S, I> {
+    /// The same service, reading each request's incoming deadline with `incoming`, as
+    /// [`TimeoutLayer::incoming`].
+    pub fn incoming<J>(self, incoming: J) -> TimeoutService<S, J> {
+        TimeoutService {
+            inner: self.inner,
+            engine: self.engine,
+            timeout: self.timeout,
+            incoming,
+        }
+    }
+
+    /// The deadline each request gets (or an earlier one it comes with).
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -98,10 +115,24 @@ impl<S> TimeoutService<S> {
     }
 }
 
-impl<S, Request> Service<Request> for TimeoutService<S>
+impl<S, I> fmt::Debug for TimeoutService<S, I>
+where
+    S: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimeoutService")
+            .field("inner", &self.inner)
+            .field("engine", &self.engine)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, I, Request> Service<Request> for TimeoutService<S, I>
 where
     S: Service<Request>,
     S::Error: Into<BoxError>,
+    I: IncomingDeadline<Request>,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -113,21 +144,29 @@ where
 
     fn call(&mut self, request: Request) -> ResponseFuture<S::Future> {
         let engine = self.engine.clone();
+        let incoming = self.incoming.incoming(&request);
         // The timer first: a request the engine cannot time never reaches the inner service.
-        match self.engine.try_sleep(self.timeout) {
-            Ok(sleep) => {
-                let response = self.inner.call(request);
-                ResponseFuture::running(Deadline::new(response, sleep), engine)
+        match self.engine.try_request_sleep(self.timeout, incoming) {
+            Ok((sleep, clamp, at)) => {
+                // The call, and each poll of its response, inside the request's scope.
+                let response = deadline::run_within(at, || self.inner.call(request));
+                let response = deadline::scoped(at, response);
+                ResponseFuture::running(Deadline::clamped(response, sleep, clamp), engine)
             }
             Err(refusal) => ResponseFuture::refused(Overloaded::new(refusal), engine),
         }
     }
 }
 
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = TimeoutService<S>;
+impl<S, I: Clone> Layer<S> for TimeoutLayer<I> {
+    type Service = TimeoutService<S, I>;
 
-    fn layer(&self, inner: S) -> TimeoutService<S> {
-        TimeoutService::new(inner, self.engine().clone(), self.timeout())
+    fn layer(&self, inner: S) -> TimeoutService<S, I> {
+        TimeoutService {
+            inner,
+            engine: self.engine().clone(),
+            timeout: self.timeout(),
+            incoming: self.reader().clone(),
+        }
     }
 }
