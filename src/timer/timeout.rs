@@ -13,7 +13,9 @@ use super::sleep::Sleep;
 pin_project_lite::pin_project! {
     /// A future that gives up at a deadline, never before. Made by [`TimerEngine::timeout`] and
     /// [`TimerEngine::timeout_at`], or [`TimerEngine::try_timeout`] and
-    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front).
+    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front); on the boot or wall
+    /// clock, with `S` a [`ClockSleep`], by [`TimerEngine::timeout_boot`] and
+    /// [`TimerEngine::timeout_at_wall`].
     ///
     /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
     /// comes. Cancel safe as far as its future is.
@@ -22,15 +24,18 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
     /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
     /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
+    /// [`TimerEngine::timeout_boot`]: crate::TimerEngine::timeout_boot
+    /// [`TimerEngine::timeout_at_wall`]: crate::TimerEngine::timeout_at_wall
+    /// [`ClockSleep`]: crate::engine::ClockSleep
     #[must_use = "futures do nothing unless you `.await` or poll them"]
-    pub struct Timeout<F> {
+    pub struct Timeout<F, S = Sleep> {
         #[pin]
         future: F,
-        sleep: Sleep,
+        sleep: S,
     }
 }
 
-impl<F> fmt::Debug for Timeout<F> {
+impl<F, S: fmt::Debug> fmt::Debug for Timeout<F, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timeout")
             .field("sleep", &self.sleep)
@@ -38,8 +43,8 @@ impl<F> fmt::Debug for Timeout<F> {
     }
 }
 
-impl<F> Timeout<F> {
-    pub(crate) fn new(future: F, sleep: Sleep) -> Self {
+impl<F, S> Timeout<F, S> {
+    pub(crate) fn new(future: F, sleep: S) -> Self {
         Timeout { future, sleep }
     }
 
@@ -58,6 +63,13 @@ impl<F> Timeout<F> {
         self.future
     }
 
+    /// The timeout's sleep, for the engine's refusal.
+    pub(crate) fn sleep(&self) -> &S {
+        &self.sleep
+    }
+}
+
+impl<F> Timeout<F> {
     /// The instant the timeout gives up at (`None`: beyond the engine's range).
     pub fn deadline(&self) -> Option<Instant> {
         self.sleep.deadline()
@@ -72,14 +84,9 @@ impl<F> Timeout<F> {
     pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
         self.project().sleep.reset_at(deadline);
     }
-
-    /// The timeout's sleep, for the engine's refusal.
-    pub(crate) fn sleep(&self) -> &Sleep {
-        &self.sleep
-    }
 }
 
-impl<F: Future> Future for Timeout<F> {
+impl<F: Future, S: Future<Output = ()> + Unpin> Future for Timeout<F, S> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
