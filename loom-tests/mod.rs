@@ -16,6 +16,7 @@ mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
 mod cap_waiters;
 mod claims_steal;
+mod clock_run;
 mod delay_inbox;
 mod lookahead;
 mod owner_paths;

@@ -29,6 +29,7 @@
 //! pinning    pinning a tick thread to its cpu (opt-in), and unpinning it   src/pinning/
 //! shard      the tick loop, lanes and their owners, the sleep signal       src/shard/
 //! timer      handles, repeating timers, Sleep, Timeout, Interval, Within   src/timer/
+//! clock      timers and sleeps on the boot and wall clocks, their rounds   src/clock/
 //! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
 //! delay      DelayQueue                                                    src/delay/
@@ -168,6 +169,8 @@
 //!   chunks' pages: src/slab/retired.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
+//! - The boot and wall clocks: src/clock/mod.rs (estimates, a run's look, rounds, the clock
+//!   thread and its `timerfd`s in src/clock/timerfd.rs); reading them: src/time/other.rs.
 //!
 //! # The loom models
 //!
@@ -181,9 +184,9 @@
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
 //! release; the look-ahead; young timers against a cancel from another thread, the shard's
 //! take, shutdown and the shard's sleep; a repeating run's stow against shutdown and the
-//! shard's sleep; and, on capped engines, each permit given back once. What loom cannot see
-//! (the ring's tail, the slab's live count, the list of freed chunks behind a std mutex)
-//! ThreadSanitizer checks in CI (.ci/sanitizers).
+//! shard's sleep; a clock timer's last run against a cancel; and, on capped engines, each
+//! permit given back once. What loom cannot see (the ring's tail, the slab's live count, the
+//! list of freed chunks behind a std mutex) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!
@@ -245,3 +248,7 @@
 //! | current deadline | the earliest deadline of the scopes the running poll is inside (`deadline::current`); a timeout made there is clamped to it (`Clamp`), its deadline inherited if the scope's came first; a request's incoming deadline is the one it came with | |
 //! | expired | a delay-queue value whose deadline passed (tokio-util's word) | |
 //! | item | a delay-queue value with its deadline and list links | the delay queue's Entry |
+//! | boot clock, wall clock | the other clocks a deadline can be on: time since boot, suspends counted (`OtherClock::Boot`); `SystemTime` (`OtherClock::Wall`) | |
+//! | step, suspend | the wall clock set forward or back; the machine asleep, its monotonic clock stopped | |
+//! | estimate | the tick an other-clock deadline is timed at: the present plus what is left on its clock (`Look::At`) | |
+//! | round, clock thread | re-timing an engine's other-clock timers after a step or suspend (`ClockTimers::round`); the thread that runs an engine's rounds | |

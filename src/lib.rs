@@ -55,6 +55,7 @@
 //! | [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`], [`interval_at`] | as `tokio::time`, under any executor |
 //! | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`], [`MissedTickBehavior`] | the futures and types they return |
 //! | [`now`] | the time their deadlines are on: the entered engine's clock, as tokio's `Instant::now` |
+//! | [`TimerEngine::schedule_boot`], [`TimerEngine::schedule_at_wall`] | deadlines on the boot clock (the time the machine slept counts) and the wall clock (`SystemTime`), with `sleep_` and `timeout_` forms |
 //! | [`delay_queue`] | as tokio-util's `time::delay_queue`: the `DelayQueue`, its keys and items |
 //! | [`deadline`] | a deadline that passes down a call chain: timeouts inside end by it |
 //! | [`engine`] | the engine's own types: its builder, guards, what shutdown hands back, a repeating timer's builder |
@@ -74,6 +75,12 @@
 //! - The free functions are the [`TimerEngine`] methods of the same name on the engine
 //!   entered, else the default engine; the rest (keyed routing, the `try_` forms, statistics,
 //!   shutdown) are methods only.
+//! - A deadline on another clock than the monotonic one, per timer: `schedule_boot`,
+//!   `sleep_boot`, `timeout_boot` (a suspend counts) and `schedule_at_wall`,
+//!   `sleep_until_wall`, `timeout_at_wall` (a `SystemTime`). A step of the wall clock or a
+//!   resume takes effect within two ticks on Linux, within a second elsewhere, and none is
+//!   early on its own clock. `reset` moves only its next look at its clock, `deadline` is its
+//!   monotonic estimate, and while a look finds it early `state()` reads `Fired` for that run.
 //!
 //! A refused sleep, timeout or interval does not fail (tokio would panic): it waits, at the cap
 //! for a permit, after shutdown for ever, and says why through `refused`. The `try_` forms
@@ -104,6 +111,7 @@
 
 // The layers, lowest first (see `design`); each imports only from those before it.
 mod callbacks;
+mod clock;
 mod delay;
 pub mod engine;
 mod entry;

@@ -8,6 +8,7 @@ use super::error::BuildError;
 use super::shared::EngineShared;
 use super::shutdown::Threads;
 use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
+use crate::clock::ClockTimers;
 use crate::entry::StateWord;
 use crate::shard::{Lanes, Shard, ShardShared};
 use crate::sync::{next_engine_id, Arc, Cap, StdArc};
@@ -310,6 +311,7 @@ impl Builder {
             id: engine,
             shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
+            clocks: Arc::new(ClockTimers::new(clock.clone())),
             clock,
             inflight,
         });

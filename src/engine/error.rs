@@ -88,6 +88,9 @@ pub enum ScheduleError<F> {
     DelayTooLong(F),
     /// A repeating timer or an interval asked for with a zero period.
     ZeroPeriod(F),
+    /// A boot-clock timer on a platform without a clock that counts the time the machine
+    /// slept (Linux, Apple's systems and Windows have one).
+    ClockUnsupported(F),
 }
 
 impl<F> ScheduleError<F> {
@@ -107,6 +110,7 @@ impl<F> ScheduleError<F> {
             ScheduleErrorKind::Full => ScheduleError::Full(value),
             ScheduleErrorKind::DelayTooLong => ScheduleError::DelayTooLong(value),
             ScheduleErrorKind::ZeroPeriod => ScheduleError::ZeroPeriod(value),
+            ScheduleErrorKind::ClockUnsupported => ScheduleError::ClockUnsupported(value),
         }
     }
 
@@ -131,7 +135,8 @@ impl<F> ScheduleError<F> {
             ScheduleError::Shutdown(f)
             | ScheduleError::Full(f)
             | ScheduleError::DelayTooLong(f)
-            | ScheduleError::ZeroPeriod(f) => f,
+            | ScheduleError::ZeroPeriod(f)
+            | ScheduleError::ClockUnsupported(f) => f,
         }
     }
 
@@ -155,6 +160,7 @@ impl<F> ScheduleError<F> {
             ScheduleError::Full(_) => ScheduleErrorKind::Full,
             ScheduleError::DelayTooLong(_) => ScheduleErrorKind::DelayTooLong,
             ScheduleError::ZeroPeriod(_) => ScheduleErrorKind::ZeroPeriod,
+            ScheduleError::ClockUnsupported(_) => ScheduleErrorKind::ClockUnsupported,
         }
     }
 }
@@ -172,6 +178,8 @@ pub enum ScheduleErrorKind {
     DelayTooLong,
     /// The period of a repeating timer or an interval is zero.
     ZeroPeriod,
+    /// The platform has no clock that counts the time the machine slept.
+    ClockUnsupported,
 }
 
 impl fmt::Display for ScheduleErrorKind {
@@ -181,6 +189,10 @@ impl fmt::Display for ScheduleErrorKind {
             ScheduleErrorKind::Full => "the timer engine holds its maximum of pending timers",
             ScheduleErrorKind::DelayTooLong => "the delay is beyond the timer engine's range",
             ScheduleErrorKind::ZeroPeriod => "the period is zero",
+            ScheduleErrorKind::ClockUnsupported => {
+                "this platform has no clock that counts the time the machine slept \
+                 (CLOCK_BOOTTIME or its counterpart): boot-clock timers are refused"
+            }
         })
     }
 }
@@ -200,6 +212,7 @@ impl<F> fmt::Debug for ScheduleError<F> {
             ScheduleError::Full(_) => "Full",
             ScheduleError::DelayTooLong(_) => "DelayTooLong",
             ScheduleError::ZeroPeriod(_) => "ZeroPeriod",
+            ScheduleError::ClockUnsupported(_) => "ClockUnsupported",
         };
         write!(f, "{name}(..)")
     }

@@ -2,12 +2,14 @@
 //! repeating timer: [`Builder`] and [`BuildError`]; [`EnterGuard`] and [`Scoped`], which point
 //! the free functions at an engine; [`Unfired`], what shutdown hands back; [`Task`], a fired
 //! callback for [`Builder::spawn_callbacks`]; [`RepeatBuilder`] and [`Repeat`], a repeating
-//! timer and one of its runs. [`TimerEngine`] itself is at the crate root.
+//! timer and one of its runs; [`ClockSleep`], a sleep on the boot or wall clock.
+//! [`TimerEngine`] itself is at the crate root.
 
 // The top layer, which alone knows every layer below; each file's own docs say what it holds.
 
 pub(crate) mod api;
 mod builder;
+mod clocks;
 mod closing;
 pub(crate) mod deadline;
 pub(crate) mod error;
@@ -30,6 +32,7 @@ pub use self::repeat::RepeatBuilder;
 pub use self::scope::{EnterGuard, Scoped};
 pub use self::shutdown::Unfired;
 pub use crate::callbacks::Task;
+pub use crate::clock::ClockSleep;
 pub use crate::timer::Repeat;
 
 // At the crate root (see `lib.rs`); these paths are the layers'.

@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use super::error::{ScheduleError, ScheduleErrorKind};
+use crate::clock::ClockSleep;
 use crate::shard::Refusal;
 use crate::timer::{Interval, Sleep, Timeout};
 
@@ -44,6 +45,20 @@ impl<F> Timeout<F> {
     /// let timeout = engine.timeout(Duration::from_secs(1), async { 7 });
     /// assert!(timeout.refused().is_some());
     /// ```
+    pub fn refused(&self) -> Option<ScheduleErrorKind> {
+        self.sleep().refused()
+    }
+}
+
+impl ClockSleep {
+    /// As [`Sleep::refused`]: why its timer at the deadline's estimate was refused.
+    pub fn refused(&self) -> Option<ScheduleErrorKind> {
+        self.sleep().refused()
+    }
+}
+
+impl<F> Timeout<F, ClockSleep> {
+    /// As [`ClockSleep::refused`], for the timeout's deadline.
     pub fn refused(&self) -> Option<ScheduleErrorKind> {
         self.sleep().refused()
     }

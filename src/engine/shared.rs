@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
+use crate::clock::ClockTimers;
 use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc};
 use crate::time::{CatchUp, Tick, TickClock};
@@ -22,6 +23,8 @@ pub(crate) struct EngineShared {
     pub(super) lanes: Box<[Arc<Lanes>]>,
     pub(super) clock: TickClock,
     pub(super) inflight: Arc<Inflight>,
+    /// The timers and sleeps on the boot and wall clocks.
+    pub(super) clocks: Arc<ClockTimers>,
 }
 
 impl EngineShared {
@@ -157,6 +160,12 @@ impl CatchUp for ClockWatch {
                 return;
             }
         }
+    }
+
+    /// Re-times every boot and wall timer, then catches up.
+    fn clocks_moved(&self) {
+        self.0.clocks.round([true; 2]);
+        self.catch_up();
     }
 
     /// After a catch-up, asks each shard thread for the earliest deadline pending in its

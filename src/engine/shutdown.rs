@@ -200,6 +200,7 @@ impl Engine {
         fence(Ordering::SeqCst);
         // The sleeps waiting for a permit find the engine stopped.
         self.shared.shards[0].wake_room_waiters();
+        self.shared.clocks.stop();
     }
 }
 
@@ -220,6 +221,8 @@ impl EngineShared {
         pool: Option<CallbackPool>,
         stopped: Vec<Option<Stopped>>,
     ) -> Vec<Unfired> {
+        // Before the hand-back: the clock thread moves no timer from here on.
+        self.clocks.finish();
         self.inflight.wait_idle();
         if let Some(pool) = pool {
             pool.join();

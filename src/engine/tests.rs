@@ -293,3 +293,26 @@ fn a_shard_takes_young_timers_a_reset_hurried_before_it_sleeps() {
     assert!(handle.cancel());
     drop(engine.shutdown_driven(shards));
 }
+
+#[test]
+fn fired_clock_timers_are_forgotten_and_cancelled_ones_swept() {
+    use std::time::Duration;
+    let clock = crate::ManualClock::new();
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .manual_clock(&clock)
+        .build()
+        .unwrap();
+    let hour = clock.wall() + Duration::from_secs(3600);
+    let kept = engine.schedule_at_wall(hour, || {}).unwrap();
+    for _ in 0..10_000 {
+        assert!(engine.schedule_at_wall(hour, || {}).unwrap().cancel());
+    }
+    let count = engine.shared().clocks.kept();
+    assert!(count <= 2 + 64 + 1, "{count} kept for one live timer");
+    clock.set_wall(hour);
+    assert_eq!(kept.state(), crate::TimerState::Fired);
+    assert!(engine.schedule_at_wall(hour, || {}).is_ok());
+    clock.advance(Duration::ZERO);
+    assert_eq!(engine.shared().clocks.kept(), 0, "fired ones are forgotten");
+}

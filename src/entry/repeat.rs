@@ -39,11 +39,13 @@ impl Entry {
         unstowed.ok().map(|_| self.take_callback())
     }
 
-    /// Ends a repeating timer whose runner gives up: FIRED without REPEATING, so it reads as
-    /// fired and a later `cancel` answers false. Fails if it was cancelled during the run.
-    pub(super) fn retire(&self) {
+    /// Ends a repeating timer whose runner gives up, or claims its last run: FIRED without
+    /// REPEATING, so it reads as fired and a later `cancel` answers false. False if it was
+    /// cancelled during the run (or retired before).
+    pub(crate) fn retire(&self) -> bool {
         // Races `cancel`; whichever is first decides.
-        let _ = self.transition(|word| word.is_running().then(|| word.retired()));
+        self.transition(|word| word.is_running().then(|| word.retired()))
+            .is_ok()
     }
 }
 

@@ -1,9 +1,10 @@
 //! [`ManualClock`]: time that moves only when a test moves it. Engines on it register weakly
-//! ([`CatchUp`]); `advance` has each catch up before it returns.
+//! ([`CatchUp`]); `advance` has each catch up before it returns. Its boot clock is its time
+//! plus the suspends it was told of, and its wall clock moves with both and with each step.
 
 use std::fmt;
 use std::sync::Weak;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::tick::MAX_DELAY_NANOS;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
@@ -40,6 +41,10 @@ pub struct ManualClock {
 struct ManualInner {
     base: Instant,
     nanos: AtomicU64,
+    /// How long the simulated machine slept in all, in nanoseconds.
+    slept: AtomicU64,
+    /// The wall clock: what it read when the boot clock read the nanoseconds beside it.
+    wall: Mutex<(SystemTime, u64)>,
     /// The engines on this clock, held weakly: no keep-alive, no reference cycle.
     watchers: Mutex<Vec<(u64, Weak<dyn CatchUp>)>>,
     next_watcher: AtomicU64,
@@ -49,6 +54,10 @@ struct ManualInner {
 pub(crate) trait CatchUp: Send + Sync {
     /// Returns once every timer due by now has fired and its callback returned.
     fn catch_up(&self);
+
+    /// The boot or wall clock moved apart from the monotonic one: re-times their timers, then
+    /// catches up.
+    fn clocks_moved(&self);
 
     /// Catches up, then returns the earliest pending deadline (the start of its tick).
     fn next_deadline(&self) -> Option<Instant>;
@@ -61,6 +70,8 @@ impl ManualClock {
             inner: Arc::new(ManualInner {
                 base: Instant::now(),
                 nanos: AtomicU64::new(0),
+                slept: AtomicU64::new(0),
+                wall: Mutex::new((SystemTime::now(), 0)),
                 watchers: Mutex::new(Vec::new()),
                 next_watcher: AtomicU64::new(0),
             }),
@@ -97,6 +108,53 @@ impl ManualClock {
         }
         for watcher in self.watchers() {
             watcher.catch_up();
+        }
+    }
+
+    /// Simulates a suspend of `slept`: the boot and wall clocks move on, the monotonic clock
+    /// does not. Returns once every engine on the clock has run its boot and wall timers
+    /// due by then, as [`advance`](Self::advance) does.
+    pub fn suspend(&self, slept: Duration) {
+        let slept = u64::try_from(slept.as_nanos()).unwrap_or(u64::MAX);
+        // Release: as `advance`'s. Capped as the monotonic time is, so that their sum fits.
+        let mut current = self.inner.slept.load(Ordering::Relaxed);
+        while let Err(actual) = self.inner.slept.compare_exchange_weak(
+            current,
+            current.saturating_add(slept).min(MAX_DELAY_NANOS),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            current = actual;
+        }
+        self.clocks_moved();
+    }
+
+    /// Steps the wall clock to `to`, forward or back, as an operator or NTP would; then as
+    /// [`suspend`](Self::suspend) returns.
+    pub fn set_wall(&self, to: SystemTime) {
+        *self.inner.wall.lock() = (to, self.boot_nanos());
+        self.clocks_moved();
+    }
+
+    /// The wall clock: the `SystemTime` at the clock's making, moved by each advance, suspend
+    /// and step since.
+    pub fn wall(&self) -> SystemTime {
+        let (at, boot) = *self.inner.wall.lock();
+        let since = Duration::from_nanos(self.boot_nanos().saturating_sub(boot));
+        at.checked_add(since).unwrap_or(at)
+    }
+
+    /// The boot clock: the clock's time plus every suspend, in nanoseconds.
+    pub(crate) fn boot_nanos(&self) -> u64 {
+        // Acquire: as `elapsed`'s. Each part is at most `MAX_DELAY_NANOS`: the sum fits.
+        let slept = self.inner.slept.load(Ordering::Acquire);
+        self.inner.nanos.load(Ordering::Acquire) + slept
+    }
+
+    /// Has every engine on the clock re-time its boot and wall timers.
+    fn clocks_moved(&self) {
+        for watcher in self.watchers() {
+            watcher.clocks_moved();
         }
     }
 

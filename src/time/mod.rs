@@ -5,13 +5,16 @@
 //! - `tsc`: [`Ceiling`](tsc::Ceiling), a cheap upper bound on the monotonic clock from the TSC.
 //! - `manual`: [`ManualClock`] and the [`CatchUp`] trait through which it drives engines.
 //! - `units`: [`Tick`] and [`Nanos`], the engine's two units of time, apart by type.
+//! - `other`: the boot and wall clocks, read from the system or a manual clock.
 
 mod manual;
+mod other;
 mod tick;
 mod tsc;
 mod units;
 
 pub(crate) use manual::CatchUp;
 pub use manual::ManualClock;
+pub(crate) use other::{Look, OtherClock, OtherDeadline};
 pub(crate) use tick::{Due, TickClock};
 pub(crate) use units::{Nanos, Tick};

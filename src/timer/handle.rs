@@ -120,8 +120,14 @@ impl TimerHandle {
     }
 
     /// Moves the timer to `tick` (`None`: beyond the engine's range, refused), as `reset`.
-    pub(super) fn move_to(&self, tick: Option<u64>) -> bool {
+    pub(crate) fn move_to(&self, tick: Option<u64>) -> bool {
         self.timer().move_to(tick)
+    }
+
+    /// Whether the timer may still run: pending, stowed, or in a repeating run.
+    pub(crate) fn may_run(&self) -> bool {
+        let word = self.entry.state();
+        word.is_armed() || word.is_running()
     }
 
     /// Where the timer is in its life: pending, fired, cancelled or handed back.

@@ -255,7 +255,7 @@ impl Sleep {
 
     /// Moves the sleep to `tick` (`None`: never). The timer stays if the sleep moves later
     /// (uncapped); otherwise it moves, keeping its waker, or is cancelled if it cannot.
-    pub(super) fn reset_to(&mut self, tick: Option<u64>) {
+    pub(crate) fn reset_to(&mut self, tick: Option<u64>) {
         self.tick = tick.unwrap_or(FAR);
         self.ended = false;
         // A timer due later must move. Under a cap it moves all the same: the new timer its

@@ -14,7 +14,9 @@ use crate::time::TickClock;
 pin_project_lite::pin_project! {
     /// A future that gives up at a deadline, never before. Made by [`TimerEngine::timeout`] and
     /// [`TimerEngine::timeout_at`], or [`TimerEngine::try_timeout`] and
-    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front).
+    /// [`TimerEngine::try_timeout_at`] (which return a refusal up front); on the boot or wall
+    /// clock, with `S` a [`ClockSleep`], by [`TimerEngine::timeout_boot`] and
+    /// [`TimerEngine::timeout_at_wall`], which no deadline scope clamps.
     ///
     /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
     /// comes. Made inside a deadline scope ([`deadline`](crate::deadline)), it ends at the
@@ -24,11 +26,14 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::timeout_at`]: crate::TimerEngine::timeout_at
     /// [`TimerEngine::try_timeout`]: crate::TimerEngine::try_timeout
     /// [`TimerEngine::try_timeout_at`]: crate::TimerEngine::try_timeout_at
+    /// [`TimerEngine::timeout_boot`]: crate::TimerEngine::timeout_boot
+    /// [`TimerEngine::timeout_at_wall`]: crate::TimerEngine::timeout_at_wall
+    /// [`ClockSleep`]: crate::engine::ClockSleep
     #[must_use = "futures do nothing unless you `.await` or poll them"]
-    pub struct Timeout<F> {
+    pub struct Timeout<F, S = Sleep> {
         #[pin]
         future: F,
-        sleep: Sleep,
+        sleep: S,
         clamp: Clamp,
     }
 }
@@ -63,7 +68,7 @@ impl Clamp {
     }
 }
 
-impl<F> fmt::Debug for Timeout<F> {
+impl<F, S: fmt::Debug> fmt::Debug for Timeout<F, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timeout")
             .field("sleep", &self.sleep)
@@ -71,15 +76,20 @@ impl<F> fmt::Debug for Timeout<F> {
     }
 }
 
-impl<F> Timeout<F> {
+impl<F, S> Timeout<F, S> {
     /// A timeout on `sleep`, clamped to a deadline scope's as `clamp` says.
     #[inline]
-    pub(crate) fn clamped(future: F, sleep: Sleep, clamp: Clamp) -> Self {
+    pub(crate) fn clamped(future: F, sleep: S, clamp: Clamp) -> Self {
         Timeout {
             future,
             sleep,
             clamp,
         }
+    }
+
+    /// A timeout on `sleep`, which no deadline scope clamps (another clock's).
+    pub(crate) fn new(future: F, sleep: S) -> Self {
+        Timeout::clamped(future, sleep, Clamp::Free)
     }
 
     /// The future the timeout runs.
@@ -97,6 +107,13 @@ impl<F> Timeout<F> {
         self.future
     }
 
+    /// The timeout's sleep, for the engine's refusal.
+    pub(crate) fn sleep(&self) -> &S {
+        &self.sleep
+    }
+}
+
+impl<F> Timeout<F> {
     /// The instant the timeout gives up at (`None`: beyond the engine's range).
     pub fn deadline(&self) -> Option<Instant> {
         self.sleep.deadline()
@@ -116,14 +133,9 @@ impl<F> Timeout<F> {
         let tick = this.sleep.clock().tick_at(deadline);
         this.sleep.reset_to(clamp(this.sleep, this.clamp, tick));
     }
-
-    /// The timeout's sleep, for the engine's refusal.
-    pub(crate) fn sleep(&self) -> &Sleep {
-        &self.sleep
-    }
 }
 
-impl<F: Future> Future for Timeout<F> {
+impl<F: Future, S: Future<Output = ()> + Unpin> Future for Timeout<F, S> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
