@@ -5,13 +5,26 @@
 #[cfg(not(loom))]
 #[inline]
 pub(crate) fn thread_number() -> usize {
+    use std::cell::Cell;
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    /// `NUMBER` before the thread's first call: a number no thread has.
+    const NONE: usize = usize::MAX;
     static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
     thread_local! {
-        // Relaxed: the counter only hands out distinct numbers; nothing is published with it.
-        static NUMBER: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Const and without a destructor: read on each schedule with no check of its own.
+        static NUMBER: Cell<usize> = const { Cell::new(NONE) };
     }
-    NUMBER.with(|number| *number)
+    #[cold]
+    fn first() -> usize {
+        // Relaxed: the counter only hands out distinct numbers; nothing is published with it.
+        let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        NUMBER.with(|cell| cell.set(number));
+        number
+    }
+    match NUMBER.with(Cell::get) {
+        NONE => first(),
+        number => number,
+    }
 }
 
 #[cfg(loom)]
