@@ -35,7 +35,7 @@ impl TimerEngine {
     #[inline]
     pub(super) fn clamped(&self, tick: Option<u64>) -> (Option<u64>, Clamp) {
         match deadline::current() {
-            None => (tick, Clamp::Free),
+            None => (tick, Clamp::FREE),
             Some(limit) => Clamp::of(&self.shared().clock, tick, limit),
         }
     }
@@ -81,7 +81,7 @@ impl TimerEngine {
         );
         let (tick, clamp) = match limit {
             Some(limit) => Clamp::of(clock, own_tick, limit),
-            None => (own_tick, Clamp::Free),
+            None => (own_tick, Clamp::FREE),
         };
         let sleep = Sleep::try_on(self.shared().lane_for_task(), tick)
             .map_err(|refusal| ScheduleError::refused(refusal, ()))?;

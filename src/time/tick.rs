@@ -257,16 +257,12 @@ impl TickClock {
         self.holdable(self.tick_nanos.ceil(deadline))
     }
 
-    /// The earlier of the tick `own` (`None`: beyond the range) and the first tick at or after
-    /// `limit`, and whether `limit`'s came first (a tie is `own`'s): a deadline scope's clamp.
-    /// Reads no clock; a past `limit` gives a tick already begun, which ends a sleep at once.
+    /// The first tick at or after `limit` (`None`: beyond the range), for a deadline scope's
+    /// clamp. Reads no clock; a past `limit` gives a tick already begun, which ends a sleep at
+    /// once.
     #[inline]
-    pub(crate) fn clamp_tick(&self, own: Option<u64>, limit: Instant) -> (Option<u64>, bool) {
-        match (own, self.holdable(self.ceil_tick(limit))) {
-            (Some(own), Some(limit)) if limit < own => (Some(limit), true),
-            (None, Some(limit)) => (Some(limit), true),
-            (own, _) => (own, false),
-        }
+    pub(crate) fn limit_tick(&self, limit: Instant) -> Option<u64> {
+        self.holdable(self.ceil_tick(limit))
     }
 
     /// The farthest tick a timer scheduled now can be due at; `None` at the end of manual time.

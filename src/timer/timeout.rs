@@ -38,33 +38,43 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// The deadline scope a timeout was made in, kept so that a reset stays inside it too.
+/// The deadline scope a timeout was made in, kept so that a reset stays inside it too: the
+/// tick of the scope's deadline plus one (0: made outside every scope, or the scope's deadline
+/// is beyond the engine's range), and whether it came first ([`Clamp::INHERITED`]). One word,
+/// so a timeout made outside every scope is no larger for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Clamp {
-    /// Made outside every scope.
-    Free,
-    /// In a scope whose deadline is no earlier (by a tick) than the timeout's own.
-    Own(Instant),
-    /// In a scope whose deadline comes first: the timeout ends at it.
-    Inherited(Instant),
-}
+pub(crate) struct Clamp(u64);
 
 impl Clamp {
-    /// The earlier of the tick `own` and the tick of `limit`, and the clamp that says which.
+    /// Made outside every scope.
+    pub(crate) const FREE: Clamp = Clamp(0);
+    /// Set when the scope's deadline comes first: the timeout ends at it.
+    const INHERITED: u64 = 1 << 63;
+
+    /// The earlier of the tick `own` and the tick of `limit`, and the clamp that says which
+    /// (a tie is the timeout's own).
     #[inline]
     pub(crate) fn of(clock: &TickClock, own: Option<u64>, limit: Instant) -> (Option<u64>, Clamp) {
-        match clock.clamp_tick(own, limit) {
-            (tick, true) => (tick, Clamp::Inherited(limit)),
-            (tick, false) => (tick, Clamp::Own(limit)),
+        match clock.limit_tick(limit) {
+            Some(limit) => Clamp(limit + 1).apply(own),
+            None => (own, Clamp::FREE),
         }
     }
 
-    /// The scope's deadline, if the timeout was made in one.
-    fn limit(self) -> Option<Instant> {
-        match self {
-            Clamp::Free => None,
-            Clamp::Own(limit) | Clamp::Inherited(limit) => Some(limit),
+    /// `own` clamped to this clamp's scope, if any, and the clamp that says which came first.
+    #[inline]
+    fn apply(self, own: Option<u64>) -> (Option<u64>, Clamp) {
+        let Some(limit) = (self.0 & !Self::INHERITED).checked_sub(1) else {
+            return (own, Clamp::FREE);
+        };
+        match own {
+            Some(own) if own <= limit => (Some(own), Clamp(limit + 1)),
+            _ => (Some(limit), Clamp((limit + 1) | Self::INHERITED)),
         }
+    }
+
+    fn is_inherited(self) -> bool {
+        self.0 & Self::INHERITED != 0
     }
 }
 
@@ -89,7 +99,7 @@ impl<F, S> Timeout<F, S> {
 
     /// A timeout on `sleep`, which no deadline scope clamps (another clock's).
     pub(crate) fn new(future: F, sleep: S) -> Self {
-        Timeout::clamped(future, sleep, Clamp::Free)
+        Timeout::clamped(future, sleep, Clamp::FREE)
     }
 
     /// The future the timeout runs.
@@ -124,14 +134,14 @@ impl<F> Timeout<F> {
     pub fn reset(self: Pin<&mut Self>, delay: Duration) {
         let this = self.project();
         let tick = this.sleep.clock().tick_after(delay);
-        this.sleep.reset_to(clamp(this.sleep, this.clamp, tick));
+        this.sleep.reset_to(clamp(this.clamp, tick));
     }
 
     /// As [`reset`](Self::reset), to an absolute deadline (as [`Sleep::reset_at`]).
     pub fn reset_at(self: Pin<&mut Self>, deadline: Instant) {
         let this = self.project();
         let tick = this.sleep.clock().tick_at(deadline);
-        this.sleep.reset_to(clamp(this.sleep, this.clamp, tick));
+        this.sleep.reset_to(clamp(this.clamp, tick));
     }
 }
 
@@ -145,7 +155,7 @@ impl<F: Future, S: Future<Output = ()> + Unpin> Future for Timeout<F, S> {
         }
         match Pin::new(this.sleep).poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed {
-                inherited: matches!(this.clamp, Clamp::Inherited(_)),
+                inherited: this.clamp.is_inherited(),
             })),
             Poll::Pending => Poll::Pending,
         }
@@ -153,15 +163,10 @@ impl<F: Future, S: Future<Output = ()> + Unpin> Future for Timeout<F, S> {
 }
 
 /// `tick`, clamped to the deadline scope `clamp` keeps (which it updates), if any.
-fn clamp(sleep: &Sleep, clamp: &mut Clamp, tick: Option<u64>) -> Option<u64> {
-    match clamp.limit() {
-        Some(limit) => {
-            let (tick, now) = Clamp::of(sleep.clock(), tick, limit);
-            *clamp = now;
-            tick
-        }
-        None => tick,
-    }
+fn clamp(clamp: &mut Clamp, tick: Option<u64>) -> Option<u64> {
+    let (tick, now) = clamp.apply(tick);
+    *clamp = now;
+    tick
 }
 
 /// The error of a [`Timeout`] whose deadline passed before its future completed: its own, or
