@@ -57,7 +57,7 @@
 //! | [`now`] | the time their deadlines are on: the entered engine's clock, as tokio's `Instant::now` |
 //! | [`delay_queue`] | as tokio-util's `time::delay_queue`: the `DelayQueue`, its keys and items |
 //! | [`engine`] | the engine's own types: its builder, guards, what shutdown hands back, a repeating timer's builder |
-//! | [`stats`] | what [`TimerEngine::stats`] reports |
+//! | [`stats`] | what [`TimerEngine::stats`] reports, and [`TimerEngine::pending_timers`]: each pending timer, with the line that scheduled it when the engine tracks sites |
 //! | [`migration`] | each item of `tokio::time`, tokio-util's `DelayQueue` and tower's `timeout`, and its counterpart here |
 //!
 //! ## One way to each thing
@@ -73,6 +73,8 @@
 //! - The free functions are the [`TimerEngine`] methods of the same name on the engine
 //!   entered, else the default engine; the rest (keyed routing, the `try_` forms, statistics,
 //!   shutdown) are methods only.
+//! - What is pending: [`TimerEngine::pending`] counts, [`TimerEngine::pending_timers`] lists
+//!   (with [`Builder::track_sites`](engine::Builder::track_sites), by site, age and key).
 //!
 //! A refused sleep, timeout or interval does not fail (tokio would panic): it waits, at the cap
 //! for a permit, after shutdown for ever, and says why through `refused`. The `try_` forms
@@ -89,6 +91,9 @@
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
 //! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
 //!   and gauges of the `metrics` facade.
+//! - `track-sites`: every engine keeps each timer's origin
+//!   ([`Builder::track_sites`](engine::Builder::track_sites) on), and each sleep, timeout and
+//!   interval where it was made.
 //!
 //! ## Guarantees
 //!
@@ -138,8 +143,12 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
-/// Statistics: what [`TimerEngine::stats`] reports.
+/// Statistics: what [`TimerEngine::stats`] reports, and what a snapshot of the pending timers
+/// lists ([`TimerEngine::pending_timers`]).
 pub mod stats {
+    pub use crate::engine::pending::{
+        PendingAges, PendingTimer, PendingTimers, SiteCount, SnapshotError, Stage,
+    };
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
 

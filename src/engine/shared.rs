@@ -9,7 +9,7 @@ use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
 use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
-use crate::sync::{lane_index, thread, Arc};
+use crate::sync::{lane_index, thread, Arc, Mutex};
 use crate::time::{CatchUp, Tick, TickClock};
 use crate::timer::Sleep;
 
@@ -22,6 +22,8 @@ pub(crate) struct EngineShared {
     pub(super) lanes: Box<[Arc<Lanes>]>,
     pub(super) clock: TickClock,
     pub(super) inflight: Arc<Inflight>,
+    /// Held while a snapshot of the pending timers is taken: one at a time (see `snapshot`).
+    pub(super) snapshots: Mutex<()>,
 }
 
 impl EngineShared {

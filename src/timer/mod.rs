@@ -18,4 +18,5 @@ pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
 pub use sleep::Sleep;
+pub(crate) use sleep::SleepSite;
 pub use timeout::{Elapsed, Timeout};
