@@ -91,9 +91,9 @@
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
 //! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
 //!   and gauges of the `metrics` facade.
-//! - `track-sites`: every engine keeps each timer's origin
-//!   ([`Builder::track_sites`](engine::Builder::track_sites) on), and each sleep, timeout and
-//!   interval where it was made.
+//! - `sleep-sites`: each sleep, timeout and interval keeps the line that made it, for the
+//!   snapshots of an engine that tracks sites
+//!   ([`Builder::track_sites`](engine::Builder::track_sites)).
 //!
 //! ## Guarantees
 //!

@@ -150,7 +150,7 @@ fn sleeps_are_listed_with_their_site_under_the_feature() {
     assert_eq!(Some(timer.deadline), sleep.deadline());
     assert_eq!(timer.age, Some(SECOND));
     let site = timer.site.map(|site| site.line());
-    if cfg!(feature = "track-sites") {
+    if cfg!(feature = "sleep-sites") {
         assert_eq!(site, Some(line));
     } else {
         assert_eq!(site, None, "a sleep keeps its site with the feature only");

@@ -143,7 +143,7 @@ impl TimerEngine {
     /// futures::executor::block_on(engine.sleep(Duration::from_millis(20)));
     /// assert!(start.elapsed() >= Duration::from_millis(20));
     /// ```
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn sleep(&self, delay: Duration) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_after(delay))
@@ -151,7 +151,7 @@ impl TimerEngine {
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
     /// tells a refusal apart.
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_at(deadline))
@@ -163,7 +163,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown, [`ScheduleError::Full`] at the cap, as of
     /// the call; a refusal when the sleep is first polled is a [`sleep`](Self::sleep)'s.
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_after(delay))
@@ -174,7 +174,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_at(deadline))
@@ -193,14 +193,14 @@ impl TimerEngine {
     /// let slow = engine.timeout(Duration::from_millis(5), engine.sleep(Duration::from_secs(60)));
     /// assert!(futures::executor::block_on(slow).is_err());
     /// ```
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
         Timeout::new(future.into_future(), self.sleep(delay))
     }
 
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
     /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -214,7 +214,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_timeout<F: IntoFuture>(
         &self,
         delay: Duration,
@@ -228,7 +228,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -252,14 +252,14 @@ impl TimerEngine {
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(1)));
     /// ```
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn interval(&self, period: Duration) -> Interval {
         self.interval_at(self.now(), period)
     }
 
     /// Ticks every `period`, the first tick due at `start`. A zero period (tokio panics) is one
     /// engine tick; [`try_interval_at`](Self::try_interval_at) refuses it.
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.shared().lane_for_task(), start, period)
     }
@@ -270,7 +270,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::ZeroPeriod`] for a zero period, and those of
     /// [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_interval(&self, period: Duration) -> Result<Interval, ScheduleError<()>> {
         self.try_interval_at(self.now(), period)
     }
@@ -279,7 +279,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_interval`](Self::try_interval).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_interval_at(
         &self,
         start: Instant,

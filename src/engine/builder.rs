@@ -86,7 +86,7 @@ impl Default for Builder {
             max_pending: None,
             pin: false,
             clock: None,
-            track_sites: cfg!(feature = "track-sites"),
+            track_sites: false,
             lane_capacity: None,
         }
     }
@@ -204,8 +204,8 @@ impl Builder {
     }
 
     /// Whether to keep each timer's origin (the line that scheduled it, when, its key) for
-    /// [`TimerEngine::pending_timers`](crate::TimerEngine::pending_timers). Default: no (yes
-    /// with the `track-sites` feature). Off, a schedule pays one branch; on, 40 bytes a timer.
+    /// [`TimerEngine::pending_timers`](crate::TimerEngine::pending_timers). Default: no. Off,
+    /// a schedule pays one branch; on, 40 bytes a timer (a sleep's line: `sleep-sites`).
     ///
     /// ```
     /// use std::time::Duration;

@@ -45,7 +45,7 @@ pub struct PendingTimer {
     /// without site tracking.
     pub key: Option<u64>,
     /// The line that scheduled it: the caller of `schedule` (and its forms), of
-    /// `RepeatBuilder::schedule`, and, with the `track-sites` feature, of `sleep`, `timeout`
+    /// `RepeatBuilder::schedule`, and, with the `sleep-sites` feature, of `sleep`, `timeout`
     /// and `interval` (and their forms); `None` without site tracking.
     pub site: Option<&'static Location<'static>>,
 }

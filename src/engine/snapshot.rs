@@ -48,6 +48,10 @@ impl EngineShared {
         let taken_at = self.clock.now();
         let mut timers = Vec::new();
         if self.tracks() {
+            let pending = self
+                .shards_with_lanes()
+                .map(|(shard, lanes)| Tally::of(shard, &lanes));
+            timers.reserve(pending.map(|tally| tally.pending() as usize).sum());
             let now = self.clock.now_nanos();
             for (shard, (_, lanes)) in self.shards_with_lanes().enumerate() {
                 for lane in &lanes {
@@ -64,7 +68,9 @@ impl EngineShared {
                 }
             }
         } else {
-            for (shard, found) in self.survey()?.into_iter().enumerate() {
+            let answers = self.survey()?;
+            timers.reserve(answers.iter().map(|found| found.seen.len()).sum());
+            for (shard, found) in answers.into_iter().enumerate() {
                 timers.extend(listed(found, shard, &self.clock));
             }
         }

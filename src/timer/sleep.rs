@@ -99,29 +99,29 @@ impl PartialEq for WakerId {
     }
 }
 
-/// Where a sleep was made, for its timers' origins: kept with the `track-sites` feature only,
+/// Where a sleep was made, for its timers' origins: kept with the `sleep-sites` feature only,
 /// one word in every sleep.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SleepSite {
-    #[cfg(feature = "track-sites")]
+    #[cfg(feature = "sleep-sites")]
     site: &'static Location<'static>,
 }
 
 impl SleepSite {
     /// The caller's site (with the feature; a sleep's makers pass theirs on).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     #[inline]
     pub(crate) fn caller() -> Self {
         SleepSite {
-            #[cfg(feature = "track-sites")]
+            #[cfg(feature = "sleep-sites")]
             site: Location::caller(),
         }
     }
 
     fn get(self) -> Option<&'static Location<'static>> {
-        #[cfg(feature = "track-sites")]
+        #[cfg(feature = "sleep-sites")]
         return Some(self.site);
-        #[cfg(not(feature = "track-sites"))]
+        #[cfg(not(feature = "sleep-sites"))]
         None
     }
 }
@@ -171,7 +171,7 @@ const FAR: u64 = u64::MAX;
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
             tick: tick.unwrap_or(FAR),
@@ -191,7 +191,7 @@ impl Sleep {
 
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
-    #[cfg_attr(feature = "track-sites", track_caller)]
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
         match lane.refusal_now() {
             Some(refusal) => Err(refusal),
@@ -463,8 +463,8 @@ mod tests {
     #[test]
     fn a_sleep_is_six_words() {
         // It lives in every task that waits on one: a deadline and a flag, the lane, the
-        // timer's entry and its waker's identity; and its site with the `track-sites` feature.
-        let words = if cfg!(feature = "track-sites") { 7 } else { 6 };
+        // timer's entry and its waker's identity; and its site with the `sleep-sites` feature.
+        let words = if cfg!(feature = "sleep-sites") { 7 } else { 6 };
         assert_eq!(
             std::mem::size_of::<Sleep>(),
             words * std::mem::size_of::<usize>()

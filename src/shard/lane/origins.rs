@@ -29,7 +29,7 @@ const PIECE: usize = 4096;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Origin {
     /// The caller of the call that made it (a sleep's: that of its `Sleep`'s maker, with the
-    /// `track-sites` feature).
+    /// `sleep-sites` feature).
     pub(crate) site: Option<&'static Location<'static>>,
     pub(crate) born: Nanos,
     /// The key it was routed by, if any.
@@ -66,8 +66,9 @@ fn ended(word: StateWord) -> bool {
 }
 
 impl Origins {
-    /// Keeps the origin of `entry`'s timer.
+    /// Keeps the origin of `entry`'s timer (out of line: the schedule path holds a branch).
     #[cold]
+    #[inline(never)]
     pub(super) fn keep(&self, entry: EntryRef, origin: Origin) {
         let mut list = self.0.lock();
         if list.readers == 0 {
