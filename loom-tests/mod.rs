@@ -29,6 +29,7 @@ mod schedule_vs_shutdown;
 mod shutdown_callers;
 mod slab_chunks;
 mod sleep_vs_insert;
+mod survey;
 mod young;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

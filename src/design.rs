@@ -171,6 +171,8 @@
 //! - Lateness: src/shard/lateness.rs.
 //! - The boot and wall clocks: src/clock/mod.rs (estimates, a run's look, rounds, the clock
 //!   thread and its `timerfd`s in src/clock/timerfd.rs); reading them: src/time/other.rs.
+//! - A snapshot: src/engine/snapshot.rs; a shard's survey of its wheel, asked by ticket as the
+//!   look-ahead is: src/shard/survey.rs, src/wheel/survey.rs; origins: src/shard/lane/origins.rs.
 //!
 //! # The loom models
 //!
@@ -182,11 +184,12 @@
 //! sleep and of its delay queue; the owner's ring, spares, hand-over and exit; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! release; the look-ahead; young timers against a cancel from another thread, the shard's
-//! take, shutdown and the shard's sleep; a repeating run's stow against shutdown and the
-//! shard's sleep; a clock timer's last run against a cancel; and, on capped engines, each
-//! permit given back once. What loom cannot see (the ring's tail, the slab's live count, the
-//! list of freed chunks behind a std mutex) ThreadSanitizer checks in CI (.ci/sanitizers).
+//! release; the look-ahead and a snapshot's survey; young timers against a cancel from another
+//! thread, the shard's take, shutdown and the shard's sleep; a repeating run's stow against
+//! shutdown and the shard's sleep; a clock timer's last run against a cancel; and, on capped
+//! engines, each permit given back once. What loom cannot see (the ring's tail, the slab's live
+//! count, the list of freed chunks behind a std mutex, the clock thread's alarm and handle
+//! behind std locks) ThreadSanitizer checks in CI (.ci/sanitizers).
 //!
 //! # Glossary
 //!
@@ -240,6 +243,9 @@
 //! | kind | what a timer runs, handed to `Lane::schedule` (`TimerKind`) | |
 //! | stand-in timer | the timer a far `Sleep` holds at the farthest deadline the engine takes | |
 //! | look-ahead | a manual clock asking a shard for its earliest pending deadline | |
+//! | snapshot, survey | the pending timers listed at once (`stats::PendingTimers`); a shard's walk of its wheel for one, a piece after each turn (`Surveying`) | |
+//! | origin, site | where (its site: the caller's `Location`), when and by which key a timer was made, kept beside its entry on an engine that tracks sites (`Origin`) | |
+//! | stage | where a pending timer is, as a snapshot lists it: queued, linked, running or stowed (`stats::Stage`) | |
 //! | Dekker pair | a push then a read of the sleep word, against an announcement then a look at the queues, each with a SeqCst fence between (src/shard/signal.rs) | |
 //! | announcement | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`) | |
 //! | answer | a shard's reply to a look-ahead question: open, the earliest tick, or none pending (`Answer`) | |

@@ -59,7 +59,7 @@
 //! | [`delay_queue`] | as tokio-util's `time::delay_queue`: the `DelayQueue`, its keys and items |
 //! | [`deadline`] | a deadline that passes down a call chain: timeouts inside end by it |
 //! | [`engine`] | the engine's own types: its builder, guards, what shutdown hands back, a repeating timer's builder |
-//! | [`stats`] | what [`TimerEngine::stats`] reports |
+//! | [`stats`] | what [`TimerEngine::stats`] reports, and [`TimerEngine::pending_timers`]: each pending timer, with the line that scheduled it when the engine tracks sites |
 //! | [`migration`] | each item of `tokio::time`, tokio-util's `DelayQueue` and tower's `timeout`, and its counterpart here |
 //!
 //! ## One way to each thing
@@ -81,6 +81,8 @@
 //!   resume takes effect within two ticks on Linux, within a second elsewhere, and none is
 //!   early on its own clock. `reset` moves only its next look at its clock, `deadline` is its
 //!   monotonic estimate, and while a look finds it early `state()` reads `Fired` for that run.
+//! - What is pending: [`TimerEngine::pending`] counts, [`TimerEngine::pending_timers`] lists
+//!   (with [`Builder::track_sites`](engine::Builder::track_sites), by site, age and key).
 //!
 //! A refused sleep, timeout or interval does not fail (tokio would panic): it waits, at the cap
 //! for a permit, after shutdown for ever, and says why through `refused`. The `try_` forms
@@ -98,6 +100,9 @@
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
 //! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
 //!   and gauges of the `metrics` facade.
+//! - `sleep-sites`: each sleep, timeout and interval keeps the line that made it, for the
+//!   snapshots of an engine that tracks sites
+//!   ([`Builder::track_sites`](engine::Builder::track_sites)).
 //!
 //! ## Guarantees
 //!
@@ -148,8 +153,12 @@ mod loom_models;
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
-/// Statistics: what [`TimerEngine::stats`] reports.
+/// Statistics: what [`TimerEngine::stats`] reports, and what a snapshot of the pending timers
+/// lists ([`TimerEngine::pending_timers`]).
 pub mod stats {
+    pub use crate::engine::pending::{
+        PendingAges, PendingTimer, PendingTimers, SiteCount, SnapshotError, Stage,
+    };
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
 

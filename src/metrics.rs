@@ -32,6 +32,7 @@
 //! | `shardwheel_timers_rejected_total` | counter | timers | by label `reason`: `full`, `too_long`, `shutdown` |
 //! | `shardwheel_callbacks_panicked_total` | counter | callbacks | [`Stats::panicked`] |
 //! | `shardwheel_timers_pending` | gauge | timers | [`Stats::pending`] |
+//! | `shardwheel_timers_pending_by_age` | gauge | timers | [`Stats::pending_ages`], by label `age`: `under_1s`, `under_1m`, `under_1h`, `older`; only with [`track_sites`](crate::engine::Builder::track_sites) |
 //! | `shardwheel_callbacks_queued` | gauge | callbacks | [`Stats::callbacks_queued`] |
 //! | `shardwheel_callbacks_running` | gauge | callbacks | [`Stats::callbacks_running`] |
 //! | `shardwheel_entry_bytes` | gauge | bytes | [`Stats::entry_bytes`] |
@@ -55,6 +56,7 @@ const HANDED_BACK: &str = "shardwheel_timers_handed_back_total";
 const REJECTED: &str = "shardwheel_timers_rejected_total";
 const PANICKED: &str = "shardwheel_callbacks_panicked_total";
 const PENDING: &str = "shardwheel_timers_pending";
+const PENDING_BY_AGE: &str = "shardwheel_timers_pending_by_age";
 const QUEUED: &str = "shardwheel_callbacks_queued";
 const RUNNING: &str = "shardwheel_callbacks_running";
 const ENTRY_BYTES: &str = "shardwheel_entry_bytes";
@@ -152,6 +154,16 @@ impl Publisher {
         }
         counter!(PANICKED, labels()).absolute(stats.panicked);
         gauge!(PENDING, labels()).set(stats.pending as f64);
+        if let Some(ages) = &stats.pending_ages {
+            for (age, count) in [
+                ("under_1s", ages.under_a_second),
+                ("under_1m", ages.under_a_minute),
+                ("under_1h", ages.under_an_hour),
+                ("older", ages.older),
+            ] {
+                gauge!(PENDING_BY_AGE, self.with("age", age)).set(count as f64);
+            }
+        }
         gauge!(QUEUED, labels()).set(stats.callbacks_queued as f64);
         gauge!(RUNNING, labels()).set(stats.callbacks_running as f64);
         gauge!(ENTRY_BYTES, labels()).set(stats.entry_bytes as f64);
@@ -184,6 +196,10 @@ fn describe() {
     }
     for (name, help) in [
         (PENDING, "Timers neither fired, cancelled nor handed back."),
+        (
+            PENDING_BY_AGE,
+            "Pending timers by how long ago they were scheduled.",
+        ),
         (QUEUED, "Callbacks fired that have not begun to run."),
         (RUNNING, "Callbacks running now."),
         (

@@ -123,3 +123,48 @@ fn two_engines_publish_apart_by_their_labels() {
         "0"
     );
 }
+
+#[test]
+fn pending_ages_are_published_with_site_tracking_only() {
+    let clock = ManualClock::new();
+    let tracked = TimerEngine::builder()
+        .manual_clock(&clock)
+        .track_sites(true)
+        .build()
+        .unwrap();
+    let untracked = TimerEngine::builder()
+        .manual_clock(&clock)
+        .track_sites(false)
+        .build()
+        .unwrap();
+    for engine in [&tracked, &untracked] {
+        engine.schedule(Duration::from_secs(600), || {}).unwrap();
+        engine.schedule(Duration::from_secs(600), || {}).unwrap();
+    }
+    clock.advance(Duration::from_secs(90));
+    tracked.schedule(Duration::from_secs(600), || {}).unwrap();
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let text = publish(&recorder, &Publisher::new().label("engine", "t"), &tracked);
+    let age = |age: &str| {
+        value(
+            &text,
+            &format!("shardwheel_timers_pending_by_age{{engine=\"t\",age=\"{age}\"}}"),
+        )
+        .to_owned()
+    };
+    assert_eq!(
+        [
+            age("under_1s"),
+            age("under_1m"),
+            age("under_1h"),
+            age("older")
+        ],
+        ["1", "0", "2", "0"]
+    );
+    let text = publish(
+        &recorder,
+        &Publisher::new().label("engine", "u"),
+        &untracked,
+    );
+    assert!(!text.contains("shardwheel_timers_pending_by_age{engine=\"u\""));
+}

@@ -35,6 +35,9 @@
 //!   `AtomicU64`, and the free. On one thread, so malloc's per-thread cache serves the
 //!   allocation and takes back the free; in the engine the free usually happens on a shard
 //!   thread, which the floor does not show.
+//! - `snapshot`: `TimerEngine::pending_timers` over a million pending timers, with sites off
+//!   and on, and the lateness of a timer due every tick while it is taken; and schedule +
+//!   cancel with and without `track_sites`. shardwheel alone. See [`snapshot`].
 //!
 //! Peers:
 //!
@@ -65,7 +68,7 @@
 //! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the
 //! `async` groups) and `floor` a file each.
 //!
-//! Every peer above takes part in every group. Configuration is at the bottom (`criterion_group!`):
+//! Every peer above takes part in every group but `snapshot`. Configuration is at the bottom (`criterion_group!`):
 //! 10 samples, 1 s warm-up and 3 s measurement per benchmark, which command-line flags
 //! override.
 
@@ -75,6 +78,7 @@ mod groups;
 mod patterns;
 mod peers;
 mod reset;
+mod snapshot;
 mod tasks;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,6 +91,7 @@ use delay_queue::delay_queue;
 use floor::floor;
 use groups::{cancel, fire, fire_burst, schedule, schedule_cancel};
 use reset::reset;
+use snapshot::snapshot;
 use tasks::tasks;
 
 /// Timers per batch in `schedule` and `cancel`.
@@ -198,6 +203,7 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor, tasks
+    targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor, tasks,
+        snapshot
 }
 criterion_main!(benches);

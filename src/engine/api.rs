@@ -2,16 +2,18 @@
 //! schedule is in the design map).
 
 use std::future::IntoFuture;
+use std::panic::Location;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::closing::Phase;
 use super::error::ScheduleError;
+use super::pending::{PendingTimers, SnapshotError};
 use super::repeat::RepeatBuilder;
 use super::shared::EngineShared;
 use super::shutdown::{Engine, Threads, Unfired};
 use super::stats::Stats;
-use crate::shard::{Lane, Memory, OneShot, Stopped};
+use crate::shard::{Lane, Memory, OneShot, Origin, Stopped};
 use crate::sync::{Arc, StdArc};
 use crate::time::Due;
 
@@ -64,11 +66,13 @@ impl TimerEngine {
     /// engine.schedule(Duration::from_millis(5), move || tx.send("timeout").unwrap()).unwrap();
     /// assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok("timeout"));
     /// ```
+    #[track_caller]
     pub fn schedule<F>(&self, delay: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.shared().clock.due_after(delay), callback)
+        let due = self.shared().clock.due_after(delay);
+        self.schedule_routed(None, due, callback, Location::caller())
     }
 
     /// Runs `callback` at `deadline` (at the first tick at or after it). A deadline already
@@ -76,6 +80,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`schedule`](Self::schedule).
+    #[track_caller]
     pub fn schedule_at<F>(
         &self,
         deadline: Instant,
@@ -84,11 +89,13 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(None, self.shared().clock.due_at(deadline), callback)
+        let due = self.shared().clock.due_at(deadline);
+        self.schedule_routed(None, due, callback, Location::caller())
     }
 
     /// As [`schedule`](Self::schedule), routed by `key` (a connection id, say): timers with
     /// the same key go to the same shard.
+    #[track_caller]
     pub fn schedule_keyed<F>(
         &self,
         key: u64,
@@ -98,10 +105,12 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.shared().clock.due_after(delay), callback)
+        let due = self.shared().clock.due_after(delay);
+        self.schedule_routed(Some(key), due, callback, Location::caller())
     }
 
     /// As [`schedule_at`](Self::schedule_at), routed by `key`.
+    #[track_caller]
     pub fn schedule_keyed_at<F>(
         &self,
         key: u64,
@@ -111,7 +120,8 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_routed(Some(key), self.shared().clock.due_at(deadline), callback)
+        let due = self.shared().clock.due_at(deadline);
+        self.schedule_routed(Some(key), due, callback, Location::caller())
     }
 
     /// Sets up a repeating timer of period `period` (see [`RepeatBuilder`] for how it runs):
@@ -134,6 +144,7 @@ impl TimerEngine {
     /// futures::executor::block_on(engine.sleep(Duration::from_millis(20)));
     /// assert!(start.elapsed() >= Duration::from_millis(20));
     /// ```
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn sleep(&self, delay: Duration) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_after(delay))
@@ -141,6 +152,7 @@ impl TimerEngine {
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
     /// tells a refusal apart.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_at(deadline))
@@ -152,6 +164,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown, [`ScheduleError::Full`] at the cap, as of
     /// the call; a refusal when the sleep is first polled is a [`sleep`](Self::sleep)'s.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_after(delay))
@@ -162,6 +175,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_at(deadline))
@@ -181,6 +195,7 @@ impl TimerEngine {
     /// let slow = engine.timeout(Duration::from_millis(5), engine.sleep(Duration::from_secs(60)));
     /// assert!(futures::executor::block_on(slow).is_err());
     /// ```
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
         let (tick, clamp) = self.clamped(self.shared().clock.tick_after(delay));
         let sleep = Sleep::on(self.shared().lane_for_task(), tick);
@@ -189,6 +204,7 @@ impl TimerEngine {
 
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
     /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -204,6 +220,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_timeout<F: IntoFuture>(
         &self,
         delay: Duration,
@@ -219,6 +236,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,
@@ -244,12 +262,14 @@ impl TimerEngine {
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(1)));
     /// ```
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn interval(&self, period: Duration) -> Interval {
         self.interval_at(self.now(), period)
     }
 
     /// Ticks every `period`, the first tick due at `start`. A zero period (tokio panics) is one
     /// engine tick; [`try_interval_at`](Self::try_interval_at) refuses it.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.shared().lane_for_task(), start, period)
     }
@@ -260,6 +280,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::ZeroPeriod`] for a zero period, and those of
     /// [`try_sleep`](Self::try_sleep).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_interval(&self, period: Duration) -> Result<Interval, ScheduleError<()>> {
         self.try_interval_at(self.now(), period)
     }
@@ -268,6 +289,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_interval`](Self::try_interval).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub fn try_interval_at(
         &self,
         start: Instant,
@@ -290,21 +312,30 @@ impl TimerEngine {
     }
 
     /// Routes and queues a timer `due` (at no tick: refused as too far away), by `route` if
-    /// keyed, else to the calling thread's home shard.
-    fn schedule_routed<F>(
+    /// keyed, else to the calling thread's home shard; `site` scheduled it.
+    pub(crate) fn schedule_routed<F>(
         &self,
         route: Option<u64>,
         due: Due,
         callback: F,
+        site: &'static Location<'static>,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
         let access = self.shared().lane(route);
         let lane = access.lane();
-        Lane::schedule_as(access, due, OneShot(callback), Memory::Lane)
-            .map(|entry| TimerHandle::of(entry, lane.clone()))
-            .map_err(ScheduleError::not_queued)
+        match Lane::schedule_as(access, due, OneShot(callback), Memory::Lane) {
+            Ok(entry) => {
+                lane.note(&entry, || Origin {
+                    site: Some(site),
+                    born: due.born,
+                    key: route,
+                });
+                Ok(TimerHandle::of(entry, lane.clone()))
+            }
+            Err(refused) => Err(ScheduleError::not_queued(refused)),
+        }
     }
 
     /// The longest delay `schedule` always accepts: the wheel's span less two ticks (about
@@ -331,6 +362,34 @@ impl TimerEngine {
             Some(used) => u64::try_from(used).unwrap_or(u64::MAX),
             None => self.stats().pending,
         }
+    }
+
+    /// The timers the engine holds, each with its deadline and [`Stage`]; with
+    /// [`track_sites`](crate::engine::Builder::track_sites), its age, key and line too. Shards
+    /// list theirs between turns, a fraction of a tick at a time; it waits for them 10 s at most.
+    ///
+    /// # Errors
+    /// [`SnapshotError::Shutdown`] once the engine has shut down, [`SnapshotError::TimedOut`]
+    /// if a shard did not answer in time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardwheel::stats::Stage;
+    /// let clock = shardwheel::ManualClock::new();
+    /// let engine = shardwheel::TimerEngine::builder().manual_clock(&clock).build()?;
+    /// let kept = engine.schedule(Duration::from_secs(30), || {})?;
+    /// engine.schedule(Duration::from_secs(60), || {})?.cancel();
+    /// clock.advance(Duration::from_millis(1)); // its shard links it
+    /// let snapshot = engine.pending_timers()?;
+    /// assert_eq!(snapshot.timers.len(), 1);
+    /// assert_eq!(snapshot.timers[0].deadline, kept.deadline());
+    /// assert_eq!(snapshot.timers[0].stage, Stage::Linked);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`Stage`]: crate::stats::Stage
+    pub fn pending_timers(&self) -> Result<PendingTimers, SnapshotError> {
+        self.shared().pending_timers()
     }
 
     /// A snapshot of the engine's counters.

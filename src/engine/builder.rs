@@ -11,7 +11,7 @@ use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::clock::ClockTimers;
 use crate::entry::StateWord;
 use crate::shard::{Lanes, Shard, ShardShared};
-use crate::sync::{next_engine_id, Arc, Cap, StdArc};
+use crate::sync::{next_engine_id, Arc, Cap, Mutex, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
 
@@ -37,6 +37,7 @@ pub struct Builder {
     max_pending: Option<usize>,
     pin: bool,
     clock: Option<ManualClock>,
+    track_sites: bool,
     /// Room for lanes in each shard's table; `None`: the default. Models set it (see `hooks`).
     pub(super) lane_capacity: Option<usize>,
 }
@@ -86,6 +87,7 @@ impl Default for Builder {
             max_pending: None,
             pin: false,
             clock: None,
+            track_sites: false,
             lane_capacity: None,
         }
     }
@@ -202,6 +204,24 @@ impl Builder {
         self
     }
 
+    /// Whether to keep each timer's origin (the line that scheduled it, when, its key) for
+    /// [`TimerEngine::pending_timers`](crate::TimerEngine::pending_timers). Default: no. Off,
+    /// a schedule pays one branch; on, 40 bytes a timer (a sleep's line: `sleep-sites`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let engine = shardwheel::TimerEngine::builder().track_sites(true).build()?;
+    /// engine.schedule(Duration::from_secs(60), || {})?;
+    /// let line = line!() - 1;
+    /// let snapshot = engine.pending_timers()?;
+    /// assert_eq!(snapshot.timers[0].site.unwrap().line(), line);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_sites(mut self, track: bool) -> Self {
+        self.track_sites = track;
+        self
+    }
+
     /// Starts the engine: one tick thread per shard, and the process's shared callback pool if
     /// it is not running yet (a thread per cpu, at least eight); with
     /// [`callback_threads`](Self::callback_threads), a pool of the engine's own instead.
@@ -285,6 +305,7 @@ impl Builder {
                     clock.clone(),
                     cap.clone(),
                     pool_threads,
+                    self.track_sites,
                 ))
             })
             .collect();
@@ -314,6 +335,7 @@ impl Builder {
             clocks: Arc::new(ClockTimers::new(clock.clone())),
             clock,
             inflight,
+            snapshots: Mutex::new(()),
         });
         Ok((shared, shards, pool))
     }

@@ -3,6 +3,7 @@
 //! thread has entered, see `scope`). It is never shut down; its threads end with the process.
 
 use std::future::IntoFuture;
+use std::panic::Location;
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use super::builder::Builder;
 use super::error::{BuildError, ScheduleError};
 use super::repeat::RepeatBuilder;
 use super::scope::entered;
-use crate::timer::{Interval, Sleep, Timeout, TimerHandle};
+use crate::timer::{Interval, Sleep, SleepSite, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();
 
@@ -87,19 +88,29 @@ impl Builder {
 /// assert!(timer.cancel());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[track_caller]
 pub fn schedule<F>(delay: Duration, callback: F) -> Result<TimerHandle, ScheduleError<F>>
 where
     F: FnOnce() + Send + 'static,
 {
-    with_current(|engine| engine.schedule(delay, callback))
+    let site = Location::caller();
+    with_current(|engine| {
+        let due = engine.shared().clock.due_after(delay);
+        engine.schedule_routed(None, due, callback, site)
+    })
 }
 
 /// [`TimerEngine::schedule_at`] on the [`default_engine`] (or the entered one).
+#[track_caller]
 pub fn schedule_at<F>(deadline: Instant, callback: F) -> Result<TimerHandle, ScheduleError<F>>
 where
     F: FnOnce() + Send + 'static,
 {
-    with_current(|engine| engine.schedule_at(deadline, callback))
+    let site = Location::caller();
+    with_current(|engine| {
+        let due = engine.shared().clock.due_at(deadline);
+        engine.schedule_routed(None, due, callback, site)
+    })
 }
 
 /// [`TimerEngine::repeating`] on the [`default_engine`] (or the entered one): a repeating
@@ -110,34 +121,46 @@ pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
 
 /// [`TimerEngine::sleep`] on the [`default_engine`] (or the entered one): a future that
 /// completes `delay` from now, under any executor.
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn sleep(delay: Duration) -> Sleep {
-    with_current(|engine| engine.sleep(delay))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.sleep(delay)).sited(site)
 }
 
 /// [`TimerEngine::sleep_until`] on the [`default_engine`] (or the entered one).
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    with_current(|engine| engine.sleep_until(deadline))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.sleep_until(deadline)).sited(site)
 }
 
 /// [`TimerEngine::timeout`] on the [`default_engine`] (or the entered one): `future`'s
 /// output, or [`Elapsed`](crate::Elapsed) if `delay` passes first.
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
-    with_current(|engine| engine.timeout(delay, future))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.timeout(delay, future)).sited(site)
 }
 
 /// [`TimerEngine::timeout_at`] on the [`default_engine`] (or the entered one).
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-    with_current(|engine| engine.timeout_at(deadline, future))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.timeout_at(deadline, future)).sited(site)
 }
 
 /// [`TimerEngine::interval`] on the [`default_engine`] (or the entered one).
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn interval(period: Duration) -> Interval {
-    with_current(|engine| engine.interval(period))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.interval(period)).sited(site)
 }
 
 /// [`TimerEngine::interval_at`] on the [`default_engine`] (or the entered one).
+#[cfg_attr(feature = "sleep-sites", track_caller)]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
-    with_current(|engine| engine.interval_at(start, period))
+    let site = SleepSite::caller();
+    with_current(|engine| engine.interval_at(start, period)).sited(site)
 }
 
 /// [`TimerEngine::now`] of the entered engine, else of the [`default_engine`]: the time the free

@@ -3,7 +3,8 @@
 //! the free functions at an engine; [`Unfired`], what shutdown hands back; [`Task`], a fired
 //! callback for [`Builder::spawn_callbacks`]; [`RepeatBuilder`] and [`Repeat`], a repeating
 //! timer and one of its runs; [`ClockSleep`], a sleep on the boot or wall clock.
-//! [`TimerEngine`] itself is at the crate root.
+//! [`TimerEngine`] itself is at the crate root; what its `stats` and `pending_timers` report
+//! is in [`crate::stats`].
 
 // The top layer, which alone knows every layer below; each file's own docs say what it holds.
 
@@ -16,12 +17,14 @@ pub(crate) mod error;
 pub(crate) mod global;
 #[cfg(test)]
 mod hooks;
+pub(crate) mod pending;
 mod refused;
 mod repeat;
 mod routing;
 mod scope;
 mod shared;
 mod shutdown;
+mod snapshot;
 pub(crate) mod stats;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -1,11 +1,12 @@
 //! [`RepeatBuilder`]: a repeating timer and its options, the one way to schedule one.
 
 use std::borrow::Cow;
+use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use super::error::ScheduleError;
 use super::shared::EngineShared;
-use crate::shard::{Lane, Memory};
+use crate::shard::{Lane, Memory, Origin};
 use crate::sync::Arc;
 use crate::time::{Due, Nanos, Tick};
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
@@ -90,11 +91,12 @@ impl<'a> RepeatBuilder<'a> {
     /// # Errors
     /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
     /// zero period.
+    #[track_caller]
     pub fn schedule<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut() + Send + 'static,
     {
-        self.schedule_job(Plain(callback))
+        self.schedule_job(Plain(callback), Location::caller())
     }
 
     /// Schedules the timer, handing `callback` each run as a [`Repeat`], through which it can
@@ -103,14 +105,19 @@ impl<'a> RepeatBuilder<'a> {
     /// # Errors
     /// As [`TimerEngine::schedule`](crate::TimerEngine::schedule), for the first run; [`ScheduleError::ZeroPeriod`] for a
     /// zero period.
+    #[track_caller]
     pub fn schedule_with<F>(self, callback: F) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnMut(&mut Repeat) + Send + 'static,
     {
-        self.schedule_job(WithRepeat(callback))
+        self.schedule_job(WithRepeat(callback), Location::caller())
     }
 
-    fn schedule_job<R: RepeatFn>(self, run: R) -> Result<TimerHandle, ScheduleError<R::Value>> {
+    fn schedule_job<R: RepeatFn>(
+        self,
+        run: R,
+        site: &'static Location<'static>,
+    ) -> Result<TimerHandle, ScheduleError<R::Value>> {
         let RepeatBuilder {
             engine,
             period,
@@ -118,7 +125,13 @@ impl<'a> RepeatBuilder<'a> {
             pace,
             key,
         } = self;
-        queue_first_run(&engine, key, first, period, pace, run)
+        let handle = queue_first_run(&engine, key, first, period, pace, run)?;
+        handle.note_origin(|| Origin {
+            site: Some(site),
+            born: engine.clock.now_nanos(),
+            key,
+        });
+        Ok(handle)
     }
 }
 

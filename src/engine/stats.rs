@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
+use super::pending::PendingAges;
 use super::shared::EngineShared;
-use crate::shard::{Refusal, LATENESS_BUCKETS};
+use crate::shard::{Lane, Refusal, ShardShared, LATENESS_BUCKETS};
+use crate::sync::Arc;
 
 /// Counters of a whole engine, summed over its shards, taken without stopping anything: exact
 /// once the threads that move them are quiet.
@@ -32,6 +34,10 @@ pub struct Stats {
     pub panicked: u64,
     /// Timers neither fired, cancelled nor handed back: `scheduled - fired - cancelled - handed_back`.
     pub pending: u64,
+    /// The pending timers by how long ago they were scheduled, with
+    /// [`Builder::track_sites`](crate::engine::Builder::track_sites) (`None` without): read from
+    /// each timer's origin, in time proportional to the pending timers.
+    pub pending_ages: Option<PendingAges>,
     /// Callbacks fired and handed to the executor that have not begun to run (waiting for a
     /// pool thread, or in a spawner's queue).
     pub callbacks_queued: u64,
@@ -247,6 +253,7 @@ impl EngineShared {
             rejected_shutdown: 0,
             panicked: 0,
             pending: 0,
+            pending_ages: None,
             callbacks_queued: 0,
             callbacks_running: 0,
             lateness: Lateness::new([0; LATENESS_BUCKETS], 0, 0),
@@ -255,17 +262,15 @@ impl EngineShared {
         };
         for (shard, lanes) in self.shards_with_lanes() {
             let counts = shard.counts();
-            // Read what takes timers away before what adds them, so a snapshot taken while
-            // threads are busy does not count a timer as gone before it counts it as scheduled.
-            let fired = shard.callbacks().handed_over();
-            let handed_back = counts.handed_back();
-            let cancelled: u64 = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
-            let scheduled = shard.callbacks().rearmed()
-                + lanes
-                    .iter()
-                    .map(|lane| lane.counts().scheduled())
-                    .sum::<u64>();
-            let pending = scheduled.saturating_sub(fired + cancelled + handed_back);
+            let tally = Tally::of(shard, &lanes);
+            let (scheduled, fired, cancelled) = (tally.scheduled, tally.fired, tally.cancelled);
+            let (handed_back, pending) = (tally.handed_back, tally.pending());
+            if let Some(ages) = self.pending_ages(&lanes) {
+                stats
+                    .pending_ages
+                    .get_or_insert_with(PendingAges::default)
+                    .merge(&ages);
+            }
             stats.scheduled += scheduled;
             stats.fired += fired;
             stats.cancelled += cancelled;
@@ -310,5 +315,39 @@ impl EngineShared {
             });
         }
         stats
+    }
+}
+
+/// A shard's counts of timers scheduled and gone, read together.
+pub(super) struct Tally {
+    scheduled: u64,
+    fired: u64,
+    cancelled: u64,
+    handed_back: u64,
+}
+
+impl Tally {
+    /// The counts of `shard` and its `lanes`.
+    pub(super) fn of(shard: &ShardShared, lanes: &[Arc<Lane>]) -> Self {
+        // Read what takes timers away before what adds them, so a snapshot taken while
+        // threads are busy does not count a timer as gone before it counts it as scheduled.
+        let fired = shard.callbacks().handed_over();
+        let handed_back = shard.counts().handed_back();
+        let cancelled = lanes.iter().map(|lane| lane.counts().cancelled()).sum();
+        let scheduled = shard.callbacks().rearmed()
+            + (lanes.iter())
+                .map(|lane| lane.counts().scheduled())
+                .sum::<u64>();
+        Tally {
+            scheduled,
+            fired,
+            cancelled,
+            handed_back,
+        }
+    }
+
+    /// Timers neither fired, cancelled nor handed back.
+    pub(super) fn pending(&self) -> u64 {
+        (self.scheduled).saturating_sub(self.fired + self.cancelled + self.handed_back)
     }
 }

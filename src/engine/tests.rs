@@ -316,3 +316,54 @@ fn fired_clock_timers_are_forgotten_and_cancelled_ones_swept() {
     clock.advance(Duration::ZERO);
     assert_eq!(engine.shared().clocks.kept(), 0, "fired ones are forgotten");
 }
+
+#[test]
+fn a_survey_walks_between_turns_that_go_on_firing() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let (engine, mut shards) = TimerEngine::builder()
+        .shards(1)
+        .inline_callbacks()
+        .pin_threads(false)
+        .build_driven()
+        .unwrap();
+    let mut shard = shards.pop().unwrap();
+    let many = if cfg!(miri) { 64 } else { 200_000 };
+    let idle: Vec<_> = (0..many)
+        .map(|_| engine.schedule(Duration::from_secs(3600), || {}).unwrap())
+        .collect();
+    // Past the horizon: the shard takes the young timers and links them, a budget a turn.
+    std::thread::sleep(Duration::from_millis(10));
+    while engine.stats().shards[0].in_wheel < many as u64 {
+        shard.turn(engine.now_tick());
+    }
+    let ticket = shard.shared().question().ask();
+    let mut pieces = 1;
+    let walking = shard.survey_step();
+    assert!(walking || cfg!(miri), "a long wheel is walked in pieces");
+    let fired = Arc::new(AtomicUsize::new(0));
+    let counter = fired.clone();
+    let soon = move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    };
+    engine.schedule(Duration::ZERO, soon).unwrap();
+    shard.turn(engine.now_tick());
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        1,
+        "a turn amid the survey fires"
+    );
+    while shard.survey_step() {
+        pieces += 1;
+        shard.turn(engine.now_tick());
+    }
+    let found = shard.shared().question().take_answer(ticket).unwrap();
+    assert_eq!(found.seen.len(), many, "in {pieces} pieces");
+    assert!(
+        shard.shared().question().take_answer(ticket).is_none(),
+        "taken"
+    );
+    drop(idle);
+    drop(engine.shutdown_driven(vec![shard]));
+}

@@ -9,7 +9,8 @@
 //!
 //! The owner keeps a new timer due well past the horizon (see `horizon`) young, in its lane, and
 //! sweeps it from there (see `young`). What only the owner, or only the shard's taker, may do
-//! takes its token (see `roles`).
+//! takes its token (see `roles`). On an engine that tracks sites, a lane also keeps the
+//! origin of each timer scheduled through it (see `origins`).
 //!
 //! # Shutdown hand-off
 //!
@@ -21,16 +22,19 @@
 
 use super::owner::{LaneCounts, Refusal};
 use super::shared::ShardShared;
-use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, UnlinkRef};
+use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, StateWord, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
 use crate::sync::{fence, owner_number, thread, Arc, Fenced, Ordering, Permit, Permits, SegQueue};
 use crate::time::{Due, Tick};
 
 mod held;
+mod origins;
 mod roles;
 mod young;
 
+pub(crate) use origins::Origin;
+use origins::Origins;
 pub(crate) use roles::{Access, Owner, Taker};
 
 /// What a timer runs: [`Lane::schedule`] builds its entry once admitted, or hands it back.
@@ -88,6 +92,8 @@ pub(crate) struct Lane {
     /// and when the engine or lane is dropped.
     slab: Allocator<Entry>,
     shard: Arc<ShardShared>,
+    /// Each timer's origin, on an engine that tracks them.
+    origins: Origins,
 }
 
 impl Lane {
@@ -102,7 +108,22 @@ impl Lane {
             spares: Recycler::new(),
             slab: Allocator::new(),
             shard,
+            origins: Origins::default(),
         }
+    }
+
+    /// Keeps the origin `origin` makes for `entry`'s timer, just scheduled through this lane,
+    /// if the engine tracks origins (see `origins`).
+    #[inline]
+    pub(crate) fn note(&self, entry: &EntryRef, origin: impl FnOnce() -> Origin) {
+        if self.shard.tracks() {
+            self.origins.keep(entry.clone(), origin());
+        }
+    }
+
+    /// Calls `f` on the origin and state word of each timer of the lane not ended yet.
+    pub(crate) fn each_origin(&self, f: impl FnMut(&Origin, StateWord)) {
+        self.origins.visit(f);
     }
 
     /// The shard this lane leads into.
@@ -329,6 +350,7 @@ impl Lane {
         while self.changes.pop().is_some() {}
         // Free the spares now, not with the lane, which handles may keep alive.
         self.spares.free_returned();
+        self.origins.clear();
     }
 
     /// The owner thread numbered `me` exits: frees the lane's spare entries and gives up its

@@ -10,6 +10,7 @@
 //! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
+//! - `survey`: a snapshot's question for the timers in the wheel, answered between turns.
 
 mod horizon;
 mod lane;
@@ -19,12 +20,14 @@ mod outcomes;
 mod owner;
 mod shared;
 mod signal;
+mod survey;
 mod worker;
 
 pub(crate) use self::shared::{Answer, ShardShared};
+pub(crate) use self::survey::Found;
 #[cfg(all(test, loom))]
 pub(crate) use lane::Owner;
-pub(crate) use lane::{Access, Lane, Memory, OneShot, TimerKind};
+pub(crate) use lane::{Access, Lane, Memory, OneShot, Origin, TimerKind};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
 #[cfg(all(test, loom))]

@@ -6,6 +6,7 @@ use crossbeam_utils::CachePadded;
 use super::horizon::Horizon;
 use super::lateness::LatenessRecorder;
 use super::signal::Signal;
+use super::survey::Question;
 use crate::callbacks::ShardCallbacks;
 use crate::pinning::Pinning;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit};
@@ -26,6 +27,10 @@ pub(crate) struct ShardShared {
     horizon: Horizon,
     pinning: Pinning,
     lookahead: Lookahead,
+    /// A snapshot's question for the pending timers in the wheel (see `survey`).
+    question: Question,
+    /// Whether the lanes keep each timer's origin (see `lane::origins`).
+    tracking: bool,
 }
 
 /// A manual clock's question to the shard thread: the earliest deadline in its wheel, asked
@@ -96,12 +101,14 @@ impl ShardCounts {
 }
 
 impl ShardShared {
-    /// A shard of engine `engine`, whose callback pool (if any) has `pool_threads` runner claims.
+    /// A shard of engine `engine`, whose callback pool (if any) has `pool_threads` runner
+    /// claims; its lanes keep their timers' origins if `tracking`.
     pub(crate) fn new(
         engine: u64,
         clock: TickClock,
         cap: Option<Arc<Cap>>,
         pool_threads: usize,
+        tracking: bool,
     ) -> Self {
         ShardShared {
             signal: Signal::new(),
@@ -114,7 +121,20 @@ impl ShardShared {
             clock,
             pinning: Pinning::default(),
             lookahead: Lookahead::default(),
+            question: Question::default(),
+            tracking,
         }
+    }
+
+    /// A snapshot's question for the timers in the wheel, and the answer (see `survey`).
+    pub(crate) fn question(&self) -> &Question {
+        &self.question
+    }
+
+    /// Whether the lanes keep each timer's origin (see `lane::origins`).
+    #[inline]
+    pub(crate) fn tracks(&self) -> bool {
+        self.tracking
     }
 
     #[inline]

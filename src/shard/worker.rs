@@ -12,9 +12,9 @@
 //! 4. gives dead unshared entries back to their lanes (see `queue::recycle`) and, on a calm
 //!    turn, frees a few chunks (see `slab::retired`).
 //!
-//! Between turns it polls once a tick while work arrives, a slot is due next tick or handed
-//! callbacks wait to begin (then at least every [`LOOK_AGAIN`]); otherwise it sleeps until the
-//! wheel's next deadline or a young timer's horizon, whichever comes first (see `signal`).
+//! Between turns it polls once a tick while work arrives, a slot is due next tick, handed
+//! callbacks wait to begin (then at least every [`LOOK_AGAIN`]) or a survey is under way (see
+//! `survey`); otherwise it sleeps until the wheel's next deadline or a young timer's horizon.
 
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use super::lanes::Lanes;
 use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
 use super::signal::Announced;
+use super::survey::Surveying;
 use crate::callbacks::Executor;
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
@@ -87,6 +88,8 @@ pub(crate) struct Shard {
     lag: LagWatch,
     /// On a manual clock, which jumps: take every young timer each turn.
     take_all_young: bool,
+    /// A snapshot's survey of the wheel under way (see `survey`).
+    surveying: Surveying,
 }
 
 /// A stopped shard: its wheel and lanes, for shutdown to empty; its holder is the only
@@ -192,6 +195,7 @@ impl Shard {
             table,
             wheel: Wheel::new(),
             executor,
+            surveying: Surveying::default(),
         }
     }
 
@@ -414,9 +418,12 @@ impl Shard {
             if watch_lag {
                 self.lag.observe(meant, now, self.shared.pinning());
             }
-            let turn = self.turn(now);
+            let mut turn = self.turn(now);
             if lookahead && turn != Turn::Backlog {
                 self.answer_lookahead();
+            }
+            if self.survey_step() {
+                turn = Turn::Backlog;
             }
             meant = match turn {
                 Turn::Backlog => {
@@ -449,6 +456,12 @@ impl Shard {
     pub(crate) fn answer_lookahead(&self) {
         self.shared
             .answer_earliest(|| self.wheel.earliest_pending().map(Tick::new));
+    }
+
+    /// Walks a piece of the survey a snapshot asked for (see `survey`); whether one is left.
+    pub(crate) fn survey_step(&mut self) -> bool {
+        let tick = self.shared.clock().tick();
+        (self.surveying).step(&mut self.wheel, self.shared.question(), tick)
     }
 
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
-use crate::shard::Lane;
+use crate::shard::{Lane, Origin};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; a clone refers to the same timer, and handles are equal
@@ -49,6 +49,11 @@ impl TimerHandle {
     /// queues or its wheel.
     pub(crate) fn of(entry: EntryRef, lane: Arc<Lane>) -> Self {
         TimerHandle { entry, lane }
+    }
+
+    /// Keeps the timer's origin, made by `origin`, if its engine tracks origins.
+    pub(crate) fn note_origin(&self, origin: impl FnOnce() -> Origin) {
+        self.lane.note(&self.entry, origin);
     }
 
     /// The timer's entry and lane, borrowed, for the operations below.

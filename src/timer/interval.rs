@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use super::sleep::Sleep;
+use super::sleep::{Sleep, SleepSite};
 use crate::shard::Lane;
 use crate::sync::Arc;
 
@@ -114,6 +114,7 @@ pub struct Interval {
 impl Interval {
     /// An interval on `lane`'s shard whose first tick is due at `start`; a zero period is
     /// taken as one engine tick.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub(crate) fn new(lane: &Arc<Lane>, start: Instant, period: Duration) -> Interval {
         let clock = lane.shard().clock();
         let period = if period.is_zero() {
@@ -127,6 +128,12 @@ impl Interval {
             period,
             missed: MissedTickBehavior::default(),
         }
+    }
+
+    /// The same interval, made at `site` (a free function's caller).
+    pub(crate) fn sited(mut self, site: SleepSite) -> Interval {
+        self.sleep = self.sleep.sited(site);
+        self
     }
 
     /// Completes with the instant the next tick was due, once the clock has reached it.

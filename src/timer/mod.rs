@@ -23,5 +23,6 @@ pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;
 pub(crate) use repeating::{FirstRun, Pace, Plain, RepeatFn, WithRepeat};
 pub use sleep::Sleep;
+pub(crate) use sleep::SleepSite;
 pub(crate) use timeout::Clamp;
 pub use timeout::{Elapsed, Timeout};

@@ -21,13 +21,14 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use super::handle::{Timer, Withdrawn};
 use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle, StateWord};
-use crate::shard::{Lane, Memory, Refusal, TimerKind};
+use crate::shard::{Lane, Memory, Origin, Refusal, TimerKind};
 use crate::sync::Arc;
 use crate::time::TickClock;
 
@@ -98,6 +99,33 @@ impl PartialEq for WakerId {
     }
 }
 
+/// Where a sleep was made, for its timers' origins: kept with the `sleep-sites` feature only,
+/// one word in every sleep.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SleepSite {
+    #[cfg(feature = "sleep-sites")]
+    site: &'static Location<'static>,
+}
+
+impl SleepSite {
+    /// The caller's site (with the feature; a sleep's makers pass theirs on).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
+    pub(crate) fn caller() -> Self {
+        SleepSite {
+            #[cfg(feature = "sleep-sites")]
+            site: Location::caller(),
+        }
+    }
+
+    fn get(self) -> Option<&'static Location<'static>> {
+        #[cfg(feature = "sleep-sites")]
+        return Some(self.site);
+        #[cfg(not(feature = "sleep-sites"))]
+        None
+    }
+}
+
 /// A future that completes at a deadline, never before. Made by [`TimerEngine::sleep`] and
 /// [`TimerEngine::sleep_until`], or [`TimerEngine::try_sleep`] and
 /// [`TimerEngine::try_sleep_until`] (which return a refusal up front).
@@ -135,6 +163,7 @@ pub struct Sleep {
     lane: Arc<Lane>,
     /// The timer the last poll registered.
     timer: Option<Registered>,
+    site: SleepSite,
 }
 
 /// `Sleep::tick` for a deadline beyond the engine's range (no tick is this late).
@@ -142,6 +171,7 @@ const FAR: u64 = u64::MAX;
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
             tick: tick.unwrap_or(FAR),
@@ -149,11 +179,19 @@ impl Sleep {
             full: false,
             lane: lane.clone(),
             timer: None,
+            site: SleepSite::caller(),
         }
+    }
+
+    /// The same sleep, made at `site` (a free function's caller).
+    pub(crate) fn sited(mut self, site: SleepSite) -> Sleep {
+        self.site = site;
+        self
     }
 
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
+    #[cfg_attr(feature = "sleep-sites", track_caller)]
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
         match lane.refusal_now() {
             Some(refusal) => Err(refusal),
@@ -325,6 +363,11 @@ impl Sleep {
         let due = self.clock().due_now_at(Some(tick));
         match Lane::schedule(lane, due, Wakes(waker.clone()), Memory::Lane) {
             Ok(entry) => {
+                lane.note(&entry, || Origin {
+                    site: self.site.get(),
+                    born: due.born,
+                    key: None,
+                });
                 self.timer = Some(Registered {
                     entry,
                     waker: WakerId::of(waker),
@@ -420,10 +463,11 @@ mod tests {
     #[test]
     fn a_sleep_is_six_words() {
         // It lives in every task that waits on one: a deadline and a flag, the lane, the
-        // timer's entry and its waker's identity.
+        // timer's entry and its waker's identity; and its site with the `sleep-sites` feature.
+        let words = if cfg!(feature = "sleep-sites") { 7 } else { 6 };
         assert_eq!(
             std::mem::size_of::<Sleep>(),
-            6 * std::mem::size_of::<usize>()
+            words * std::mem::size_of::<usize>()
         );
     }
 }

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::sleep::Sleep;
+use super::sleep::{Sleep, SleepSite};
 use crate::time::TickClock;
 
 pin_project_lite::pin_project! {
@@ -124,6 +124,12 @@ impl<F, S> Timeout<F, S> {
 }
 
 impl<F> Timeout<F> {
+    /// The timeout, its sleep made at `site` (a free function's caller).
+    pub(crate) fn sited(mut self, site: SleepSite) -> Self {
+        self.sleep = self.sleep.sited(site);
+        self
+    }
+
     /// The instant the timeout gives up at (`None`: beyond the engine's range).
     pub fn deadline(&self) -> Option<Instant> {
         self.sleep.deadline()

@@ -7,6 +7,7 @@ use crate::slab::Frees;
 use crate::sync::prefetch;
 
 use super::level::{level_for, slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
+use super::survey::Cursor;
 
 /// Entries of a due slot detached at a time and then settled, while they are still in cache.
 const DETACH_BATCH: usize = 64;
@@ -61,6 +62,8 @@ pub(crate) struct Wheel {
     scratch: Vec<Listed>,
     /// The fired one-shots' blocks, freed together at the end of each `advance`.
     frees: Frees<Entry>,
+    /// A survey under way, if any (see `survey`).
+    survey: Option<Cursor>,
 }
 
 const _: () = {
@@ -81,7 +84,26 @@ impl Wheel {
             len: 0,
             scratch: Vec::new(),
             frees: Frees::new(),
+            survey: None,
         }
+    }
+
+    /// Starts a survey of the linked entries (see `survey`), dropping one under way.
+    pub(crate) fn begin_survey(&mut self) {
+        self.survey = Some(Cursor::new());
+    }
+
+    /// Visits up to about `budget` more linked entries of the survey under way with `visit`.
+    /// Once every level is walked, ends it: `Some(repeats)`, whether an entry may have been
+    /// met twice; `None` while entries are left, or with no survey under way.
+    pub(crate) fn survey(&mut self, budget: usize, visit: impl FnMut(&Entry)) -> Option<bool> {
+        let cursor = self.survey.as_mut()?;
+        // SAFETY: the wheel is not `Sync`: the holder of `&mut self` owns its entries' links,
+        // and `unlink`, `take_slot` and `drain` kept the cursor valid.
+        if unsafe { cursor.walk(&self.levels, budget, visit) } {
+            return self.survey.take().map(|cursor| cursor.repeats());
+        }
+        None
     }
 
     #[cfg(all(test, not(loom)))]
@@ -273,12 +295,16 @@ impl Wheel {
     fn take_slot(&mut self, expiration: Expiration) -> Heads {
         debug_assert!(expiration.deadline >= self.elapsed);
         self.elapsed = expiration.deadline;
+        if let Some(cursor) = &mut self.survey {
+            cursor.taking(expiration.at);
+        }
         self.levels[expiration.at.level].take(expiration.at.slot)
     }
 
     /// Takes every entry out (at shutdown), unmarked; cancelled ones are left to their unlink
     /// requests, the rest go to `out`.
     pub(crate) fn drain(&mut self, out: &mut Vec<EntryRef>) {
+        self.survey = None;
         let mut listed = std::mem::take(&mut self.scratch);
         for level in 0..LEVELS {
             for slot in 0..SLOTS {
@@ -342,6 +368,10 @@ impl Wheel {
     /// # Safety
     /// `entry` is linked in this wheel at `at`.
     unsafe fn unlink(&mut self, at: SlotId, entry: &Entry) -> Listed {
+        if let Some(cursor) = &mut self.survey {
+            // SAFETY: by this function's contract; this thread owns the links.
+            unsafe { cursor.unlinking(at, entry) };
+        }
         // SAFETY: by this function's contract.
         let ptr = unsafe { self.levels[at.level].remove(at.slot, entry) };
         self.len -= 1;

@@ -183,6 +183,17 @@ impl Level {
         }
     }
 
+    /// The first occupied slot at or after `slot`, if any.
+    pub(super) fn occupied_from(&self, slot: usize) -> Option<usize> {
+        let ahead = self.occupied.checked_shr(slot as u32).unwrap_or(0);
+        (ahead != 0).then(|| slot + ahead.trailing_zeros() as usize)
+    }
+
+    /// The heads of `slot`'s lists.
+    pub(super) fn heads(&self, slot: usize) -> Heads {
+        self.heads[slot]
+    }
+
     /// Detaches all the lists of `slot`, returning their heads.
     pub(super) fn take(&mut self, slot: usize) -> Heads {
         self.occupied &= !(1 << slot);
@@ -200,6 +211,16 @@ mod tests {
             l.occupied |= 1 << s;
         }
         l
+    }
+
+    #[test]
+    fn occupied_from_finds_the_next_occupied_slot() {
+        let l = level_with(2, &[3, 40, 63]);
+        assert_eq!(l.occupied_from(0), Some(3));
+        assert_eq!(l.occupied_from(4), Some(40));
+        assert_eq!(l.occupied_from(63), Some(63));
+        assert_eq!(l.occupied_from(64), None);
+        assert_eq!(level_with(0, &[]).occupied_from(0), None);
     }
 
     #[test]

@@ -9,9 +9,11 @@
 //!
 //! - `hierarchy`: [`Wheel`], linking, unlinking, advancing and draining entries.
 //! - `level`: one level's slot lists and its occupancy bitmap.
+//! - `survey`: the cursor of a walk over the linked entries a piece at a time.
 
 mod hierarchy;
 mod level;
+mod survey;
 
 pub(crate) use hierarchy::{Settled, Wheel, SPAN};
 pub(crate) use level::{level_for, slot_of, SLOTS, SLOT_BITS};

@@ -344,3 +344,130 @@ fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
     assert_eq!(EntryRef::strong_count(&handle), 1);
     assert!(h.live.contains_key(&kept));
 }
+
+impl Harness {
+    /// The ids of the live entries by address, for telling what a survey meets.
+    fn ids_by_address(&self) -> BTreeMap<usize, u64> {
+        (self.live.iter())
+            .map(|(id, entry)| (EntryRef::as_ptr(entry) as usize, *id))
+            .collect()
+    }
+
+    /// Walks `budget` more entries of the survey under way into `met`; `Some` once it ended.
+    fn survey_piece(&mut self, budget: usize, met: &mut Vec<u64>) -> Option<bool> {
+        let ids = self.ids_by_address();
+        self.wheel.survey(budget, |entry| {
+            assert!(entry.state().linked_at().is_some(), "met an unlinked entry");
+            if entry.state().is_pending() {
+                met.push(ids[&(entry as *const Entry as usize)]);
+            }
+        })
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { ProptestConfig::default().cases },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// A survey walked a few entries at a time between inserts, cancels and advances meets
+    /// every timer pending from its start to its end, meets only timers pending at some point
+    /// of it, and meets none twice unless it says it may have.
+    #[test]
+    fn a_survey_meets_every_timer_pending_throughout(
+        before in proptest::collection::vec(op(), 0..80),
+        during in proptest::collection::vec(op(), 0..80),
+        budget in 1usize..8,
+    ) {
+        let mut h = Harness::new();
+        let mut now = 0;
+        let mut apply = |h: &mut Harness, op: &Op| match *op {
+            Op::Insert(delay) => { h.insert(now + delay); }
+            Op::Cancel(pick) if !h.live.is_empty() => {
+                let id = *h.live.keys().nth(pick % h.live.len()).unwrap();
+                h.cancel(id);
+            }
+            Op::Cancel(_) => {}
+            Op::Advance(by) => {
+                now += by;
+                h.advance_to(now);
+            }
+        };
+        before.iter().for_each(|op| apply(&mut h, op));
+        let at_start: Vec<u64> = h.live.keys().copied().collect();
+        let mut ever: std::collections::BTreeSet<u64> = at_start.iter().copied().collect();
+        let mut met = Vec::new();
+        h.wheel.begin_survey();
+        let mut ops = during.iter();
+        let repeats = loop {
+            if let Some(repeats) = h.survey_piece(budget, &mut met) {
+                break repeats;
+            }
+            if let Some(op) = ops.next() {
+                apply(&mut h, op);
+                ever.extend(h.live.keys().copied());
+            }
+        };
+        for id in at_start.iter().filter(|id| h.live.contains_key(id)) {
+            prop_assert!(met.contains(id), "timer {} pending throughout was missed", id);
+        }
+        prop_assert!(met.iter().all(|id| ever.contains(id)));
+        let mut unique = met.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        prop_assert!(repeats || unique.len() == met.len(), "met twice: {:?}", met);
+        prop_assert_eq!(h.wheel.survey(1, |_| {}), None, "no survey under way");
+    }
+}
+
+#[test]
+fn a_survey_steps_over_entries_unlinked_under_its_cursor() {
+    let mut h = Harness::new();
+    let ids: Vec<u64> = (0..8).map(|_| h.insert(1000)).collect();
+    let mut met = Vec::new();
+    h.wheel.begin_survey();
+    assert_eq!(h.survey_piece(1, &mut met), None);
+    assert_eq!(met.len(), 4, "one round of the slot's four chains");
+    let rest: Vec<u64> = ids.iter().filter(|id| !met.contains(id)).copied().collect();
+    h.cancel(rest[0]);
+    h.cancel(rest[1]);
+    // Unlinked as a turn would, their handles kept: memory the cursor must not read on.
+    let held: Vec<EntryRef> = std::mem::take(&mut h.requests)
+        .into_iter()
+        .map(|(handle, request)| {
+            drop(h.wheel.unlink_cancelled(request));
+            handle
+        })
+        .collect();
+    assert_eq!(h.survey_piece(8, &mut met), Some(false));
+    met.sort_unstable();
+    let mut want: Vec<u64> = ids
+        .iter()
+        .filter(|id| h.live.contains_key(id))
+        .copied()
+        .collect();
+    want.sort_unstable();
+    assert_eq!(met, want);
+    drop(held);
+}
+
+#[test]
+fn a_survey_leaves_a_slot_that_comes_due_under_its_cursor() {
+    let mut h = Harness::new();
+    let ids: Vec<u64> = (0..8).map(|_| h.insert(1000)).collect();
+    let held: Vec<EntryRef> = ids.iter().map(|id| h.live[id].clone()).collect();
+    let mut met = Vec::new();
+    h.wheel.begin_survey();
+    assert_eq!(h.survey_piece(1, &mut met), None);
+    h.advance_to(1000);
+    assert_eq!(h.fired.len(), 8);
+    assert_eq!(
+        h.survey_piece(8, &mut met),
+        Some(true),
+        "a coarse slot came due"
+    );
+    assert_eq!(met.len(), 4, "only the first round, met before they fired");
+    drop(held);
+}

@@ -26,6 +26,14 @@ impl Shardwheel {
             engine: Arc::new(builder.build().expect("build the engine")),
         }
     }
+
+    /// The default engine, keeping each timer's origin (`track_sites`).
+    pub(crate) fn tracked() -> Self {
+        let builder = TimerEngine::builder().track_sites(true);
+        Shardwheel {
+            engine: Arc::new(builder.build().expect("build the engine")),
+        }
+    }
 }
 
 pub(crate) struct ShardwheelLocal(Arc<TimerEngine>);

@@ -1,0 +1,137 @@
+//! A snapshot's question to a shard: the pending timers linked in its wheel, which only its
+//! thread may read. Asked by ticket, as the look-ahead is (`ShardShared::ask_earliest`).
+//!
+//! After each turn the shard thread looks at the last ticket ([`Surveying::step`]): a new one
+//! begins a survey of its wheel (see `wheel::survey`), starting over if it came during one;
+//! then it walks the survey for at most [`PIECE_TIME`] (and half a tick), and answers once it
+//! has walked every level. While a survey is under way the thread polls instead of sleeping,
+//! so a survey of a million timers takes a few dozen turns, none delayed by more than a piece.
+//! The answer waits, with its ticket, for the asker to take it ([`Question::take_answer`]);
+//! one for an earlier ticket is never taken for a later one.
+
+use std::time::{Duration, Instant};
+
+use crate::entry::{Entry, StateWord};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::wheel::Wheel;
+
+/// The longest a shard walks its survey after a turn (less if half its tick is shorter).
+const PIECE_TIME: Duration = Duration::from_micros(200);
+
+/// Entries walked between two looks at the time (one under loom, whose steps are the model's).
+const STRIDE: usize = if cfg!(loom) { 1 } else { 1024 };
+
+/// A snapshot's question to a shard, and the shard's answer.
+pub(crate) struct Question {
+    /// The last ticket handed out.
+    asked: AtomicU64,
+    /// The last answer the asker has not taken.
+    answer: Mutex<Option<Found>>,
+}
+
+impl Default for Question {
+    fn default() -> Self {
+        Question {
+            asked: AtomicU64::new(0),
+            answer: Mutex::new(None),
+        }
+    }
+}
+
+/// A pending timer a survey met: where its entry is, and its state word then.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen {
+    pub(crate) address: usize,
+    pub(crate) word: StateWord,
+}
+
+/// A shard's answer: the pending timers its wheel held.
+#[derive(Debug)]
+pub(crate) struct Found {
+    /// The ticket answered: the last asked when the survey began.
+    pub(crate) ticket: u64,
+    pub(crate) seen: Vec<Seen>,
+    /// A timer may have been met twice (see `wheel::survey`).
+    pub(crate) repeats: bool,
+}
+
+impl Question {
+    /// Asks the shard for its pending timers; returns the ticket. The caller wakes the shard.
+    pub(crate) fn ask(&self) -> u64 {
+        // Relaxed: a ticket is only compared; the answer is published by the lock.
+        self.asked.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The answer to `ticket` or a later one, taken, once the shard has given it.
+    pub(crate) fn take_answer(&self, ticket: u64) -> Option<Found> {
+        let mut answer = self.answer.lock();
+        // An answer to an earlier ticket (an asker gave up) began before this question.
+        if answer.as_ref().is_some_and(|found| found.ticket >= ticket) {
+            return answer.take();
+        }
+        None
+    }
+
+    fn asked(&self) -> u64 {
+        // Relaxed: a ticket seen late is served after the next turn (the asker wakes the
+        // shard); the survey's own reads of the wheel are the shard thread's.
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    fn give(&self, found: Found) {
+        *self.answer.lock() = Some(found);
+    }
+}
+
+/// The shard thread's side: the survey under way, if any.
+#[derive(Default)]
+pub(super) struct Surveying {
+    /// The ticket the survey under way (or the last one) answers.
+    serving: u64,
+    walking: bool,
+    seen: Vec<Seen>,
+}
+
+impl Surveying {
+    /// After a turn: begins a survey of `wheel` for a new ticket of `question`, walks a piece
+    /// of the one under way, and answers when it ends. Returns whether one is still under way.
+    pub(super) fn step(&mut self, wheel: &mut Wheel, question: &Question, tick: Duration) -> bool {
+        let asked = question.asked();
+        if asked != self.serving {
+            self.serving = asked;
+            self.walking = true;
+            // Room for the timers that come in while it walks: no copy of a long list in a piece.
+            let room = wheel.len() + wheel.len() / 8 + STRIDE;
+            self.seen = Vec::with_capacity(room);
+            wheel.begin_survey();
+        } else if !self.walking {
+            return false;
+        }
+        let stop = Instant::now() + PIECE_TIME.min(tick / 2);
+        let seen = &mut self.seen;
+        let mut visit = |entry: &Entry| {
+            let word = entry.state();
+            // A cancelled entry waits linked for its unlink request: not pending.
+            if word.is_pending() {
+                let address = entry as *const Entry as usize;
+                seen.push(Seen { address, word });
+            }
+        };
+        loop {
+            if let Some(repeats) = wheel.survey(STRIDE, &mut visit) {
+                self.walking = false;
+                let seen = std::mem::take(&mut self.seen);
+                let ticket = self.serving;
+                question.give(Found {
+                    ticket,
+                    seen,
+                    repeats,
+                });
+                return false;
+            }
+            if cfg!(loom) || Instant::now() >= stop {
+                return true;
+            }
+        }
+    }
+}
