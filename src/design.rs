@@ -151,9 +151,8 @@
 //! - Reset: `TimerHandle::reset` in src/timer/handle.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up
-//!   and look-ahead: src/engine/shared.rs and `ShardShared::ask_earliest` in
-//!   src/shard/shared.rs.
-//! - The tick loop: src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
+//!   and look-ahead: src/engine/shared.rs, src/shard/shared.rs. The tick loop:
+//!   src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
 //! - Repeating timers: src/timer/repeating.rs, src/entry/repeat.rs, src/queue/rearm.rs; their
@@ -162,8 +161,7 @@
 //!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
 //!   Deadline scopes: src/timer/deadline.rs; a timeout's clamp: src/engine/deadline.rs.
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
-//!   src/engine/scope.rs.
-//! - The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
+//!   src/engine/scope.rs. The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
 //! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
 //!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs, and its freed
 //!   chunks' pages: src/slab/retired.rs.
@@ -205,8 +203,7 @@
 //! | thread number | a number per thread, never reused; tells a lane's owner | `thread_slot` |
 //! | home shard | where the calling thread's unkeyed timers go | |
 //! | owner | the thread that alone uses a lane's ring, young queue, spares and chunks; its token, `Owner` | `Ownership` |
-//! | taker | the one thread that takes from a shard's lanes: its shard thread, then shutdown; its token, `Taker` | |
-//! | access | a lane as the calling thread reaches it: as its owner or as another thread (`Access`) | |
+//! | taker, access | the one thread that takes from a shard's lanes: its shard thread, then shutdown (its token, `Taker`); a lane as the calling thread reaches it, as its owner or another thread (`Access`) | |
 //! | young | a timer its owner keeps in its lane's young queue, due past the horizon | |
 //! | horizon | how old a young timer gets before its shard takes it (`Horizon`) | |
 //! | busy | the owner in a schedule on its lane: the young queue's `busy` flag, its guard `Busy`, `Take::Busy` | the young queue's `Home`, `Turn::Busy` |
@@ -220,8 +217,7 @@
 //! | mid-push | a producer between its swap of the inbound queue's back and its link (`Pop::MidPush`) | the inbound Pop's Busy |
 //! | tick, turn | the engine's unit of time; one pass of a shard's tick loop | |
 //! | `Tick`, `Nanos` | a tick's number from the engine's start; an instant in nanoseconds from the clock's origin (src/time/units.rs); a span of either stays a `u64` | |
-//! | born | when a timer was made, in `Nanos` (`Due::born`) | |
-//! | hurry | a thread asking the shard to take a lane's young timers at once (`Since::Hurry`) | a birth of 0 |
+//! | born, hurry | when a timer was made, in `Nanos` (`Due::born`); a thread asking the shard to take a lane's young timers at once (`Since::Hurry`) | a birth of 0 |
 //! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level; a delay queue's `DelayWheel` and `DelayLevel` place a value by the same `wheel::level_for` | |
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
 //! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
@@ -243,18 +239,12 @@
 //! | kind | what a timer runs, handed to `Lane::schedule` (`TimerKind`) | |
 //! | stand-in timer | the timer a far `Sleep` holds at the farthest deadline the engine takes | |
 //! | look-ahead | a manual clock asking a shard for its earliest pending deadline | |
-//! | snapshot, survey | the pending timers listed at once (`stats::PendingTimers`); a shard's walk of its wheel for one, a piece after each turn (`Surveying`) | |
+//! | snapshot, survey, stage | the pending timers listed at once (`stats::PendingTimers`); a shard's walk of its wheel for one, a piece after each turn (`Surveying`); where a listed timer is: queued, linked, running or stowed (`stats::Stage`) | |
 //! | origin, site | where (its site: the caller's `Location`), when and by which key a timer was made, kept beside its entry on an engine that tracks sites (`Origin`) | |
-//! | stage | where a pending timer is, as a snapshot lists it: queued, linked, running or stowed (`stats::Stage`) | |
-//! | Dekker pair | a push then a read of the sleep word, against an announcement then a look at the queues, each with a SeqCst fence between (src/shard/signal.rs) | |
-//! | announcement | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`) | |
-//! | answer | a shard's reply to a look-ahead question: open, the earliest tick, or none pending (`Answer`) | |
+//! | Dekker pair | a write, a SeqCst fence (`Fenced`), then a read of what the other side wrote, against the same the other way (src/sync/fenced.rs) | |
+//! | announcement, answer | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`); a shard's reply to a look-ahead: open, the earliest tick, or none pending (`Answer`) | |
 //! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
-//! | deadline scope | a future run `within` a deadline (`Within`), which it makes current around each of its polls; nested, the earlier wins | |
-//! | current deadline | the earliest deadline of the scopes the running poll is inside (`deadline::current`); a timeout made there is clamped to it (`Clamp`), its deadline inherited if the scope's came first; a request's incoming deadline is the one it came with | |
-//! | expired | a delay-queue value whose deadline passed (tokio-util's word) | |
-//! | item | a delay-queue value with its deadline and list links | the delay queue's Entry |
-//! | boot clock, wall clock | the other clocks a deadline can be on: time since boot, suspends counted (`OtherClock::Boot`); `SystemTime` (`OtherClock::Wall`) | |
-//! | step, suspend | the wall clock set forward or back; the machine asleep, its monotonic clock stopped | |
-//! | estimate | the tick an other-clock deadline is timed at: the present plus what is left on its clock (`Look::At`) | |
-//! | round, clock thread | re-timing an engine's other-clock timers after a step or suspend (`ClockTimers::round`); the thread that runs an engine's rounds | |
+//! | deadline scope, current deadline | a future run `within` a deadline (`Within`), current around each of its polls, the earlier winning when nested; the earliest deadline of the scopes the running poll is inside (`deadline::current`), to which a timeout made there is clamped (`Clamp`; inherited if the scope's came first) | |
+//! | expired, item | a delay-queue value whose deadline passed (tokio-util's word); a delay-queue value with its deadline and list links | the delay queue's Entry |
+//! | boot clock, wall clock, step, suspend | the other clocks a deadline can be on: time since boot, suspends counted (`OtherClock::Boot`); `SystemTime` (`OtherClock::Wall`); the wall clock set forward or back; the machine asleep, its monotonic clock stopped | |
+//! | estimate, round, clock thread | the tick an other-clock deadline is timed at: the present plus what is left on its clock (`Look::At`); re-timing an engine's other-clock timers after a step or suspend (`ClockTimers::round`); the thread that runs an engine's rounds | |
