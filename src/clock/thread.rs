@@ -74,14 +74,14 @@ fn run_rounds(round: impl Fn([bool; 2]) -> Round, alarm: &Alarm) {
 
 /// How the clock thread waits: `timerfd`s where it can (Linux), else a bell and a timeout.
 enum Alarm {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     Fds(super::timerfd::Fds),
     Bell(Bell),
 }
 
 impl Alarm {
     fn new() -> Self {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         if let Some(fds) = super::timerfd::Fds::new() {
             return Alarm::Fds(fds);
         }
@@ -90,7 +90,7 @@ impl Alarm {
 
     fn ring(&self) {
         match self {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(miri)))]
             Alarm::Fds(fds) => fds.ring(),
             Alarm::Bell(bell) => bell.ring(),
         }
@@ -99,7 +99,7 @@ impl Alarm {
     /// Sets the deadlines to wake at, per clock (a bell wakes every `RECHECK` instead).
     fn arm(&self, next: [Option<u64>; 2]) {
         match self {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(miri)))]
             Alarm::Fds(fds) => fds.arm(next),
             Alarm::Bell(_) => {
                 let _ = next;
@@ -111,7 +111,7 @@ impl Alarm {
     /// reported stepped.
     fn wait(&self, soon: Option<Duration>, keeping: bool) -> [bool; 2] {
         match self {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(miri)))]
             Alarm::Fds(fds) => fds.wait(soon),
             Alarm::Bell(bell) => {
                 let recheck = keeping.then_some(RECHECK);
