@@ -63,6 +63,15 @@ pub(crate) trait CatchUp: Send + Sync {
     fn next_deadline(&self) -> Option<Instant>;
 }
 
+/// The wall time a new clock stands at: now; under Miri, which keeps a program from the
+/// system's wall clock, a fixed instant.
+fn wall_start() -> SystemTime {
+    #[cfg(not(miri))]
+    return SystemTime::now();
+    #[cfg(miri)]
+    return SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+}
+
 impl ManualClock {
     /// A new clock, standing at the instant it was made.
     pub fn new() -> Self {
@@ -71,7 +80,7 @@ impl ManualClock {
                 base: Instant::now(),
                 nanos: AtomicU64::new(0),
                 slept: AtomicU64::new(0),
-                wall: Mutex::new((SystemTime::now(), 0)),
+                wall: Mutex::new((wall_start(), 0)),
                 watchers: Mutex::new(Vec::new()),
                 next_watcher: AtomicU64::new(0),
             }),
