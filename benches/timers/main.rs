@@ -29,6 +29,9 @@
 //! - `async`: timeouts and sleeps used from tasks on a tokio runtime's workers, beside
 //!   `tokio::time` and futures-timer, and the timeouts beside pingora-timeout; `async_cpu` (on Linux), the loops of `async` timed by
 //!   the whole process's CPU time. See [`tasks`].
+//! - `timeout_poll`: a timeout made and polled to its end on one thread with no runtime, ready
+//!   at once or pending once, shardwheel (also inside a deadline scope) beside tokio: the
+//!   engine's cost per timeout without an executor's noise. See [`poll`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an
@@ -66,17 +69,18 @@
 //!
 //! Files: `peers/` holds one file per peer, `patterns` what each group runs on a peer,
 //! `groups` the groups every peer takes part in, and `reset`, `delay_queue`, `tasks` (the
-//! `async` groups) and `floor` a file each.
+//! `async` groups), `poll` (`timeout_poll`) and `floor` a file each.
 //!
-//! Every peer above takes part in every group but `snapshot`. Configuration is at the bottom (`criterion_group!`):
-//! 10 samples, 1 s warm-up and 3 s measurement per benchmark, which command-line flags
-//! override.
+//! Every peer above takes part in every group but `snapshot` and `timeout_poll`. Configuration
+//! is at the bottom (`criterion_group!`): 10 samples, 1 s warm-up and 3 s measurement per
+//! benchmark, which command-line flags override.
 
 mod delay_queue;
 mod floor;
 mod groups;
 mod patterns;
 mod peers;
+mod poll;
 mod reset;
 mod snapshot;
 mod tasks;
@@ -90,6 +94,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use delay_queue::delay_queue;
 use floor::floor;
 use groups::{cancel, fire, fire_burst, schedule, schedule_cancel};
+use poll::timeout_poll;
 use reset::reset;
 use snapshot::snapshot;
 use tasks::tasks;
@@ -204,6 +209,6 @@ criterion_group! {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     targets = schedule, cancel, schedule_cancel, fire, fire_burst, reset, delay_queue, floor, tasks,
-        snapshot
+        timeout_poll, snapshot
 }
 criterion_main!(benches);
