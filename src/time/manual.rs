@@ -104,17 +104,7 @@ impl ManualClock {
     /// timers those schedule due already, up to 1,024 rounds. The clock stops at its end
     /// (`Duration::MAX`). Must not be called from a callback of an engine on this clock.
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        // Release: see `elapsed`. A CAS loop so the clock stops at its end, not wraps.
-        let mut current = self.inner.nanos.load(Ordering::Relaxed);
-        while let Err(actual) = self.inner.nanos.compare_exchange_weak(
-            current,
-            current.saturating_add(by).min(MAX_DELAY_NANOS),
-            Ordering::Release,
-            Ordering::Relaxed,
-        ) {
-            current = actual;
-        }
+        add_capped(&self.inner.nanos, by);
         for watcher in self.watchers() {
             watcher.catch_up();
         }
@@ -124,17 +114,8 @@ impl ManualClock {
     /// does not. Returns once every engine on the clock has run its boot and wall timers
     /// due by then, as [`advance`](Self::advance) does.
     pub fn suspend(&self, slept: Duration) {
-        let slept = u64::try_from(slept.as_nanos()).unwrap_or(u64::MAX);
-        // Release: as `advance`'s. Capped as the monotonic time is, so that their sum fits.
-        let mut current = self.inner.slept.load(Ordering::Relaxed);
-        while let Err(actual) = self.inner.slept.compare_exchange_weak(
-            current,
-            current.saturating_add(slept).min(MAX_DELAY_NANOS),
-            Ordering::Release,
-            Ordering::Relaxed,
-        ) {
-            current = actual;
-        }
+        // Capped as the monotonic time is, so that their sum fits.
+        add_capped(&self.inner.slept, slept);
         self.clocks_moved();
     }
 
@@ -217,6 +198,15 @@ impl ManualClock {
             .lock()
             .retain(|(watcher, _)| *watcher != id);
     }
+}
+
+/// Adds `by` to `word`, stopping at `MAX_DELAY_NANOS` rather than wrapping. Release: see
+/// `ManualClock::elapsed`.
+fn add_capped(word: &AtomicU64, by: Duration) {
+    let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+    let add = |nanos: u64| Some(nanos.saturating_add(by).min(MAX_DELAY_NANOS));
+    // Relaxed on failure: the retry recomputes from the value it read, and publishes nothing.
+    let _ = word.fetch_update(Ordering::Release, Ordering::Relaxed, add);
 }
 
 impl Default for ManualClock {
