@@ -13,31 +13,44 @@ pub(crate) struct Tick(u64);
 #[repr(transparent)]
 pub(crate) struct Nanos(u64);
 
+/// The methods both units share: made from and read as a `u64`, moved by a span, saturating.
+macro_rules! unit_methods {
+    ($unit:ident, $new:literal) => {
+        impl $unit {
+            #[doc = $new]
+            #[inline]
+            pub(crate) const fn new(value: u64) -> Self {
+                $unit(value)
+            }
+
+            /// The `u64` it is, for an atomic, an entry or the wheel that keeps it.
+            #[inline]
+            pub(crate) const fn get(self) -> u64 {
+                self.0
+            }
+
+            /// `span` later, saturating.
+            #[inline]
+            pub(crate) const fn saturating_add(self, span: u64) -> Self {
+                $unit(self.0.saturating_add(span))
+            }
+
+            /// `span` earlier, saturating at 0.
+            #[inline]
+            pub(crate) const fn saturating_sub(self, span: u64) -> Self {
+                $unit(self.0.saturating_sub(span))
+            }
+        }
+    };
+}
+
+unit_methods!(Tick, "Tick number `value`.");
+unit_methods!(
+    Nanos,
+    "The instant `value` nanoseconds after the clock's origin."
+);
+
 impl Tick {
-    /// Tick number `tick`: an entry's deadline or the wheel's, which they keep as a `u64`.
-    #[inline]
-    pub(crate) const fn new(tick: u64) -> Self {
-        Tick(tick)
-    }
-
-    /// The tick's number, for an entry's state word or the wheel.
-    #[inline]
-    pub(crate) const fn get(self) -> u64 {
-        self.0
-    }
-
-    /// `ticks` later, saturating at the last tick.
-    #[inline]
-    pub(crate) const fn saturating_add(self, ticks: u64) -> Self {
-        Tick(self.0.saturating_add(ticks))
-    }
-
-    /// `ticks` earlier, saturating at tick 0.
-    #[inline]
-    pub(crate) const fn saturating_sub(self, ticks: u64) -> Self {
-        Tick(self.0.saturating_sub(ticks))
-    }
-
     /// When the tick begins, for ticks `tick_nanos` long (saturating).
     #[inline]
     pub(crate) const fn start(self, tick_nanos: u64) -> Nanos {
@@ -48,30 +61,6 @@ impl Tick {
 impl Nanos {
     /// The clock's origin.
     pub(crate) const ORIGIN: Nanos = Nanos(0);
-
-    /// `nanos` from the clock's origin.
-    #[inline]
-    pub(crate) const fn new(nanos: u64) -> Self {
-        Nanos(nanos)
-    }
-
-    /// Nanoseconds from the origin, for an atomic that holds the instant.
-    #[inline]
-    pub(crate) const fn get(self) -> u64 {
-        self.0
-    }
-
-    /// `nanos` later, saturating.
-    #[inline]
-    pub(crate) const fn saturating_add(self, nanos: u64) -> Self {
-        Nanos(self.0.saturating_add(nanos))
-    }
-
-    /// `nanos` earlier, saturating at the origin.
-    #[inline]
-    pub(crate) const fn saturating_sub(self, nanos: u64) -> Self {
-        Nanos(self.0.saturating_sub(nanos))
-    }
 
     /// Nanoseconds from `earlier` to this instant, 0 if `earlier` is later.
     #[inline]
