@@ -4,8 +4,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine, MS};
-use crate::TimerState;
+use super::{driven_engine, ended, MS};
 
 /// Cancel vs fire: exactly one of PENDING→CANCELLED and PENDING→FIRED wins; the callback runs once
 /// if and only if `cancel()` returned false; afterwards the wheel holds nothing and the
@@ -37,12 +36,7 @@ fn cancel_vs_fire() {
         let (cancelled, handle) = canceller.join().unwrap();
         shard.turn(engine.now_tick()); // take any unlink request
         assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
-        let state = if cancelled {
-            TimerState::Cancelled
-        } else {
-            TimerState::Fired
-        };
-        assert_eq!(handle.state(), state);
+        assert_eq!(handle.state(), ended(cancelled));
         assert_eq!(shard.shared().counts().in_wheel(), 0);
         assert_eq!(Arc::strong_count(&freed), 1, "the callback was freed");
         assert!(engine.shutdown_driven(vec![shard]).is_empty());

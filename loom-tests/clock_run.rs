@@ -7,8 +7,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine_with, MS};
-use crate::TimerState;
+use super::{driven_engine_with, ended, MS};
 
 /// A wall timer's run finds its deadline passed while a cancel races it: the callback runs if
 /// and only if the cancel answered false, and the timer ends fired or cancelled accordingly.
@@ -39,12 +38,7 @@ fn a_clock_timer_s_last_run_against_a_cancel() {
         let cancelled = handle.cancel();
         runner.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
-        let state = if cancelled {
-            TimerState::Cancelled
-        } else {
-            TimerState::Fired
-        };
-        assert_eq!(handle.state(), state);
+        assert_eq!(handle.state(), ended(cancelled));
         assert!(engine.shutdown_driven(vec![shard]).is_empty());
     });
 }

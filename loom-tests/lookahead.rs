@@ -1,11 +1,9 @@
 //! Model 16: a manual clock asking a shard for the earliest deadline pending while the shard
 //! answers the questions open after its turns.
 
-use loom::sync::atomic::{AtomicBool, Ordering};
-use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine, MS};
+use super::{ask_while_stepping, driven_engine, MS};
 use crate::shard::Answer;
 
 /// A timer linked at 5 ms; the asker takes a ticket and waits for its answer while the shard
@@ -21,26 +19,18 @@ fn lookahead_answer_vs_question() {
         let timer = engine.schedule(MS * 5, || {}).unwrap();
         shard.turn(engine.now_tick());
         let shared = shard.shared_arc();
-        let done = Arc::new(AtomicBool::new(false));
-        let asker = {
-            let done = done.clone();
-            thread::spawn(move || {
+        let answer = ask_while_stepping(
+            move || {
                 let ticket = shared.ask_earliest();
-                let answer = loop {
+                loop {
                     match shared.earliest_answer(ticket) {
                         Answer::Open => thread::yield_now(),
                         answer => break answer,
                     }
-                };
-                done.store(true, Ordering::SeqCst);
-                answer
-            })
-        };
-        while !done.load(Ordering::SeqCst) {
-            shard.answer_lookahead();
-            thread::yield_now();
-        }
-        let answer = asker.join().unwrap();
+                }
+            },
+            || shard.answer_lookahead(),
+        );
         let again = shard.shared().ask_earliest();
         shard.answer_lookahead();
         let truth = shard.shared().earliest_answer(again);

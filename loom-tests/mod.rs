@@ -36,10 +36,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Wake;
 use std::time::Duration;
 
+use loom::sync::atomic::AtomicBool;
+use loom::sync::Arc;
+use loom::thread;
+
 use crate::engine::Builder;
 use crate::shard::Shard;
 use crate::ManualClock;
-use crate::TimerEngine;
+use crate::{TimerEngine, TimerState};
 
 /// An engine with one shard and one lane, inline callbacks and a manual clock, whose shard
 /// the model steps by hand.
@@ -72,4 +76,35 @@ impl Wake for Counting {
     fn wake(self: std::sync::Arc<Self>) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// The state a timer ends in after a cancel that answered `cancelled` raced its firing.
+pub(crate) fn ended(cancelled: bool) -> TimerState {
+    if cancelled {
+        TimerState::Cancelled
+    } else {
+        TimerState::Fired
+    }
+}
+
+/// Runs `ask` on a new thread (it waits, yielding, for its answer) while this thread calls
+/// `step` (the shard's side) until the asker is done; returns what `ask` returned.
+pub(crate) fn ask_while_stepping<A: Send + 'static>(
+    ask: impl FnOnce() -> A + Send + 'static,
+    mut step: impl FnMut(),
+) -> A {
+    let done = Arc::new(AtomicBool::new(false));
+    let asker = {
+        let done = done.clone();
+        thread::spawn(move || {
+            let answer = ask();
+            done.store(true, Ordering::SeqCst);
+            answer
+        })
+    };
+    while !done.load(Ordering::SeqCst) {
+        step();
+        thread::yield_now();
+    }
+    asker.join().unwrap()
 }

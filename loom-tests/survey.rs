@@ -1,11 +1,9 @@
-//! Model 20: a snapshot asking a shard for the timers in its wheel while the shard walks its
+//! Model 21: a snapshot asking a shard for the timers in its wheel while the shard walks its
 //! survey a piece at a time between its turns (see `shard::survey`).
 
-use loom::sync::atomic::{AtomicBool, Ordering};
-use loom::sync::Arc;
 use loom::thread;
 
-use super::{driven_engine, MS};
+use super::{ask_while_stepping, driven_engine, MS};
 
 /// An answer nobody took waits from an earlier question (its asker gave up before the timer
 /// was scheduled); then the timer is linked, and the asker takes a ticket and waits for its
@@ -22,26 +20,20 @@ fn survey_answer_vs_question() {
         let timer = engine.schedule(MS * 5, || {}).unwrap();
         shard.turn(engine.now_tick());
         let shared = shard.shared_arc();
-        let done = Arc::new(AtomicBool::new(false));
-        let asker = {
-            let done = done.clone();
-            thread::spawn(move || {
+        let found = ask_while_stepping(
+            move || {
                 let ticket = shared.question().ask();
-                let found = loop {
+                loop {
                     match shared.question().take_answer(ticket) {
                         Some(found) => break found,
                         None => thread::yield_now(),
                     }
-                };
-                done.store(true, Ordering::SeqCst);
-                found
-            })
-        };
-        while !done.load(Ordering::SeqCst) {
-            shard.survey_step();
-            thread::yield_now();
-        }
-        let found = asker.join().unwrap();
+                }
+            },
+            || {
+                shard.survey_step();
+            },
+        );
         assert_eq!(
             found.seen.len(),
             1,
