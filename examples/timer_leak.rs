@@ -3,7 +3,8 @@
 //! An RPC client puts a deadline on every call and cancels it when the answer comes; the last
 //! [`IN_FLIGHT`] calls of each thread wait for theirs. One path does not cancel: a call that is
 //! retried schedules a second deadline for the retry and drops its handle, so every retry
-//! leaves a timer due an hour later. Nothing fails; the engine's pending count only grows. The example runs the calls from a few threads on an engine built with
+//! leaves a timer due an hour later. Nothing fails; the engine's pending count only grows.
+//! The example runs the calls from a few threads on an engine built with
 //! `track_sites(true)`, takes a snapshot of the pending timers (`pending_timers`), counts them
 //! by the line that scheduled them (`by_site`), and prints the table, the oldest age per line,
 //! the ages from `stats()`, and how long the snapshot took.
@@ -21,6 +22,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
+
+mod support;
 
 use clap::Parser;
 use shardwheel::{ScheduleError, TimerEngine, TimerHandle};
@@ -86,16 +89,17 @@ fn calls(engine: &TimerEngine, args: &Args) -> Result<Vec<TimerHandle>, Schedule
 fn timed_out() {}
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let engine = match TimerEngine::builder().track_sites(true).build() {
-        Ok(engine) => engine,
-        Err(error) => {
-            eprintln!("timer_leak: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+    support::verdict("timer_leak", run(Arc::new(Args::parse())))
+}
+
+/// Makes the calls, takes the snapshot and prints it by site; the failed check, if the leaking
+/// line is not the first with one timer per retry.
+fn run(args: Arc<Args>) -> Result<Vec<String>, String> {
+    let engine = TimerEngine::builder()
+        .track_sites(true)
+        .build()
+        .map_err(|error| error.to_string())?;
     let start = Instant::now();
-    let args = Arc::new(args);
     let threads: Vec<_> = (0..args.threads)
         .map(|_| {
             let (engine, args) = (engine.clone(), args.clone());
@@ -104,17 +108,8 @@ fn main() -> ExitCode {
         .collect();
     let mut waiting = Vec::new();
     for thread in threads {
-        match thread.join() {
-            Ok(Ok(deadlines)) => waiting.extend(deadlines),
-            Ok(Err(error)) => {
-                eprintln!("timer_leak: a call was refused: {error}");
-                return ExitCode::FAILURE;
-            }
-            Err(_) => {
-                eprintln!("timer_leak: a caller panicked");
-                return ExitCode::FAILURE;
-            }
-        }
+        let deadlines = thread.join().map_err(|_| "a caller panicked")?;
+        waiting.extend(deadlines.map_err(|error| format!("a call was refused: {error}"))?);
     }
     let calls = args.calls * args.threads;
     println!(
@@ -124,13 +119,7 @@ fn main() -> ExitCode {
     );
 
     let begun = Instant::now();
-    let snapshot = match engine.pending_timers() {
-        Ok(snapshot) => snapshot,
-        Err(error) => {
-            eprintln!("timer_leak: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let snapshot = engine.pending_timers().map_err(|error| error.to_string())?;
     let took = begun.elapsed();
     println!("snapshot of {} timers in {took:.2?}", snapshot.timers.len());
     println!("{:>10}  {:>12}  site", "pending", "oldest");
@@ -152,13 +141,10 @@ fn main() -> ExitCode {
     match rows.first() {
         Some(&(Some(site), count, _)) if site.line() == leak && count as u64 == retries => {
             println!("found: line {leak} holds one timer per retry ({retries})");
-            ExitCode::SUCCESS
+            Ok(Vec::new())
         }
-        first => {
-            eprintln!(
-                "timer_leak: expected line {leak} first with {retries} timers, got {first:?}"
-            );
-            ExitCode::FAILURE
-        }
+        first => Ok(vec![format!(
+            "expected line {leak} first with {retries} timers, got {first:?}"
+        )]),
     }
 }
