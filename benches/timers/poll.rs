@@ -5,9 +5,11 @@
 //! - `ready/<peer>`: the future is ready at the first poll; the timer is never registered.
 //! - `pending_once/<peer>`: the future is pending once; the first poll registers the timer,
 //!   the second finishes, and the drop cancels it.
-//! - `pending_once_in_scope/shardwheel`: `pending_once` with both polls inside a deadline
-//!   scope a minute away (`within_at`, an instant read once, so no clock is read for the
-//!   scope); less `pending_once`, what a scope adds to a timeout made in it.
+//! - `pending_once_in_block/shardwheel`: `pending_once` made and awaited in an `async` block,
+//!   as a call inside a scope is written, but with no scope.
+//! - `pending_once_in_scope/shardwheel`: that block run inside a deadline scope a minute away
+//!   (`within_at`, an instant read once, so no clock is read for the scope); less
+//!   `pending_once_in_block`, what a scope adds to a timeout made in it.
 //! - `pending_once/no_timer`: the two polls of the bare future, the floor under the others.
 //!
 //! Peers: `shardwheel` (the default engine's free `timeout`), `tokio` (`tokio::time::timeout`,
@@ -70,6 +72,9 @@ pub(crate) fn timeout_poll(c: &mut Criterion) {
     });
     group.bench_function(id("pending_once", "shardwheel"), |b| {
         b.iter(|| finish(shardwheel::timeout(DEADLINE, PendingOnce(false))))
+    });
+    group.bench_function(id("pending_once_in_block", "shardwheel"), |b| {
+        b.iter(|| finish(async { shardwheel::timeout(DEADLINE, PendingOnce(false)).await }))
     });
     let scope_deadline = Instant::now() + SCOPE;
     group.bench_function(id("pending_once_in_scope", "shardwheel"), |b| {

@@ -196,6 +196,7 @@ impl TimerEngine {
     /// assert!(futures::executor::block_on(slow).is_err());
     /// ```
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
         let (tick, clamp) = self.clamped(self.shared().clock.tick_after(delay));
         let sleep = Sleep::on(self.shared().lane_for_task(), tick);
@@ -205,6 +206,7 @@ impl TimerEngine {
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
     /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub fn timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,

@@ -137,6 +137,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// [`TimerEngine::timeout`] on the [`default_engine`] (or the entered one): `future`'s
 /// output, or [`Elapsed`](crate::Elapsed) if `delay` passes first.
 #[cfg_attr(feature = "sleep-sites", track_caller)]
+#[inline]
 pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
     let site = SleepSite::caller();
     with_current(|engine| engine.timeout(delay, future)).sited(site)
@@ -144,6 +145,7 @@ pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFutu
 
 /// [`TimerEngine::timeout_at`] on the [`default_engine`] (or the entered one).
 #[cfg_attr(feature = "sleep-sites", track_caller)]
+#[inline]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     let site = SleepSite::caller();
     with_current(|engine| engine.timeout_at(deadline, future)).sited(site)
@@ -183,10 +185,10 @@ pub fn now() -> Instant {
 /// the default engine.
 #[inline]
 pub(super) fn with_current<R>(f: impl FnOnce(&TimerEngine) -> R) -> R {
-    match &entered() {
-        Some(engine) => f(engine),
-        None => f(default_engine()),
-    }
+    // `f` called at one place, not once per engine: inlined twice, a timeout grew too large
+    // to inline into its caller.
+    let entered = entered();
+    f(entered.as_ref().unwrap_or_else(|| default_engine()))
 }
 
 /// The engine the free functions use on this thread now (for constructors that follow them).

@@ -172,6 +172,7 @@ const FAR: u64 = u64::MAX;
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
             tick: tick.unwrap_or(FAR),
@@ -184,6 +185,7 @@ impl Sleep {
     }
 
     /// The same sleep, made at `site` (a free function's caller).
+    #[inline]
     pub(crate) fn sited(mut self, site: SleepSite) -> Sleep {
         self.site = site;
         self

@@ -125,6 +125,7 @@ impl<F, S> Timeout<F, S> {
 
 impl<F> Timeout<F> {
     /// The timeout, its sleep made at `site` (a free function's caller).
+    #[inline]
     pub(crate) fn sited(mut self, site: SleepSite) -> Self {
         self.sleep = self.sleep.sited(site);
         self
