@@ -23,10 +23,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 
-/// A timeout that is never reached.
-const DEADLINE: Duration = Duration::from_secs(5);
-/// How far ahead the deadline scope around `pending_once_in_scope` ends.
-const SCOPE: Duration = Duration::from_secs(60);
+use crate::tasks::{DEADLINE, SCOPE};
 
 /// Pending at its first poll (waking its waker), ready at the next.
 struct PendingOnce(bool);

@@ -57,12 +57,12 @@ const TASK_OPS: usize = 50;
 /// Tasks (each one sleep) in `sleep_fire`.
 const FIRE_TASKS: usize = 10_000;
 /// A timeout that is never reached.
-const DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
 /// An idle timeout that is never reached.
 const IDLE: Duration = Duration::from_secs(60);
-/// A deadline scope around `timeout_in_scope`'s tasks: later than their timeouts, which keep
-/// their own deadlines (and so their timers) as in `timeout_ready`.
-const SCOPE: Duration = Duration::from_secs(60);
+/// A deadline scope around `timeout_in_scope`'s tasks (and `timeout_poll`'s): later than their
+/// timeouts, which keep their own deadlines (and so their timers) as in `timeout_ready`.
+pub(crate) const SCOPE: Duration = Duration::from_secs(60);
 
 /// A timeout as a task uses it.
 trait AsyncTimeout: Copy + Send + Sync + 'static {
