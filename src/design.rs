@@ -54,13 +54,13 @@
 //!    shard, kept in a thread-local, or in the key's shard (src/engine/routing.rs).
 //!    `Lanes::lane` (src/shard/lanes.rs) makes it on first use, and `Access::of`
 //!    (src/shard/lane/roles.rs) gives an `Owner` token if the thread owns it, claiming it if no
-//!    thread does (`LaneCounts::ownership`, src/shard/owner.rs).
+//!    thread does (`LaneCounts::ownership`, in the same file).
 //! 3. `Lane::schedule` (src/shard/lane.rs) admits the timer: not shut down, not beyond
 //!    `max_delay()`, and a permit taken if the engine has a cap (src/sync/cap.rs).
 //! 4. The timer's kind builds its entry (`OneShot`, a sleep's `Wakes`, or `FirstRun` in
 //!    src/timer/repeating.rs): the owner's in a spare (src/queue/recycle.rs) or a block of the
 //!    lane's chunks (src/slab/allocator.rs); any other thread's in a block of its own.
-//! 5. The owner keeps a timer due past the horizon (src/shard/horizon.rs) young, in its
+//! 5. The owner keeps a timer due past the horizon (src/shard/shared.rs) young, in its
 //!    lane's young queue (src/queue/young.rs); it pushes any other onto its ring
 //!    (src/queue/ring.rs). Any other thread pushes onto the inbound queue
 //!    (src/queue/inbound.rs).
@@ -139,15 +139,14 @@
 //! # Where each protocol is told
 //!
 //! - The state word and its one CAS loop: src/entry/state.rs, src/entry/node.rs.
-//! - Lanes, admission and the producer's half of shutdown: src/shard/lane.rs; owners and
-//!   their hand-over: src/shard/owner.rs; the owner's and the taker's tokens:
-//!   src/shard/lane/roles.rs; making lanes: src/shard/lanes.rs; lane indices and thread
+//! - Lanes, admission and the producer's half of shutdown: src/shard/lane.rs; owners, their
+//!   hand-over and the owner's and the taker's tokens: src/shard/lane/roles.rs; making lanes: src/shard/lanes.rs; lane indices and thread
 //!   numbers: src/sync/ids.rs.
 //! - The Dekker pairs, and which fence each relies on: src/sync/fenced.rs.
 //! - The queues: src/queue/inbound.rs, src/queue/ring.rs, src/queue/unlink.rs on
 //!   src/sync/stack.rs, src/queue/recycle.rs.
 //! - Young timers: src/queue/young.rs; the owner's sweep: src/shard/lane/young.rs; the
-//!   horizons: src/shard/horizon.rs.
+//!   horizons: src/shard/shared.rs.
 //! - Reset: `TimerHandle::reset` in src/timer/handle.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up

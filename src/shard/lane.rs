@@ -4,10 +4,10 @@
 //! share), so queue tails and counters are mostly one thread's. A lane carries its owner's
 //! young timers (`queue::young`), the owner's ring and `inserts` (new timers), `unlinks`
 //! (cancelled after linking) and `changes` (reset earlier; a `SegQueue`, since a linked
-//! entry's links are the wheel's). Its owner (see `owner`) reuses spares and carves entries
+//! entry's links are the wheel's). Its owner (see `roles`) reuses spares and carves entries
 //! from its chunks. A handle keeps its lane alive.
 //!
-//! The owner keeps a new timer due well past the horizon (see `horizon`) young, in its lane, and
+//! The owner keeps a new timer due well past the horizon (see `shared`) young, in its lane, and
 //! sweeps it from there (see `young`). What only the owner, or only the shard's taker, may do
 //! takes its token (see `roles`). On an engine that tracks sites, a lane also keeps the
 //! origin of each timer scheduled through it (see `origins`).
@@ -20,7 +20,6 @@
 //! PENDING→HANDED_BACK and, winning, takes the callback back. A producer that missed `stop` pushed before shutdown
 //! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
 
-use super::owner::{LaneCounts, Refusal};
 use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, StateWord, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
@@ -35,7 +34,15 @@ mod young;
 
 pub(crate) use origins::Origin;
 use origins::Origins;
-pub(crate) use roles::{Access, Owner, Taker};
+pub(crate) use roles::{Access, LaneCounts, Owner, Taker};
+
+/// Why a timer was refused before it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Shutdown,
+    TooLong,
+    Full,
+}
 
 /// What a timer runs: [`Lane::schedule`] builds its entry once admitted, or hands it back.
 pub(crate) trait TimerKind {

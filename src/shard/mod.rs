@@ -2,22 +2,20 @@
 //! which everyone else reaches it. It imports callbacks, pinning, the wheel, queues, entries.
 //!
 //! - `worker`: [`Shard`], the tick thread's state and loop (turn, poll, sleep).
-//! - `shared`: [`ShardShared`], its stop flag, counters, clock, cap, signal.
+//! - `shared`: [`ShardShared`], its stop flag, counters, clock, cap, signal; the horizons.
 //! - `outcomes`: what a turn does with the entries it handled.
 //! - `lane`: [`Lane`], the queues from one producer thread, and admission (the producer's half
-//!   of the shutdown hand-off); the owner's young timers; the owner's and taker's tokens.
-//! - `horizon`: when a young timer leaves its owner's lane.
+//!   of the shutdown hand-off); the owner's young timers; who owns the lane, and the owner's
+//!   and taker's tokens.
 //! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `survey`: a snapshot's question for the timers in the wheel, answered between turns.
 
-mod horizon;
 mod lane;
 mod lanes;
 mod lateness;
 mod outcomes;
-mod owner;
 mod shared;
 mod signal;
 mod survey;
@@ -25,14 +23,11 @@ mod worker;
 
 pub(crate) use self::shared::{Answer, ShardShared};
 pub(crate) use self::survey::Found;
+pub(crate) use lane::{Access, Lane, Memory, OneShot, Origin, Refusal, TimerKind};
 #[cfg(all(test, loom))]
-pub(crate) use lane::Owner;
-pub(crate) use lane::{Access, Lane, Memory, OneShot, Origin, TimerKind};
+pub(crate) use lane::{LaneCounts, Owner};
 pub(crate) use lanes::Lanes;
 pub(crate) use lateness::BUCKETS as LATENESS_BUCKETS;
-#[cfg(all(test, loom))]
-pub(crate) use owner::LaneCounts;
-pub(crate) use owner::Refusal;
 #[cfg(test)]
 pub(crate) use signal::Announced;
 pub(crate) use worker::{Shard, Stopped};

@@ -1,17 +1,24 @@
-//! The two one-thread roles on a lane, as tokens: its [`Owner`], the one thread that pushes
-//! onto its ring and young queue, reuses its spares and carves its chunks; and its shard's
-//! [`Taker`], the one thread that takes from its ring, inbound queue and young queue. Each
-//! token is made here only, after its check, and is neither `Copy` nor `Send`; the queues'
-//! one-thread `unsafe` functions are called only by methods that hold one, which is their
-//! proof.
+//! Who may do what on a lane. The first thread to schedule through a lane owns it until it
+//! exits: it counts with a plain load and store, queues through the SPSC ring, and alone reuses
+//! spares and carves entries from the lane's chunks. At exit a thread-local record gives its
+//! lanes up (Release store of `NO_OWNER`); the next scheduler claims one (Acquire CAS), taking
+//! over the private state. [`LaneCounts`] keeps the owner's word beside the lane's counters.
+//!
+//! The two one-thread roles are tokens: the lane's [`Owner`], which pushes onto its ring and
+//! young queue, reuses its spares and carves its chunks; and its shard's [`Taker`], the one
+//! thread that takes from its ring, inbound queue and young queue. Each token is made here
+//! only, after its check, and is neither `Copy` nor `Send`; the queues' one-thread `unsafe`
+//! functions are called only by methods that hold one, which is their proof.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr;
 
-use super::{held, Lane};
+use crossbeam_utils::CachePadded;
+
+use super::{held, Lane, Refusal};
 use crate::shard::shared::ShardShared;
-use crate::sync::Arc;
+use crate::sync::{owner_number, Arc, AtomicU64, AtomicUsize, Ordering};
 
 /// Proof that the calling thread owns `lane`: an owner owns until it exits, or until its
 /// engine is dropped, so the token borrows the lane and stays on the thread.
@@ -108,5 +115,242 @@ impl<'a> Access<'a> {
     #[inline]
     pub(crate) fn is_owner(&self) -> bool {
         matches!(self, Access::Owner(_))
+    }
+}
+
+/// `owner` before any thread has claimed the lane.
+const NO_OWNER: usize = usize::MAX;
+/// `owner` once the engine is dropped and has freed the lane's spares: no thread claims it.
+const CLOSED: usize = usize::MAX - 1;
+
+/// Counters of a lane: the owner's go to `own`, others' to `others`; a reader adds the two.
+/// Relaxed throughout (statistics, exact once quiet). Each part has its own cache line.
+pub(crate) struct LaneCounts {
+    /// The thread number of the lane's owner, or `NO_OWNER`.
+    owner: CachePadded<AtomicUsize>,
+    own: CachePadded<Tally>,
+    others: CachePadded<Tally>,
+}
+
+#[derive(Default)]
+struct Tally {
+    scheduled: AtomicU64,
+    cancelled: AtomicU64,
+    /// By reason: `Refusal as usize`.
+    rejected: [AtomicU64; 3],
+}
+
+/// Which counter of a [`Tally`].
+#[derive(Clone, Copy)]
+enum Count {
+    Scheduled,
+    Cancelled,
+    Rejected(Refusal),
+}
+
+impl Tally {
+    fn get(&self, count: Count) -> &AtomicU64 {
+        match count {
+            Count::Scheduled => &self.scheduled,
+            Count::Cancelled => &self.cancelled,
+            Count::Rejected(refusal) => &self.rejected[refusal as usize],
+        }
+    }
+}
+
+impl LaneCounts {
+    pub(crate) fn new() -> Self {
+        LaneCounts {
+            owner: CachePadded::new(AtomicUsize::new(NO_OWNER)),
+            own: CachePadded::new(Tally::default()),
+            others: CachePadded::new(Tally::default()),
+        }
+    }
+
+    /// Whether the calling thread owns the lane (without claiming it).
+    #[inline]
+    fn is_owner(&self) -> bool {
+        // Relaxed: only the owner can match its own number, which it wrote (or acquired in
+        // `claim`).
+        owner_number().is_some_and(|me| self.owner.load(Ordering::Relaxed) == me)
+    }
+
+    /// Whether the calling thread owns the lane; if none does, claims it and `record`s the
+    /// claim (false: the thread is exiting, claim undone). The check behind `lane::Owner`.
+    #[inline]
+    pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> bool {
+        let Some(me) = owner_number() else {
+            return false;
+        };
+        // Relaxed: as in `is_owner`.
+        match self.owner.load(Ordering::Relaxed) {
+            owner if owner == me => true,
+            NO_OWNER => self.claim_and_record(me, record),
+            _ => false,
+        }
+    }
+
+    #[cold]
+    fn claim_and_record(&self, me: usize, record: impl FnOnce(usize) -> bool) -> bool {
+        if !self.claim(me) {
+            return false;
+        }
+        if record(me) {
+            return true;
+        }
+        self.give_up(me);
+        false
+    }
+
+    /// Claims the lane for the thread numbered `me` if no thread owns it.
+    pub(crate) fn claim(&self, me: usize) -> bool {
+        // Acquire on success: pairs with `give_up`'s Release; the previous owner's private
+        // state is seen as left. Relaxed on failure: nothing is read.
+        self.owner
+            .compare_exchange(NO_OWNER, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// The thread numbered `me` exits: if it owns the lane, `free_owned` frees what the owner
+    /// alone touches, and only then is the lane given up, so the next owner's claim acquires
+    /// the frees (see `Lane::leave`).
+    #[cfg(any(not(loom), test))]
+    pub(crate) fn leave(&self, me: usize, free_owned: impl FnOnce()) {
+        // Relaxed: only the owner can match its own number, which it wrote (or acquired in
+        // `claim`).
+        if self.owner.load(Ordering::Relaxed) == me {
+            free_owned();
+        }
+        self.give_up(me);
+    }
+
+    /// Gives up the lane, if the thread numbered `me` owns it.
+    pub(crate) fn give_up(&self, me: usize) {
+        // Release: publishes this owner's private state to the next `claim`. Relaxed on
+        // failure: nothing is read.
+        let _ = self
+            .owner
+            .compare_exchange(me, NO_OWNER, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// Whether some thread owns the lane (and so may reuse its spare entries).
+    pub(crate) fn has_owner(&self) -> bool {
+        // Relaxed: a hint; a lane claimed just now merely misses a few spares.
+        !matches!(self.owner.load(Ordering::Relaxed), NO_OWNER | CLOSED)
+    }
+
+    /// Closes the lane to owners unless another thread than `me` owns it (then false).
+    pub(crate) fn close(&self, me: Option<usize>) -> bool {
+        // Acquire on success: pairs with `give_up`'s Release (or program order for the caller's
+        // own lane).
+        let mut owner = self.owner.load(Ordering::Acquire);
+        loop {
+            if owner != NO_OWNER && Some(owner) != me {
+                return owner == CLOSED;
+            }
+            match self.owner.compare_exchange_weak(
+                owner,
+                CLOSED,
+                Ordering::Acquire,
+                // Relaxed: the loop reads again before deciding anything.
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => owner = now,
+            }
+        }
+    }
+
+    #[inline]
+    fn add(&self, count: Count, delta: u64) {
+        self.add_as(self.is_owner(), count, delta);
+    }
+
+    /// Adds `delta` to `count`, into the owner's cells if `mine`.
+    #[inline]
+    fn add_as(&self, mine: bool, count: Count, delta: u64) {
+        if mine {
+            let cell = self.own.get(count);
+            // Relaxed load and store: only the owner writes `own`, so no update is lost.
+            cell.store(
+                cell.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.others.get(count).fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self, count: Count) -> u64 {
+        let own = self.own.get(count).load(Ordering::Relaxed);
+        own.wrapping_add(self.others.get(count).load(Ordering::Relaxed))
+    }
+
+    /// Counts a timer scheduled by the calling thread; `mine`: it owns the lane.
+    #[inline]
+    pub(crate) fn add_scheduled(&self, mine: bool) {
+        self.add_as(mine, Count::Scheduled, 1);
+    }
+
+    /// A schedule that raced shutdown and got its callback back: it counts as rejected.
+    pub(super) fn unschedule(&self) {
+        self.add(Count::Scheduled, u64::MAX);
+        self.add_rejected(Refusal::Shutdown);
+    }
+
+    #[inline]
+    pub(crate) fn add_cancelled(&self) {
+        self.add(Count::Cancelled, 1);
+    }
+
+    pub(super) fn add_rejected(&self, refusal: Refusal) {
+        self.add(Count::Rejected(refusal), 1);
+    }
+
+    pub(crate) fn scheduled(&self) -> u64 {
+        self.read(Count::Scheduled)
+    }
+
+    pub(crate) fn cancelled(&self) -> u64 {
+        self.read(Count::Cancelled)
+    }
+
+    pub(crate) fn rejected_for(&self, refusal: Refusal) -> u64 {
+        self.read(Count::Rejected(refusal))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_and_other_threads_add_up() {
+        let counts = Arc::new(LaneCounts::new());
+        assert!(!counts.has_owner());
+        let me = owner_number().unwrap();
+        assert!(counts.claim(me));
+        counts.add_scheduled(counts.is_owner());
+        assert!(counts.has_owner() && counts.is_owner());
+        let other = counts.clone();
+        std::thread::spawn(move || {
+            assert!(!other.is_owner());
+            assert!(!other.claim(owner_number().unwrap()));
+            for _ in 0..3 {
+                other.add_scheduled(other.is_owner());
+            }
+            other.add_cancelled();
+            other.unschedule();
+        })
+        .join()
+        .unwrap();
+        counts.add_cancelled();
+        counts.unschedule();
+        assert_eq!(counts.scheduled(), 2);
+        assert_eq!(counts.cancelled(), 2);
+        assert_eq!(counts.rejected_for(Refusal::Shutdown), 2);
+        counts.add_rejected(Refusal::Full);
+        assert_eq!(counts.rejected_for(Refusal::Full), 1);
+        assert_eq!(counts.rejected_for(Refusal::TooLong), 0);
     }
 }
