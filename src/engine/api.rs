@@ -223,6 +223,7 @@ impl TimerEngine {
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub fn try_timeout<F: IntoFuture>(
         &self,
         delay: Duration,
@@ -239,6 +240,7 @@ impl TimerEngine {
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub fn try_timeout_at<F: IntoFuture>(
         &self,
         deadline: Instant,

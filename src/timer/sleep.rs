@@ -194,6 +194,7 @@ impl Sleep {
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
     #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[inline]
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
         match lane.refusal_now() {
             Some(refusal) => Err(refusal),
