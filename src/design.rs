@@ -140,8 +140,8 @@
 //!
 //! - The state word and its one CAS loop: src/entry/state.rs, src/entry/node.rs.
 //! - Lanes, admission and the producer's half of shutdown: src/shard/lane.rs; owners, their
-//!   hand-over and the owner's and the taker's tokens: src/shard/lane/roles.rs; making lanes: src/shard/lanes.rs; lane indices and thread
-//!   numbers: src/sync/ids.rs.
+//!   hand-over and the owner's and the taker's tokens: src/shard/lane/roles.rs; making
+//!   lanes: src/shard/lanes.rs; lane indices and thread numbers: src/sync/ids.rs.
 //! - The Dekker pairs, and which fence each relies on: src/sync/fenced.rs.
 //! - The queues: src/queue/inbound.rs, src/queue/ring.rs, src/queue/unlink.rs on
 //!   src/sync/stack.rs, src/queue/recycle.rs.

@@ -4,12 +4,11 @@
 //! share), so queue tails and counters are mostly one thread's. A lane carries its owner's
 //! young timers (`queue::young`), the owner's ring and `inserts` (new timers), `unlinks`
 //! (cancelled after linking) and `changes` (reset earlier; a `SegQueue`, since a linked
-//! entry's links are the wheel's). Its owner (see `roles`) reuses spares and carves entries
-//! from its chunks. A handle keeps its lane alive.
+//! entry's links are the wheel's). A handle keeps its lane alive.
 //!
-//! The owner keeps a new timer due well past the horizon (see `shared`) young, in its lane, and
-//! sweeps it from there (see `young`). What only the owner, or only the shard's taker, may do
-//! takes its token (see `roles`). On an engine that tracks sites, a lane also keeps the
+//! The owner keeps a new timer due well past the horizon (see `shared::Horizon`) young, in its
+//! lane, and sweeps it from there (see `young`). Who owns the lane, and what only its owner or
+//! only the shard's taker may do (each with its token), is `roles`. On an engine that tracks sites, a lane also keeps the
 //! origin of each timer scheduled through it (see `origins`).
 //!
 //! # Shutdown hand-off

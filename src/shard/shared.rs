@@ -1,8 +1,6 @@
 //! What a shard shares with producers, cancellers, the executor and the engine (its wheel is
 //! in `worker`), and its [`Horizon`]: when a young timer leaves its owner's lane (see
-//! `queue::young`). The owner sends a live one once it is `send_after` old, the shard takes one
-//! its owner left once it is [`TAKE_AFTER`] old, and only a timer due well after that is kept
-//! young at all, so each one is in the wheel before its deadline.
+//! `queue::young`).
 
 use crossbeam_utils::CachePadded;
 
@@ -288,9 +286,10 @@ const MARGIN_TICKS: u64 = 2;
 
 /// A shard's horizons, spans in nanoseconds of its clock: the owner sends a live young timer
 /// `send_after` old, the shard takes one `take_after` old, and a timer due sooner than
-/// `shortest` after it was made is not kept young.
+/// `shortest` after it was made is not kept young, so each one is in the wheel before its
+/// deadline.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Horizon {
+pub(super) struct Horizon {
     tick_nanos: u64,
     send_after: u64,
     take_after: u64,
@@ -298,7 +297,7 @@ pub(crate) struct Horizon {
 }
 
 impl Horizon {
-    pub(crate) fn new(tick_nanos: u64) -> Self {
+    fn new(tick_nanos: u64) -> Self {
         let take_after = TAKE_AFTER.max(tick_nanos.saturating_mul(2));
         Horizon {
             tick_nanos,

@@ -1,8 +1,8 @@
 //! Who may do what on a lane. The first thread to schedule through a lane owns it until it
-//! exits: it counts with a plain load and store, queues through the SPSC ring, and alone reuses
-//! spares and carves entries from the lane's chunks. At exit a thread-local record gives its
-//! lanes up (Release store of `NO_OWNER`); the next scheduler claims one (Acquire CAS), taking
-//! over the private state. [`LaneCounts`] keeps the owner's word beside the lane's counters.
+//! exits (or its engine is dropped); at exit a thread-local record (`held`) gives its lanes up
+//! (Release store of `NO_OWNER`), and the next scheduler claims one (Acquire CAS), taking over
+//! the private state. [`LaneCounts`] keeps the owner's word beside the lane's counters, which
+//! the owner adds to with a plain load and store.
 //!
 //! The two one-thread roles are tokens: the lane's [`Owner`], which pushes onto its ring and
 //! young queue, reuses its spares and carves its chunks; and its shard's [`Taker`], the one
@@ -176,9 +176,9 @@ impl LaneCounts {
     }
 
     /// Whether the calling thread owns the lane; if none does, claims it and `record`s the
-    /// claim (false: the thread is exiting, claim undone). The check behind `lane::Owner`.
+    /// claim (false: the thread is exiting, claim undone). The check behind [`Owner::check`].
     #[inline]
-    pub(super) fn ownership(&self, record: impl FnOnce(usize) -> bool) -> bool {
+    fn ownership(&self, record: impl FnOnce(usize) -> bool) -> bool {
         let Some(me) = owner_number() else {
             return false;
         };

@@ -1,6 +1,6 @@
 //! A lane owner's young timers: keeping a new timer in its lane, sweeping the front of the young
 //! queue on each schedule, and sending the survivors to the shard. The queue and its protocol
-//! are `queue::young`; the horizons, `shard::shared`.
+//! are `queue::young`; the horizons, `shard::shared::Horizon`.
 
 use super::super::signal::Announced;
 use super::{Lane, Owner, Taker};
