@@ -64,9 +64,9 @@
 //!    lane's young queue (src/queue/young.rs); it pushes any other onto its ring
 //!    (src/queue/ring.rs). Any other thread pushes onto the inbound queue
 //!    (src/queue/inbound.rs).
-//! 6. A SeqCst fence (a `Fenced`, src/sync/fenced.rs), then the stop flag: if shutdown began and this call wins
-//!    PENDING→HANDED_BACK, the permit is released and the callback comes back, in
-//!    `ScheduleError::Shutdown`.
+//! 6. A SeqCst fence (a `Fenced`, src/sync/fenced.rs), then the stop flag: if shutdown began
+//!    and this call wins PENDING→HANDED_BACK, the permit is released and the callback comes
+//!    back, in `ScheduleError::Shutdown`.
 //! 7. The owner sweeps the front of its young queue (src/shard/lane/young.rs), and the sleep
 //!    word tells whether to wake the shard (src/shard/signal.rs); the caller gets a
 //!    `TimerHandle` (src/timer/handle.rs).

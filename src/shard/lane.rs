@@ -8,16 +8,17 @@
 //!
 //! The owner keeps a new timer due well past the horizon (see `shared::Horizon`) young, in its
 //! lane, and sweeps it from there (see `young`). Who owns the lane, and what only its owner or
-//! only the shard's taker may do (each with its token), is `roles`. On an engine that tracks sites, a lane also keeps the
-//! origin of each timer scheduled through it (see `origins`).
+//! only the shard's taker may do (each with its token), is `roles`. On an engine that tracks
+//! sites, a lane also keeps the origin of each timer scheduled through it (see `origins`).
 //!
 //! # Shutdown hand-off
 //!
 //! [`Lane::schedule`] admits (takes a permit), builds the entry per [`Memory`] and queues it.
 //! Shutdown sets `stop` and passes a SeqCst fence; a producer pushes, passes a SeqCst fence
 //! ([`Fenced`]) and reads `stop` again ([`ShardShared::stop_seen`]): if set, it tries
-//! PENDING→HANDED_BACK and, winning, takes the callback back. A producer that missed `stop` pushed before shutdown
-//! emptied the queues, so every timer is fired, cancelled, handed back or refused, once.
+//! PENDING→HANDED_BACK and, winning, takes the callback back. A producer that missed `stop`
+//! pushed before shutdown emptied the queues, so every timer is fired, cancelled, handed back
+//! or refused, once.
 
 use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, StateWord, UnlinkRef};
