@@ -136,8 +136,10 @@ pub(crate) struct LaneCounts {
 struct Tally {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
-    /// By reason: `Refusal as usize`.
-    rejected: [AtomicU64; 3],
+    /// Rejected, by [`Refusal`].
+    full: AtomicU64,
+    too_long: AtomicU64,
+    shutdown: AtomicU64,
 }
 
 /// Which counter of a [`Tally`].
@@ -153,7 +155,9 @@ impl Tally {
         match count {
             Count::Scheduled => &self.scheduled,
             Count::Cancelled => &self.cancelled,
-            Count::Rejected(refusal) => &self.rejected[refusal as usize],
+            Count::Rejected(Refusal::Full) => &self.full,
+            Count::Rejected(Refusal::TooLong) => &self.too_long,
+            Count::Rejected(Refusal::Shutdown) => &self.shutdown,
         }
     }
 }
