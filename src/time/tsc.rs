@@ -235,6 +235,7 @@ use source::{counter, counter_keeps_time};
     not(shardwheel_no_tsc)
 ))]
 mod source {
+    #[inline]
     pub(super) fn counter() -> u64 {
         // SAFETY: `rdtsc` has no preconditions; every x86-64 processor has it.
         unsafe { std::arch::x86_64::_rdtsc() }

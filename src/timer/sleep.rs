@@ -51,6 +51,7 @@ impl TimerKind for Wakes {
 }
 
 /// The waker a sleep's timer held, taken back unwoken.
+#[inline]
 fn unwake(callback: CallbackBox) -> Waker {
     match callback.into_waker() {
         Ok(waker) => waker,
