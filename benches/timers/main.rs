@@ -30,8 +30,9 @@
 //!   `tokio::time` and futures-timer, and the timeouts beside pingora-timeout; `async_cpu` (on Linux), the loops of `async` timed by
 //!   the whole process's CPU time. See [`tasks`].
 //! - `timeout_poll`: a timeout made and polled to its end on one thread with no runtime, ready
-//!   at once or pending once, shardwheel (also inside a deadline scope) beside tokio: the
-//!   engine's cost per timeout without an executor's noise. See [`poll`].
+//!   at once or pending once, shardwheel (also inside a deadline scope) beside tokio and
+//!   the `floor` group's pieces made into a timeout: the engine's cost per timeout without
+//!   an executor's noise. See [`poll`].
 //! - `floor`: the bare cost a schedule + cancel cannot avoid on shardwheel's design: one
 //!   reference-counted allocation of 48 bytes, one queue push and pop (crossbeam's `SegQueue`
 //!   standing in for the engine's intrusive queue), one `compare_exchange` on an

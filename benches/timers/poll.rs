@@ -10,7 +10,12 @@
 //! - `pending_once_in_scope/shardwheel`: that block run inside a deadline scope a minute away
 //!   (`within_at`, an instant read once, so no clock is read for the scope); less
 //!   `pending_once_in_block`, what a scope adds to a timeout made in it.
-//! - `pending_once/no_timer`: the two polls of the bare future, the floor under the others.
+//! - `pending_once/no_timer`: the two polls of the bare future, under all the others.
+//! - `pending_once/floor`: the `floor` group's schedule + cancel as a timeout would use it:
+//!   the first pending poll schedules a `FloorTimer` holding a clone of the waker; the end
+//!   cancels it. It reads no clock: the least a timeout on shardwheel's design can cost.
+//! - `pending_once/floor_clock`: the same, reading the clock once when made as shardwheel
+//!   does (the processor's time-stamp counter on x86-64, else `Instant::now`).
 //!
 //! Peers: `shardwheel` (the default engine's free `timeout`), `tokio` (`tokio::time::timeout`,
 //! inside a current-thread runtime's context, which it needs).
@@ -22,6 +27,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
+use crossbeam_queue::SegQueue;
+
+use crate::floor::{FloorEntry, FloorTimer};
 
 use crate::tasks::{DEADLINE, SCOPE};
 
@@ -38,6 +46,57 @@ impl Future for PendingOnce {
         cx.waker().wake_by_ref();
         Poll::Pending
     }
+}
+
+/// A timeout of the floor's pieces (see the module's docs), around `future`.
+struct FloorTimeout<'a, F> {
+    future: F,
+    /// The clock's reading when made, or 0.
+    made: u64,
+    queue: &'a SegQueue<triomphe::Arc<FloorEntry<Waker>>>,
+    timer: Option<FloorTimer<Waker>>,
+}
+
+impl<F: Future + Unpin> Future for FloorTimeout<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let Poll::Ready(output) = Pin::new(&mut self.future).poll(cx) {
+            self.timer = None;
+            return Poll::Ready(output);
+        }
+        if self.timer.is_none() {
+            // The deadline would count from the reading.
+            black_box(self.made);
+            self.timer = Some(FloorTimer::schedule(self.queue, cx.waker().clone()));
+        }
+        Poll::Pending
+    }
+}
+
+impl<'a, F> FloorTimeout<'a, F> {
+    fn new(future: F, queue: &'a SegQueue<triomphe::Arc<FloorEntry<Waker>>>, read: bool) -> Self {
+        let made = if read { clock_reading() } else { 0 };
+        FloorTimeout {
+            future,
+            made,
+            queue,
+            timer: None,
+        }
+    }
+}
+
+/// The cheapest clock reading shardwheel takes for a new timer.
+#[cfg(target_arch = "x86_64")]
+fn clock_reading() -> u64 {
+    // SAFETY: `rdtsc` has no preconditions; every x86-64 processor has it.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn clock_reading() -> u64 {
+    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// Polls `future` until it is ready (with a no-op waker: every future here wakes itself).
@@ -88,5 +147,17 @@ pub(crate) fn timeout_poll(c: &mut Criterion) {
     group.bench_function(id("pending_once", "no_timer"), |b| {
         b.iter(|| finish(black_box(PendingOnce(false))))
     });
+    let queue = SegQueue::new();
+    for (peer, read) in [("floor", false), ("floor_clock", true)] {
+        group.bench_function(id("pending_once", peer), |b| {
+            b.iter(|| {
+                finish(FloorTimeout::new(
+                    black_box(PendingOnce(false)),
+                    &queue,
+                    read,
+                ))
+            })
+        });
+    }
     group.finish();
 }
