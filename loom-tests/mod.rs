@@ -16,6 +16,7 @@ mod cancel_vs_shutdown;
 mod cancel_vs_transfer;
 mod cap_waiters;
 mod claims_steal;
+mod clock_reset;
 mod clock_run;
 mod delay_inbox;
 mod lookahead;
@@ -68,6 +69,36 @@ pub(crate) fn driven_engine_with(
 }
 
 pub(crate) const MS: Duration = Duration::from_millis(1);
+
+/// The fired callbacks a spawner was handed, to run where a model says.
+pub(crate) type Spawned = std::sync::Arc<std::sync::Mutex<Vec<crate::engine::Task>>>;
+
+/// A driven engine whose callbacks go to a spawner, with a wall timer due a millisecond ahead,
+/// linked in its wheel, that counts its runs: the engine, its shard, its clock, what the
+/// spawner was handed, the count and the timer.
+pub(crate) fn wall_timer_linked() -> (
+    TimerEngine,
+    Shard,
+    ManualClock,
+    Spawned,
+    Arc<loom::sync::atomic::AtomicUsize>,
+    crate::TimerHandle,
+) {
+    let tasks = Spawned::default();
+    let spawned = tasks.clone();
+    let (engine, mut shard, clock) = driven_engine_with(|builder| {
+        builder.spawn_callbacks(move |task| spawned.lock().unwrap().push(task))
+    });
+    let ran = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+    let r = ran.clone();
+    let handle = engine
+        .schedule_at_wall(clock.wall() + MS, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    shard.turn(engine.now_tick()); // link it
+    (engine, shard, clock, tasks, ran, handle)
+}
 
 /// A waker that counts its wake-ups, for the models of a task polling while a timer fires.
 pub(crate) struct Counting(pub(crate) AtomicUsize);

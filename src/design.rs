@@ -1,4 +1,5 @@
-//! Design map: the parts of the engine, the path of one timer, and the words the code uses.
+//! Design map: the parts of the engine and the path of one timer; the words the code uses
+//! are in [`glossary`].
 //!
 //! This module holds no code. Each protocol is told in full, with its memory orderings, in
 //! the module that carries it; this page points there. Paths are relative to the crate root.
@@ -28,7 +29,7 @@
 //! callbacks  where fired callbacks run: executor, relay, runners, pool     src/callbacks/
 //! pinning    pinning a tick thread to its cpu (opt-in), and unpinning it   src/pinning/
 //! shard      the tick loop, lanes and their owners, the sleep signal       src/shard/
-//! timer      handles, repeating timers, Sleep, Timeout, Interval, Within   src/timer/
+//! timer      handles, repeating timers, Sleep, Timeout, Interval, deadline src/timer/
 //! clock      timers and sleeps on the boot and wall clocks, their rounds   src/clock/
 //! engine     TimerEngine, builders, routing, shutdown, statistics, errors  src/engine/
 //! tower      TimeoutLayer (the `tower` feature)                            src/tower/
@@ -147,7 +148,8 @@
 //!   src/sync/stack.rs, src/queue/recycle.rs.
 //! - Young timers: src/queue/young.rs; the owner's sweep: src/shard/lane/young.rs; the
 //!   horizons: src/shard/shared.rs.
-//! - Reset: `TimerHandle::reset` in src/timer/handle.rs.
+//! - Reset: `TimerHandle::reset` in src/timer/handle.rs; a boot or wall timer's, through
+//!   src/shard/retime.rs to src/clock/timers.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up
 //!   and look-ahead: src/engine/shared.rs, src/shard/shared.rs. The tick loop:
@@ -156,9 +158,10 @@
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
 //! - Repeating timers: src/timer/repeating.rs, src/entry/repeat.rs, src/queue/rearm.rs; their
 //!   options: src/engine/repeat.rs.
-//! - Sleep: src/timer/sleep.rs; Timeout: src/timer/timeout.rs; Interval:
-//!   src/timer/interval.rs; what a refused one tells its holder: src/engine/refused.rs.
-//!   Deadline scopes: src/timer/deadline.rs; a timeout's clamp: src/engine/deadline.rs.
+//! - Sleep: src/timer/sleep/mod.rs (after shutdown: src/time/fallback.rs); Timeout:
+//!   src/timer/timeout.rs; Interval: src/timer/interval.rs; what a refused one tells its
+//!   holder: src/engine/refused.rs. Deadline scopes: src/engine/deadline.rs; the current
+//!   deadline, on its clock: src/timer/deadline.rs; a timeout's clamp: src/timer/timeout.rs.
 //! - The free functions: src/engine/global.rs; the engine a thread or task has entered:
 //!   src/engine/scope.rs. The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
 //! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
@@ -183,67 +186,11 @@
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
 //! release; the look-ahead and a snapshot's survey; young timers against a cancel from another
 //! thread, the shard's take, shutdown and the shard's sleep; a repeating run's stow against
-//! shutdown and the shard's sleep; a clock timer's last run against a cancel; and, on capped
-//! engines, each permit given back once. What loom cannot see (the ring's tail, the slab's live
-//! count, the list of freed chunks behind a std mutex, the clock thread's alarm and handle
-//! behind std locks) ThreadSanitizer checks in CI (.ci/sanitizers).
-//!
-//! # Glossary
-//!
-//! One word per thing. The column "was called" lists retired words; `tests/design_map.rs`
-//! fails if the code uses one of those in backticks, whole or, if it has no `_`, as a
-//! `_`-separated part of a name (PLACED in PLACED_BIT).
-//!
-//! | word | meaning | was called |
-//! |---|---|---|
-//! | shard | one wheel, the tick thread that alone touches it, and the lanes into it | |
-//! | lane | a shard's inbound side for one thread: queues, spares, chunks, counters | |
-//! | lane index | a small number per live thread, reused after it exits; picks its lanes | |
-//! | thread number | a number per thread, never reused; tells a lane's owner | `thread_slot` |
-//! | home shard | where the calling thread's unkeyed timers go | |
-//! | owner | the thread that alone uses a lane's ring, young queue, spares and chunks; its token, `Owner` | `Ownership` |
-//! | taker, access | the one thread that takes from a shard's lanes: its shard thread, then shutdown (its token, `Taker`); a lane as the calling thread reaches it, as its owner or another thread (`Access`) | |
-//! | young | a timer its owner keeps in its lane's young queue, due past the horizon | |
-//! | horizon | how old a young timer gets before its shard takes it (`Horizon`) | |
-//! | busy | the owner in a schedule on its lane: the young queue's `busy` flag, its guard `Busy`, `Take::Busy` | the young queue's `Home`, `Turn::Busy` |
-//! | sweep | the owner's look at the front of its young queue on each schedule | |
-//! | send, take | the owner moving a live young timer to the ring; the shard (or shutdown) moving every young timer of a lane out | |
-//! | pending, fired, cancelled, handed back | a timer's four states, in `TimerState`, `Lifecycle` and the state word | `INIT`, `EXPIRED`, `RETURNED`, `is_expired` |
-//! | stow, re-arm | a runner putting its repeating timer on its shard's re-arm stack (FIRED→STOWED); the shard making it pending again | a run's hand-back |
-//! | hand back | win PENDING→HANDED_BACK and return the callback: shutdown, as `Unfired`, or a `schedule` that met it, in `ScheduleError::Shutdown` | an entry's `give_back` |
-//! | fire | the shard's PENDING→FIRED; the callback goes to the executor | expire |
-//! | linked | an entry in a wheel slot (the LINKED bit) | `PLACED`, `PLACED_BIT`, `unplaced` |
-//! | mid-push | a producer between its swap of the inbound queue's back and its link (`Pop::MidPush`) | the inbound Pop's Busy |
-//! | tick, turn | the engine's unit of time; one pass of a shard's tick loop | |
-//! | `Tick`, `Nanos` | a tick's number from the engine's start; an instant in nanoseconds from the clock's origin (src/time/units.rs); a span of either stays a `u64` | |
-//! | born, hurry | when a timer was made, in `Nanos` (`Due::born`); a thread asking the shard to take a lane's young timers at once (`Since::Hurry`) | a birth of 0 |
-//! | wheel, level, slot | a shard's timing wheel; one of its rows of 64 slots; one position of a level; a delay queue's `DelayWheel` and `DelayLevel` place a value by the same `wheel::level_for` | |
-//! | entry | one timer's reference-counted memory: state word, links, callback cell | |
-//! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
-//! | cell | one word that a value is put into and taken out of: a callback cell, a ring's cell | |
-//! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
-//! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
-//! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |
-//! | hold, end a hold | a timer keeping its permit; the transition or drop that makes it a `Permit` again (a cancelled one's: `Entry::end_cancelled_hold`) | an entry's `let_go` |
-//! | release | a permit's return to the cap, by the drop of a `Permit` or of `Permits` (`Cap::release`) | give-back, the cap's `give_back` |
-//! | engine's reference | the one count per arming the engine holds: a queue's, the wheel's, an unlink request's or a runner's | |
-//! | hand over | the shard passing fired callbacks to the executor, a batch at a time | |
-//! | runner, claim | a long-lived job on a pool thread; the range of a batch it holds | claims `Slot` |
-//! | steal | a runner with nothing to run taking half of another's claim | |
-//! | pin, unpin | bind a tick thread to one cpu; undo it after late turns | `Placement` |
-//! | cpu | a processor the system schedules threads on (never "core") | |
-//! | shared | what a shard or engine shares with its handles: `ShardShared`, `EngineShared` | `EngineCore`, `ShardCore`, `EngineLink` |
-//! | threads | the threads an engine started, joined at shutdown (`Threads`) | `Runners` |
-//! | job | a boxed closure spawned onto a pool thread | |
-//! | kind | what a timer runs, handed to `Lane::schedule` (`TimerKind`) | |
-//! | stand-in timer | the timer a far `Sleep` holds at the farthest deadline the engine takes | |
-//! | look-ahead | a manual clock asking a shard for its earliest pending deadline | |
-//! | snapshot, survey, stage | the pending timers listed at once (`stats::PendingTimers`); a shard's walk of its wheel for one, a piece after each turn (`Surveying`); where a listed timer is: queued, linked, running or stowed (`stats::Stage`) | |
-//! | origin, site | where (its site: the caller's `Location`), when and by which key a timer was made, kept beside its entry on an engine that tracks sites (`Origin`) | |
-//! | Dekker pair | a write, a SeqCst fence (`Fenced`), then a read of what the other side wrote, against the same the other way (src/sync/fenced.rs) | |
-//! | announcement, answer | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`); a shard's reply to a look-ahead: open, the earliest tick, or none pending (`Answer`) | |
-//! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
-//! | deadline scope, current deadline | a future run `within` a deadline (`Within`), current around each of its polls, the earlier winning when nested; the earliest deadline of the scopes the running poll is inside (`deadline::current`), to which a timeout made there is clamped (`Clamp`; inherited if the scope's came first) | |
-//! | expired, item | a delay-queue value whose deadline passed (tokio-util's word); a delay-queue value with its deadline and list links | the delay queue's Entry |
-//! | boot clock, wall clock, step, suspend | the other clocks a deadline can be on: time since boot, suspends counted (`OtherClock::Boot`); `SystemTime` (`OtherClock::Wall`); the wall clock set forward or back; the machine asleep, its monotonic clock stopped | |
-//! | estimate, round, clock thread | the tick an other-clock deadline is timed at: the present plus what is left on its clock (`Look::At`); re-timing an engine's other-clock timers after a step or suspend (`ClockTimers::round`); the thread that runs an engine's rounds | |
+//! shutdown and the shard's sleep; a clock timer's last run against a cancel, and its reset
+//! against its firing and run; and, on capped engines, each permit given back once. What loom
+//! cannot see (the ring's tail, the slab's live count, the list of freed chunks behind a std
+//! mutex, the clock thread's alarm behind std locks, a shard's `Retimer` in a std `OnceLock`,
+//! the fallback's waiting sleeps behind std locks) ThreadSanitizer checks in CI
+//! (.ci/sanitizers); no model polls a sleep after shutdown.
+
+pub mod glossary;

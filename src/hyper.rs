@@ -44,7 +44,7 @@ impl HyperSleep for Sleep {}
 /// hyper keeps the timer (a clone of the engine: one reference count) for as long as its
 /// builder and connections live, and so keeps the engine running. A sleep never fires early,
 /// as [`TimerEngine::sleep`] says: at the engine's `max_pending` cap it waits for a permit, and
-/// after shutdown hyper's timeouts never fire.
+/// after shutdown it is timed by the process's fallback thread.
 #[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 impl Timer for TimerEngine {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn HyperSleep>> {

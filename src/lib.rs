@@ -10,6 +10,7 @@
 //! ```toml
 //! [dependencies]
 //! shardwheel = "0.3"
+//! futures = "0.3" # for the examples' `block_on`; under tokio, `.await` instead
 //! ```
 //!
 //! The free functions run on the [`default_engine`], started on first use (configure it before
@@ -79,13 +80,15 @@
 //!   `sleep_boot`, `timeout_boot` (a suspend counts) and `schedule_at_wall`,
 //!   `sleep_until_wall`, `timeout_at_wall` (a `SystemTime`). A step of the wall clock or a
 //!   resume takes effect within two ticks on Linux, within a second elsewhere, and none is
-//!   early on its own clock. `reset` moves only its next look at its clock, `deadline` is its
+//!   early on its own clock. `reset(d)` is `d` from now on its own clock, `deadline` is its
 //!   monotonic estimate, and while a look finds it early `state()` reads `Fired` for that run.
+//!   A deadline scope bounds their timeouts too, each deadline on its own clock.
 //! - What is pending: [`TimerEngine::pending`] counts, [`TimerEngine::pending_timers`] lists
 //!   (with [`Builder::track_sites`](engine::Builder::track_sites), by site, age and key).
 //!
-//! A refused sleep, timeout or interval does not fail (tokio would panic): it waits, at the cap
-//! for a permit, after shutdown for ever, and says why through `refused`. The `try_` forms
+//! A refused sleep, timeout or interval does not fail (tokio would panic) and never hangs: at
+//! the cap it waits for a permit; after shutdown a fallback thread of the process ends it at
+//! its deadline, never early; `refused` says why. The `try_` forms
 //! ([`TimerEngine::try_sleep`], `try_timeout`, `try_interval`, their `_until` and `_at`
 //! forms, [`Interval::try_tick`], `DelayQueue::try_insert`) return the refusal up front, as a
 //! [`ScheduleError`], instead of a sleep that waits: for a caller that would rather shed work.
@@ -100,9 +103,6 @@
 //! - `tracing`: events for the rare things (a callback panicked, shutdown began and ended).
 //! - `metrics`: `shardwheel::metrics::Publisher` publishes [`TimerEngine::stats`] as counters
 //!   and gauges of the `metrics` facade.
-//! - `sleep-sites`: each sleep, timeout and interval keeps the line that made it, for the
-//!   snapshots of an engine that tracks sites
-//!   ([`Builder::track_sites`](engine::Builder::track_sites)).
 //!
 //! ## Guarantees
 //!
@@ -157,7 +157,7 @@ struct ReadmeExample;
 /// lists ([`TimerEngine::pending_timers`]).
 pub mod stats {
     pub use crate::engine::pending::{
-        PendingAges, PendingTimer, PendingTimers, SiteCount, SnapshotError, Stage,
+        ClockDeadline, PendingAges, PendingTimer, PendingTimers, SiteCount, SnapshotError, Stage,
     };
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
@@ -182,8 +182,8 @@ pub mod stats {
 /// assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // 50 ms, not 10 s
 /// ```
 pub mod deadline {
-    pub use crate::engine::deadline::{remaining, within};
-    pub use crate::timer::deadline::{current, within_at, Within};
+    pub use crate::engine::deadline::{carry, remaining, within, within_at, Within};
+    pub use crate::timer::deadline::current;
     pub use crate::timer::grpc_timeout::{
         format_grpc_timeout, parse_grpc_timeout, GrpcTimeoutError,
     };

@@ -301,3 +301,125 @@ fn the_grpc_timeout_text_carries_the_time_left() {
     let error = deadline::parse_grpc_timeout("soon").unwrap_err();
     assert!(error.to_string().contains("grpc-timeout"), "{error}");
 }
+
+#[test]
+fn boot_and_wall_timeouts_inside_a_scope_end_by_its_deadline() {
+    let (clock, engine) = own_engine();
+    let hour = SEC * 3600;
+    let wall = clock.wall() + hour;
+    let mut call = Box::pin(engine.within(MS * 200, async {
+        let on_wall = engine.timeout_at_wall(wall, pending::<()>()).await;
+        let on_boot = engine.timeout_boot(hour, pending::<()>()).unwrap().await;
+        (on_wall, on_boot)
+    }));
+    assert!(call.as_mut().now_or_never().is_none());
+    clock.advance(MS * 199);
+    assert!(call.as_mut().now_or_never().is_none(), "never early");
+    clock.advance(MS);
+    let (on_wall, on_boot) = call
+        .now_or_never()
+        .expect("both ended by the scope's deadline");
+    assert!(on_wall.unwrap_err().is_inherited());
+    assert!(on_boot.unwrap_err().is_inherited());
+    assert_eq!(engine.pending(), 0);
+}
+
+#[test]
+fn a_boot_timeout_earlier_than_its_scope_ends_at_its_own_deadline_after_a_suspend() {
+    let (clock, engine) = own_engine();
+    let mut call = Box::pin(engine.within(SEC * 60, async {
+        engine
+            .timeout_boot(SEC * 10, pending::<()>())
+            .unwrap()
+            .await
+    }));
+    assert!(call.as_mut().now_or_never().is_none());
+    clock.suspend(SEC * 10);
+    let ended = call.now_or_never().expect("ended on the boot clock");
+    assert_eq!(ended, Err(Elapsed::new()), "its own deadline");
+}
+
+#[test]
+fn remaining_inside_a_scope_is_on_the_clock_of_the_engine_that_made_it() {
+    let (clock, engine) = own_engine();
+    clock.advance(SEC * 3600);
+    let left = block_on(engine.within(MS * 200, async { remaining() }));
+    assert_eq!(left, Some(MS * 200));
+    let mut later = Box::pin(engine.within(MS * 200, async {
+        engine.sleep(MS * 50).await;
+        remaining()
+    }));
+    assert!(later.as_mut().now_or_never().is_none());
+    clock.advance(MS * 50);
+    assert_eq!(later.now_or_never(), Some(Some(MS * 150)));
+}
+
+#[test]
+fn a_scope_made_outside_an_engines_scope_takes_that_engines_clock() {
+    let (clock, engine) = own_engine();
+    clock.advance(SEC * 3600);
+    let mut call = Box::pin(engine.scope(within(SEC * 2, async {
+        let left = remaining();
+        (left, shardwheel::timeout(SEC * 60, pending::<()>()).await)
+    })));
+    assert!(call.as_mut().now_or_never().is_none());
+    clock.advance(SEC * 2 - MS);
+    assert!(call.as_mut().now_or_never().is_none(), "never early");
+    clock.advance(MS);
+    let (left, ended) = call.now_or_never().expect("ended at the scope's deadline");
+    assert_eq!(left, Some(SEC * 2));
+    assert!(ended.unwrap_err().is_inherited());
+}
+
+#[test]
+fn a_scope_on_one_clock_bounds_a_timeout_on_another_by_what_is_left_of_it() {
+    let (clock, engine) = own_engine();
+    let (_, other) = own_engine();
+    clock.advance(SEC * 3600);
+    let deadline = block_on(engine.within(SEC * 2, async {
+        other.timeout(SEC * 60, async {}).deadline()
+    }));
+    assert_eq!(
+        deadline,
+        Some(other.now() + SEC * 2),
+        "2 s on the other clock"
+    );
+}
+
+#[test]
+fn a_deadline_carried_into_a_spawned_task_bounds_its_timeouts_there() {
+    let (clock, engine) = own_engine();
+    let (spawned, tasks) = std::sync::mpsc::channel();
+    let handler = engine.within(SEC, async {
+        let uncarried = engine.scope(async {
+            (
+                remaining(),
+                shardwheel::timeout(SEC * 60, pending::<()>()).await,
+            )
+        });
+        let carried = deadline::carry(engine.scope(async {
+            (
+                remaining(),
+                shardwheel::timeout(SEC * 60, pending::<()>()).await,
+            )
+        }));
+        spawned
+            .send((Box::pin(uncarried), Box::pin(carried)))
+            .unwrap();
+    });
+    block_on(handler);
+    let (mut uncarried, mut carried) = tasks.recv().unwrap();
+    // Polled outside the handler's scope, as an executor polls a spawned task.
+    assert!(uncarried.as_mut().now_or_never().is_none());
+    assert!(carried.as_mut().now_or_never().is_none());
+    clock.advance(SEC);
+    let (left, ended) = carried
+        .now_or_never()
+        .expect("the carried deadline ended it");
+    assert_eq!(left, Some(SEC));
+    assert!(ended.unwrap_err().is_inherited());
+    assert!(
+        uncarried.now_or_never().is_none(),
+        "a deadline does not follow a spawn"
+    );
+}

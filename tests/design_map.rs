@@ -1,5 +1,5 @@
 //! The design map (`src/design.rs`) and the README point only at files that exist, and no
-//! retired word is used: in the library, its loom models, the driver, the benches, the
+//! word the glossary (`src/design/glossary.rs`) retired is used: in the library, its loom models, the driver, the benches, the
 //! examples, the integration tests and the Markdown pages alike. The code's shape is checked
 //! in `code_shape.rs`.
 
@@ -61,7 +61,7 @@ fn current_lines(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-/// The backticked words of the design map's glossary column "was called".
+/// The backticked words of the glossary's column "was called".
 fn retired_words(map: &str) -> Vec<String> {
     map.lines()
         .filter_map(|line| line.strip_prefix("//! |"))
@@ -117,7 +117,7 @@ fn in_code(line: &str, at: usize, len: usize) -> bool {
 
 #[test]
 fn no_retired_word_is_used_outside_the_glossary() {
-    let map = read(&root().join("src/design.rs"));
+    let map = read(&root().join("src/design/glossary.rs"));
     let retired = retired_words(&map);
     assert!(
         retired.len() >= 10,
@@ -126,7 +126,7 @@ fn no_retired_word_is_used_outside_the_glossary() {
     let mut found = Vec::new();
     for file in text_files()
         .iter()
-        .filter(|f| !f.ends_with("src/design.rs"))
+        .filter(|f| !f.ends_with("src/design/glossary.rs"))
     {
         let text = read(file);
         let lines = current_lines(&text);
@@ -161,13 +161,13 @@ fn a_word_is_found_as_a_part_of_an_identifier() {
 
 #[test]
 fn no_word_the_glossary_rules_out_is_written_in_prose() {
-    let never = never_words(&read(&root().join("src/design.rs")));
+    let never = never_words(&read(&root().join("src/design/glossary.rs")));
     assert!(!never.is_empty(), "the glossary rules out words: {never:?}");
     let mut found = Vec::new();
     // The glossary, which names the words it rules out, is the one place they stand.
     for file in text_files()
         .iter()
-        .filter(|f| !f.ends_with("src/design.rs"))
+        .filter(|f| !f.ends_with("src/design/glossary.rs"))
     {
         let text = read(file);
         for (n, line) in current_lines(&text) {

@@ -9,7 +9,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shardwheel::stats::{PendingAges, PendingTimer, SnapshotError, Stage};
+use shardwheel::stats::{ClockDeadline, PendingAges, PendingTimer, SnapshotError, Stage};
 use shardwheel::{ManualClock, TimerEngine};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -133,7 +133,7 @@ fn a_timer_not_yet_in_a_wheel_is_listed_as_queued_with_tracking() {
 }
 
 #[test]
-fn sleeps_are_listed_with_their_site_under_the_feature() {
+fn sleeps_are_listed_with_their_site() {
     use futures::FutureExt;
     let clock = ManualClock::new();
     let engine = on(&clock, true);
@@ -149,14 +149,28 @@ fn sleeps_are_listed_with_their_site_under_the_feature() {
     let timer = &snapshot.timers[0];
     assert_eq!(Some(timer.deadline), sleep.deadline());
     assert_eq!(timer.age, Some(SECOND));
-    let site = timer.site.map(|site| site.line());
-    if cfg!(feature = "sleep-sites") {
-        assert_eq!(site, Some(line));
-    } else {
-        assert_eq!(site, None, "a sleep keeps its site with the feature only");
-    }
+    assert_eq!(timer.site.map(|site| site.line()), Some(line));
     drop(sleep);
     assert!(engine.pending_timers().unwrap().timers.is_empty());
+}
+
+#[test]
+fn boot_and_wall_sleeps_and_timeouts_are_listed_with_their_site() {
+    use futures::FutureExt;
+    let clock = ManualClock::new();
+    let engine = on(&clock, true);
+    let hour = 3600 * SECOND;
+    let mut boot = engine.sleep_boot(hour).unwrap();
+    let boot_line = line!() - 1;
+    let mut wall = engine.timeout_at_wall(clock.wall() + hour, std::future::pending::<()>());
+    let wall_line = line!() - 1;
+    assert!((&mut boot).now_or_never().is_none());
+    assert!((&mut wall).now_or_never().is_none());
+    let mut lines: Vec<u32> = (engine.pending_timers().unwrap().timers.iter())
+        .map(|timer| timer.site.expect("a sleep's line").line())
+        .collect();
+    lines.sort_unstable();
+    assert_eq!(lines, [boot_line, wall_line]);
 }
 
 #[test]
@@ -304,4 +318,103 @@ fn snapshots_of_many_timers_leave_firing_going() {
         during.load(Ordering::SeqCst) > 0,
         "no timer fired while a snapshot was taken ({snapshots} snapshots)"
     );
+}
+
+#[test]
+fn boot_and_wall_timers_are_listed_with_their_lines_and_their_own_clocks_deadlines() {
+    for track in [true, false] {
+        let clock = ManualClock::new();
+        let engine = on(&clock, track);
+        let wall = clock.wall() + 3600 * SECOND;
+        let boot = engine.schedule_boot(600 * SECOND, || {}).unwrap();
+        let boot_line = line!() - 1;
+        let renew = engine.schedule_at_wall(wall, || {}).unwrap();
+        let wall_line = line!() - 1;
+        let plain = engine.schedule(60 * SECOND, || {}).unwrap();
+        let plain_line = line!() - 1;
+        clock.advance(SECOND);
+        let snapshot = engine.pending_timers().unwrap();
+        assert_eq!((snapshot.timers.len(), snapshot.unlisted), (3, 0));
+        let on_clocks: Vec<Option<ClockDeadline>> =
+            snapshot.timers.iter().map(|t| t.on_clock).collect();
+        assert_eq!(
+            on_clocks.iter().filter(|at| at.is_none()).count(),
+            1,
+            "the plain timer's"
+        );
+        let since_boot = on_clocks
+            .iter()
+            .find_map(|at| at.as_ref()?.since_boot())
+            .expect("a boot deadline");
+        let walls: Vec<_> = on_clocks
+            .iter()
+            .filter_map(|at| at.as_ref()?.wall())
+            .collect();
+        assert_eq!(walls, [wall]);
+        if track {
+            let mut lines: Vec<u32> = (snapshot.timers.iter())
+                .map(|timer| timer.site.expect("every timer's line").line())
+                .collect();
+            lines.sort_unstable();
+            assert_eq!(lines, [boot_line, wall_line, plain_line]);
+            assert_eq!(engine.stats().pending_ages.unwrap().total(), 3);
+        }
+        // A reset moves the listed deadline on its clock.
+        assert!(boot.reset(1200 * SECOND));
+        let moved = engine.pending_timers().unwrap();
+        let boot_now = moved
+            .timers
+            .iter()
+            .find_map(|timer| timer.on_clock?.since_boot());
+        assert_eq!(boot_now, Some(since_boot + 601 * SECOND));
+        drop((renew, plain));
+    }
+}
+
+#[test]
+fn a_snapshot_taken_while_timers_are_reset_lists_each_once() {
+    // One shard; many timers due in an hour, and some due in a day that another thread resets
+    // to 30 s while the shard walks its wheel: a timer moved to a level the walk has not
+    // reached is met twice, and must be listed once.
+    let engine = TimerEngine::builder()
+        .shards(1)
+        .pin_threads(false)
+        .build()
+        .unwrap();
+    let (hour, day) = (scaled(100_000), scaled(2_000));
+    let mut kept = Vec::with_capacity(hour);
+    for _ in 0..hour {
+        kept.push(engine.schedule(3600 * SECOND, || {}).unwrap());
+    }
+    let moved: Vec<_> = (0..day)
+        .map(|_| engine.schedule(86_400 * SECOND, || {}).unwrap())
+        .collect();
+    let moved = Arc::new(moved);
+    wait_until("the timers to be linked", || {
+        engine.pending_timers().unwrap().timers.len() == hour + day
+    });
+    for attempt in 0..8 {
+        let (go, start) = mpsc::channel();
+        let resets = {
+            let moved = moved.clone();
+            thread::spawn(move || {
+                start.recv().unwrap();
+                thread::sleep(Duration::from_micros(250 << (attempt % 6)));
+                for timer in moved.iter() {
+                    assert!(timer.reset((30 + attempt) * SECOND));
+                }
+            })
+        };
+        go.send(()).unwrap();
+        let snapshot = engine.pending_timers().unwrap();
+        resets.join().unwrap();
+        let listed = snapshot.timers.len() as u64;
+        assert!(
+            listed + snapshot.unlisted <= engine.pending(),
+            "attempt {attempt}: {listed} listed and {} unlisted of {} pending",
+            snapshot.unlisted,
+            engine.pending()
+        );
+    }
+    drop(kept);
 }

@@ -8,7 +8,7 @@ use support::{one_shard_on, scaled, wait_until, PATIENCE};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shardwheel::{ManualClock, ScheduleError, TimerEngine, TimerState};
 
@@ -278,4 +278,63 @@ fn a_clone_is_the_same_engine_and_the_last_drop_shuts_it_down() {
         TimerState::HandedBack,
         "the last clone's drop handed the timer back"
     );
+}
+
+#[test]
+fn after_shutdown_a_sleep_and_a_timeout_end_at_their_deadlines_never_early() {
+    let engine = TimerEngine::builder().build().unwrap();
+    let ten = Duration::from_millis(10);
+    let mut in_flight = Box::pin(engine.sleep(ten * 5));
+    let (_, waker) = support::counting();
+    assert!(support::poll_once(&mut in_flight, &waker).is_pending());
+    drop(engine.shutdown());
+    let start = Instant::now();
+    let sleep = engine.sleep(ten);
+    assert_eq!(
+        sleep.refused(),
+        Some(shardwheel::ScheduleErrorKind::Shutdown)
+    );
+    futures::executor::block_on(sleep);
+    assert!(start.elapsed() >= ten, "early: {:?}", start.elapsed());
+    let start = Instant::now();
+    let timeout = engine.timeout(ten, std::future::pending::<()>());
+    assert!(futures::executor::block_on(timeout).is_err());
+    assert!(start.elapsed() >= ten, "early: {:?}", start.elapsed());
+    // A sleep in flight when the engine shut down ends at its deadline too.
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        futures::executor::block_on(in_flight);
+        done.send(()).unwrap();
+    });
+    ended
+        .recv_timeout(support::PATIENCE)
+        .expect("the drain hung on a sleep");
+}
+
+#[test]
+fn after_shutdown_a_sleep_on_a_manual_clock_ends_as_the_clock_reaches_it() {
+    use futures::FutureExt;
+    let (clock, engine) = support::manual();
+    let mut before = Box::pin(engine.sleep(Duration::from_secs(5)));
+    assert!(before.as_mut().now_or_never().is_none());
+    drop(engine.shutdown());
+    let mut after = Box::pin(engine.timeout(Duration::from_secs(3), std::future::pending::<()>()));
+    let (count, waker) = support::counting();
+    assert!(support::poll_once(&mut after, &waker).is_pending());
+    assert!(before.as_mut().now_or_never().is_none());
+    clock.advance(Duration::from_secs(3) - Duration::from_millis(1));
+    assert!(
+        support::poll_once(&mut after, &waker).is_pending(),
+        "never early"
+    );
+    let woken = count.count();
+    clock.advance(Duration::from_millis(1));
+    assert!(count.count() > woken, "the clock's move woke it");
+    assert!(matches!(
+        support::poll_once(&mut after, &waker),
+        std::task::Poll::Ready(Err(_))
+    ));
+    assert!(before.as_mut().now_or_never().is_none(), "never early");
+    clock.advance(Duration::from_secs(2));
+    assert!(before.now_or_never().is_some());
 }

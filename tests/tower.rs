@@ -456,3 +456,40 @@ fn the_layer_inside_a_scope_applies_the_scopes_deadline_where_earlier() {
     assert_eq!((ended, inherited), (SEC * 2, false), "its own came first");
     assert!(seen.iter().all(|at| *at == Some(SEC * 2)), "{seen:?}");
 }
+
+#[test]
+fn boot_and_wall_timeouts_inside_a_request_end_by_its_incoming_deadline() {
+    let (clock, engine) = manual();
+    let hour = SEC * 3600;
+    let wall = clock.wall() + hour;
+    let inner_engine = engine.clone();
+    let inner = service_fn(move |_: Option<Duration>| {
+        let engine = inner_engine.clone();
+        async move {
+            let on_wall = engine.timeout_at_wall(wall, std::future::pending::<()>());
+            let on_boot = engine
+                .timeout_boot(hour, std::future::pending::<()>())
+                .unwrap();
+            let (on_wall, on_boot) = futures::join!(on_wall, on_boot);
+            assert!(on_wall.unwrap_err().is_inherited() && on_boot.unwrap_err().is_inherited());
+            Ok::<_, BoxError>("answered at the incoming deadline")
+        }
+    });
+    let mut service = ServiceBuilder::new()
+        .layer(
+            TimeoutLayer::new(engine.clone(), SEC * 10)
+                .incoming(|incoming: &Option<Duration>| *incoming),
+        )
+        .service(inner);
+    let mut response = Box::pin(call_now(&mut service, Some(SEC)));
+    assert!(poll_once(&mut response).is_pending());
+    clock.advance(SEC - MS);
+    assert!(poll_once(&mut response).is_pending(), "never early");
+    clock.advance(MS);
+    // The inner timeouts end with the layer's deadline, and the response is polled first.
+    match poll_once(&mut response) {
+        Poll::Ready(Ok(answer)) => assert_eq!(answer, "answered at the incoming deadline"),
+        Poll::Ready(Err(error)) => panic!("the inner timeouts did not end: {error}"),
+        Poll::Pending => panic!("still pending at the incoming deadline"),
+    }
+}

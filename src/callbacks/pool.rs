@@ -1,8 +1,9 @@
 //! The rayon pool an engine runs its callbacks on: one it starts and joins at shutdown, or the
-//! one shared by every engine in the process that asks for no pool of its own (started on
-//! first use, never joined).
+//! one shared by every engine in the process that asks for no pool of its own (started when
+//! an engine first hands it a callback, never joined: an engine whose timers are all
+//! cancelled, as a server's timeouts nearly all are, starts no pool thread).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 
 use rayon::ThreadPool;
@@ -11,8 +12,12 @@ use super::counts::ShardCallbacks;
 use super::relay::{Inflight, Job, Relay, Spawn};
 use crate::sync::{Arc, StdArc};
 
-/// The pool shared by engines that bring none, once started.
-static SHARED: Mutex<Option<StdArc<ThreadPool>>> = Mutex::new(None);
+/// The pool shared by engines that bring none, once started (`None`: the system refused its
+/// threads).
+static SHARED: OnceLock<Option<ThreadPool>> = OnceLock::new();
+
+/// What the callback threads are called (15 bytes at most: Linux cuts a name there).
+const NAME: &str = "sw-callback";
 
 /// The number of threads of the shared pool: one per cpu the process may use, at least eight,
 /// so that a few callbacks that block do not hold up the rest.
@@ -25,7 +30,8 @@ fn shared_pool_threads() -> usize {
 /// A rayon pool an engine hands callbacks to, with the handles of its threads if the engine
 /// started it for itself (so shutdown can join them).
 pub(crate) struct CallbackPool {
-    pool: StdArc<ThreadPool>,
+    /// The engine's own pool; `None`: the shared one.
+    pool: Option<StdArc<ThreadPool>>,
     threads: Vec<JoinHandle<()>>,
     /// The relay that starts runners on the pool, closed before the pool is joined.
     relay: Option<StdArc<Relay>>,
@@ -34,34 +40,28 @@ pub(crate) struct CallbackPool {
 impl CallbackPool {
     /// Starts a pool of `threads` threads for one engine.
     pub(crate) fn start(threads: usize) -> std::io::Result<Self> {
-        let (pool, handles) = start_pool(threads, "shardwheel-callback")?;
+        let (pool, handles) = start_pool(threads)?;
         Ok(CallbackPool {
-            pool: StdArc::new(pool),
+            pool: Some(StdArc::new(pool)),
             threads: handles,
             relay: None,
         })
     }
 
-    /// The process's shared pool, started if this is its first use.
-    pub(crate) fn shared() -> std::io::Result<Self> {
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        let pool = match &*shared {
-            Some(pool) => pool.clone(),
-            None => {
-                let (pool, _) = start_pool(shared_pool_threads(), "shardwheel-shared-callback")?;
-                shared.insert(StdArc::new(pool)).clone()
-            }
-        };
-        Ok(CallbackPool {
-            pool,
+    /// The process's shared pool, started when first handed a job.
+    pub(crate) fn shared() -> Self {
+        CallbackPool {
+            pool: None,
             threads: Vec::new(),
             relay: None,
-        })
+        }
     }
 
     /// How many threads the pool has: the most runners its relay starts at once.
     pub(crate) fn threads(&self) -> usize {
-        self.pool.current_num_threads()
+        self.pool
+            .as_ref()
+            .map_or_else(shared_pool_threads, |pool| pool.current_num_threads())
     }
 
     /// The relay through which `shards` (in shard order) hand their callbacks to this pool,
@@ -71,8 +71,10 @@ impl CallbackPool {
         shards: Vec<Arc<ShardCallbacks>>,
         inflight: Arc<Inflight>,
     ) -> StdArc<Relay> {
-        let pool = self.pool.clone();
-        let spawn: Spawn = StdArc::new(move |job: Job| pool.spawn(job));
+        let spawn: Spawn = match self.pool.clone() {
+            Some(pool) => StdArc::new(move |job: Job| pool.spawn(job)),
+            None => StdArc::new(spawn_shared),
+        };
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let relay = Relay::new(shards, spawn, (self.threads(), cpus), inflight);
         self.relay = Some(relay.clone());
@@ -90,7 +92,7 @@ impl CallbackPool {
         }
         // The shards held the other references; they have exited. If someone else still holds
         // the pool, its threads live on with it and are not waited for.
-        if let Ok(pool) = StdArc::try_unwrap(self.pool) {
+        if let Some(Ok(pool)) = self.pool.map(StdArc::try_unwrap) {
             drop(pool);
             for thread in self.threads {
                 let _ = thread.join();
@@ -99,15 +101,39 @@ impl CallbackPool {
     }
 }
 
-/// Starts a rayon pool of `threads` threads named `name-<i>`, with their handles. The error is
-/// the system's own when it refuses a thread (rayon's error type stays out of the API).
-fn start_pool(threads: usize, name: &str) -> std::io::Result<(ThreadPool, Vec<JoinHandle<()>>)> {
+/// Runs `job` on the shared pool, starting it first if this is its first job; where the system
+/// refuses its threads, on a thread of its own, or at last on the caller's.
+fn spawn_shared(job: Job) {
+    let pool = SHARED.get_or_init(|| start_pool(shared_pool_threads()).ok().map(|(pool, _)| pool));
+    match pool {
+        Some(pool) => pool.spawn(job),
+        None => {
+            let job = StdArc::new(std::sync::Mutex::new(Some(job)));
+            let theirs = job.clone();
+            let on_its_own = std::thread::Builder::new().name(NAME.into());
+            if on_its_own.spawn(move || run_once(&theirs)).is_err() {
+                run_once(&job);
+            }
+        }
+    }
+}
+
+/// Runs the job in `job` unless it ran already.
+fn run_once(job: &std::sync::Mutex<Option<Job>>) {
+    let taken = job.lock().map_or(None, |mut job| job.take());
+    if let Some(job) = taken {
+        job();
+    }
+}
+
+/// Starts a rayon pool of `threads` threads named `sw-callback-<i>`, with their handles. The
+/// error is the system's own when it refuses a thread (rayon's error type stays out of the API).
+fn start_pool(threads: usize) -> std::io::Result<(ThreadPool, Vec<JoinHandle<()>>)> {
     let mut handles = Vec::with_capacity(threads);
     let mut refused = None;
-    let name = name.to_owned();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(move |i| format!("{name}-{i}"))
+        .thread_name(move |i| format!("{NAME}-{i}"))
         .spawn_handler(|thread| {
             let mut builder = std::thread::Builder::new();
             if let Some(name) = thread.name() {

@@ -1,32 +1,27 @@
 //! [`OnClock`]: a timer on the boot or wall clock. Its entry is a repeating one, so its
-//! handle stays the same through its re-arms; each run reads its clock and either retires the
-//! timer and runs the callback, or re-arms it at the new estimate (see the module above).
+//! handle stays the same through its re-arms; each run looks at its deadline, kept in
+//! [`ClockTimers`], and either retires the timer and runs the callback, or re-arms it at the
+//! new estimate (see the module above).
 
-use super::timers::ClockTimers;
+use super::timers::{ClockTimers, Ran};
 use crate::entry::{unbox, Boxed, Callback, CallbackBox, Entry, EntryRef};
 use crate::shard::{Lane, TimerKind};
-use crate::sync::Arc;
-use crate::time::{Look, OtherDeadline};
+use crate::sync::{Arc, StdArc};
+use crate::time::OtherDeadline;
 
-/// A callback due at `deadline` on its clock, kept under `number`.
+/// A callback due at a deadline on another clock, kept in `timers`.
 pub(crate) struct OnClock<F> {
     callback: F,
-    deadline: OtherDeadline,
-    number: u64,
-    timers: Arc<ClockTimers>,
+    /// The deadline it was made with, for a run before it is kept (one due at once).
+    made: OtherDeadline,
+    timers: StdArc<ClockTimers>,
 }
 
 impl<F> OnClock<F> {
-    pub(crate) fn new(
-        callback: F,
-        deadline: OtherDeadline,
-        number: u64,
-        timers: &Arc<ClockTimers>,
-    ) -> Self {
+    pub(crate) fn new(callback: F, made: OtherDeadline, timers: &StdArc<ClockTimers>) -> Self {
         OnClock {
             callback,
-            deadline,
-            number,
+            made,
             timers: timers.clone(),
         }
     }
@@ -59,22 +54,14 @@ impl<F: FnOnce() + Send + 'static> Callback for OnClock<F> {
     /// Runs the callback if its deadline has passed on its clock and no cancel came first,
     /// ending the timer; else re-arms it at the deadline's new estimate.
     fn call_repeating(this: Boxed<Self>, entry: &EntryRef) -> Option<(Boxed<Self>, u64)> {
-        if let Look::At(tick) = this.timers.clock().look(this.deadline) {
-            return Some((this, tick));
+        match this.timers.run(entry, this.made) {
+            Ran::Again(tick) => Some((this, tick)),
+            Ran::Due(won) => {
+                if won {
+                    (this.into_inner().callback)();
+                }
+                None
+            }
         }
-        let OnClock {
-            callback,
-            deadline,
-            number,
-            timers,
-        } = this.into_inner();
-        // Retired before it runs: a cancel after this answers false, as for a one-shot fired.
-        // Then forgotten: a `keep` after this finds it retired and keeps nothing.
-        let won = entry.retire();
-        timers.forget(deadline, number);
-        if won {
-            callback();
-        }
-        None
     }
 }

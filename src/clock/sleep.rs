@@ -10,9 +10,9 @@ use std::task::{Context, Poll};
 
 use super::timers::{ClockTimers, TaskWaker, Waiting};
 use crate::shard::Lane;
-use crate::sync::Arc;
+use crate::sync::{Arc, StdArc};
 use crate::time::{Look, OtherDeadline};
-use crate::timer::Sleep;
+use crate::timer::{Elapsed, Sleep, Timeout};
 
 /// The most times one poll moves its inner sleep before it waits: each move is to a tick
 /// ahead of the present, so the second poll of the inner sleep is pending but for a race.
@@ -30,25 +30,32 @@ const MOVES: usize = 4;
 pub struct ClockSleep {
     sleep: Sleep,
     deadline: OtherDeadline,
-    timers: Arc<ClockTimers>,
+    /// A timeout's: the tick of the deadline scope it was made in, on the engine's clock.
+    limit: Option<u64>,
+    timers: StdArc<ClockTimers>,
     /// Its number and the waker it keeps, once kept.
     kept: Option<(u64, Arc<TaskWaker>)>,
-    ended: bool,
+    /// Once ended: whether the scope's deadline ended it.
+    ended: Option<bool>,
 }
 
 impl ClockSleep {
-    /// A sleep on `lane`'s shard until `deadline`.
+    /// A sleep on `lane`'s shard until `deadline`, or the tick `limit` if that comes first.
+    #[track_caller]
     pub(crate) fn new(
         lane: &Arc<Lane>,
-        timers: &Arc<ClockTimers>,
+        timers: &StdArc<ClockTimers>,
         deadline: OtherDeadline,
+        limit: Option<u64>,
     ) -> Self {
+        let tick = timers.clock().estimate(deadline);
         ClockSleep {
-            sleep: Sleep::on(lane, Some(estimate(timers, deadline))),
+            sleep: Sleep::on(lane, Some(limit.map_or(tick, |limit| tick.min(limit)))),
             deadline,
+            limit,
             timers: timers.clone(),
             kept: None,
-            ended: false,
+            ended: None,
         }
     }
 
@@ -57,9 +64,14 @@ impl ClockSleep {
         &self.sleep
     }
 
-    /// Whether the deadline has passed on its clock.
+    /// Whether the deadline has passed on its clock (or, a timeout's, its scope's deadline).
     pub fn is_elapsed(&self) -> bool {
-        self.ended || self.timers.clock().look(self.deadline) == Look::Due
+        let clock = self.timers.clock();
+        self.ended.is_some()
+            || clock.look(self.deadline) == Look::Due
+            || self
+                .limit
+                .is_some_and(|limit| limit <= clock.now_tick().get())
     }
 
     /// Keeps the task's waker where a round finds it.
@@ -82,13 +94,40 @@ impl ClockSleep {
             self.timers.forget(self.deadline, number);
         }
     }
-}
 
-/// The tick `deadline`'s estimate falls at: the present's if it has passed.
-fn estimate(timers: &ClockTimers, deadline: OtherDeadline) -> u64 {
-    match timers.clock().look(deadline) {
-        Look::Due => timers.clock().tick_now(),
-        Look::At(tick) => tick,
+    /// Ends the sleep; `by_scope` if its scope's deadline came first.
+    fn end(&mut self, by_scope: bool) -> Poll<bool> {
+        self.ended = Some(by_scope);
+        self.forget();
+        Poll::Ready(by_scope)
+    }
+
+    /// Polls the sleep: `Ready(true)` if it ended at its scope's deadline.
+    fn poll_ended(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        for _ in 0..MOVES {
+            if let Some(by_scope) = self.ended {
+                return Poll::Ready(by_scope);
+            }
+            let Look::At(tick) = self.timers.clock().look(self.deadline) else {
+                return self.end(false);
+            };
+            // A tie is the sleep's own deadline, as a timeout's clamp has it.
+            let limited = self.limit.filter(|&limit| limit < tick);
+            let tick = limited.unwrap_or(tick);
+            if self.sleep.tick() != Some(tick) {
+                self.sleep.reset_to(Some(tick));
+            }
+            self.keep(cx);
+            if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if limited.is_some() {
+                return self.end(true);
+            }
+        }
+        // The clocks kept moving under this poll: look again soon rather than loop here.
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
@@ -96,27 +135,15 @@ impl Future for ClockSleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        for _ in 0..MOVES {
-            if this.ended {
-                return Poll::Ready(());
-            }
-            let Look::At(tick) = this.timers.clock().look(this.deadline) else {
-                this.ended = true;
-                this.forget();
-                return Poll::Ready(());
-            };
-            if this.sleep.tick() != Some(tick) {
-                this.sleep.reset_to(Some(tick));
-            }
-            this.keep(cx);
-            if Pin::new(&mut this.sleep).poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-        }
-        // The clocks kept moving under this poll: look again soon rather than loop here.
-        cx.waker().wake_by_ref();
-        Poll::Pending
+        self.get_mut().poll_ended(cx).map(|_| ())
+    }
+}
+
+impl<F: Future> Future for Timeout<F, ClockSleep> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(cx, |sleep, _, cx| sleep.poll_ended(cx))
     }
 }
 

@@ -39,7 +39,7 @@ impl ClockThread {
         let alarm = std::sync::Arc::new(Alarm::new());
         let waits = alarm.clone();
         let thread = std::thread::Builder::new()
-            .name("shardwheel-clocks".into())
+            .name("sw-clocks".into())
             .spawn(move || run_rounds(round, &waits))?;
         Ok(ClockThread { thread, alarm })
     }

@@ -1,11 +1,19 @@
 //! [`ClockTimers`]: an engine's timers and sleeps on the other clocks, by deadline, and the
 //! round that re-times them (see the module above).
+//!
+//! A timer's deadline on its clock is kept here alone, by its entry's address, and read and
+//! moved under the one lock: its run looks at it ([`ClockTimers::run`]), a reset moves it and
+//! the entry together ([`ClockTimers::reset_timer`]), so a run sees either the deadline from
+//! before a reset and the entry as it was, or both moved. A reset that finds the timer in a
+//! run (or ended) moves nothing and answers `false`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::task::Waker;
 
 use super::thread::{ClockThread, Round};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::entry::EntryRef;
+use crate::shard::{Reset, Retime};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 use crate::time::{Look, OtherClock, OtherDeadline, TickClock};
 use crate::timer::TimerHandle;
 
@@ -48,34 +56,76 @@ impl TaskWaker {
     }
 }
 
-/// The maps, one per clock, and what the rounds remember.
+/// What a timer's run found ([`ClockTimers::run`]).
+pub(super) enum Ran {
+    /// Its deadline is ahead: run again at this tick.
+    Again(u64),
+    /// Its deadline has passed and the timer has ended: the callback runs if this is `true`
+    /// (no cancel came first).
+    Due(bool),
+}
+
+/// What is kept for one clock.
+#[derive(Default)]
+struct ForClock {
+    /// Its timers and sleeps by deadline.
+    map: BTreeMap<Key, Waiting>,
+    /// The clock's offset from the monotonic clock at the last round.
+    offset: Option<i128>,
+    /// The next deadline the clock thread waits for.
+    armed: Option<u64>,
+}
+
+/// What the lock guards: each clock's, and each timer's deadline.
 #[derive(Default)]
 struct Kept {
-    maps: [BTreeMap<Key, Waiting>; 2],
-    /// Each clock's offset from the monotonic clock at the last round.
-    offsets: [Option<i128>; 2],
-    /// The next deadline the clock thread waits for, per clock.
-    armed: [Option<u64>; 2],
+    boot: ForClock,
+    wall: ForClock,
+    /// Each timer's deadline and number, by its entry's address.
+    timers: HashMap<usize, (OtherDeadline, u64)>,
     /// How many were kept at the last sweep of the timers that can no longer run.
     kept: usize,
     stopped: bool,
 }
 
 impl Kept {
+    fn of(&mut self, clock: OtherClock) -> &mut ForClock {
+        match clock {
+            OtherClock::Boot => &mut self.boot,
+            OtherClock::Wall => &mut self.wall,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.boot.map.len() + self.wall.map.len()
+    }
+
+    /// Forgets what waits at `at` under `number`, and a timer's deadline with it.
+    fn remove(&mut self, at: OtherDeadline, number: u64) -> Option<Waiting> {
+        let gone = self.of(at.clock).map.remove(&(at.nanos, number));
+        if let Some(Waiting::Timer(timer)) = &gone {
+            self.timers.remove(&timer.address());
+        }
+        gone
+    }
+
     /// Drops the timers that can no longer run once the maps have doubled since the last
     /// sweep: cancelled ones stay until then, and the maps stay within twice the live ones.
     fn sweep_if_due(&mut self) {
-        let len = self.maps.iter().map(BTreeMap::len).sum::<usize>();
-        if len <= 2 * self.kept + 64 {
+        if self.len() <= 2 * self.kept + 64 {
             return;
         }
-        for map in &mut self.maps {
+        let timers = &mut self.timers;
+        for map in [&mut self.boot.map, &mut self.wall.map] {
             map.retain(|_, waiting| match waiting {
-                Waiting::Timer(timer) => timer.may_run(),
-                Waiting::Task(_) => true,
+                Waiting::Timer(timer) if !timer.may_run() => {
+                    timers.remove(&timer.address());
+                    false
+                }
+                _ => true,
             });
         }
-        self.kept = self.maps.iter().map(BTreeMap::len).sum();
+        self.kept = self.len();
     }
 }
 
@@ -86,7 +136,12 @@ pub(crate) struct ClockTimers {
     /// The next key's own number.
     next: AtomicU64,
     /// The clock thread, once started (system clocks only).
-    thread: std::sync::Mutex<Option<ClockThread>>,
+    thread: Mutex<Option<ClockThread>>,
+}
+
+/// Where `entry` is, which names its timer here.
+fn address_of(entry: &EntryRef) -> usize {
+    EntryRef::as_ptr(entry) as usize
 }
 
 impl ClockTimers {
@@ -95,7 +150,7 @@ impl ClockTimers {
             clock,
             kept: Mutex::new(Kept::default()),
             next: AtomicU64::new(0),
-            thread: std::sync::Mutex::new(None),
+            thread: Mutex::new(None),
         }
     }
 
@@ -109,10 +164,10 @@ impl ClockTimers {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Keeps `waiting` at `deadline` under `number`; wakes the clock thread (starting it) if the
+    /// Keeps `waiting` at `at` under `number`; wakes the clock thread (starting it) if the
     /// deadline comes before the one it waits for. Nothing after shutdown, nor for a timer that
     /// ended already (its run retires it before it forgets it).
-    pub(crate) fn keep(this: &Arc<Self>, at: OtherDeadline, number: u64, waiting: Waiting) {
+    pub(crate) fn keep(this: &StdArc<Self>, at: OtherDeadline, number: u64, waiting: Waiting) {
         let sooner = {
             let mut kept = this.kept.lock();
             let ended = matches!(&waiting, Waiting::Timer(timer) if !timer.may_run());
@@ -120,19 +175,92 @@ impl ClockTimers {
                 return;
             }
             kept.sweep_if_due();
-            let i = at.clock.index();
-            kept.maps[i].insert((at.nanos, number), waiting);
-            kept.armed[i].is_none_or(|armed| at.nanos < armed)
+            if let Waiting::Timer(timer) = &waiting {
+                kept.timers.insert(timer.address(), (at, number));
+            }
+            let clock = kept.of(at.clock);
+            clock.map.insert((at.nanos, number), waiting);
+            clock.armed.is_none_or(|armed| at.nanos < armed)
         };
-        if sooner && this.clock.manual().is_none() {
+        if sooner {
             ClockTimers::ring(this);
         }
     }
 
     /// Forgets what waits at `deadline` under `number`.
     pub(crate) fn forget(&self, at: OtherDeadline, number: u64) {
-        let gone = self.kept.lock().maps[at.clock.index()].remove(&(at.nanos, number));
+        let gone = self.kept.lock().remove(at, number);
         drop(gone);
+    }
+
+    /// A timer's run: looks at its deadline (the one it was `made` with, until it is kept),
+    /// and, if it has passed, ends the timer and forgets it.
+    pub(super) fn run(&self, entry: &EntryRef, made: OtherDeadline) -> Ran {
+        let mut kept = self.kept.lock();
+        let (at, number) = kept
+            .timers
+            .get(&address_of(entry))
+            .copied()
+            .map_or((made, None), |(at, number)| (at, Some(number)));
+        if let Look::At(tick) = self.clock.look(at) {
+            return Ran::Again(tick);
+        }
+        // Retired before it is forgotten: a cancel after this answers false, as for a one-shot
+        // fired; a `keep` after this finds it retired and keeps nothing.
+        let won = entry.retire();
+        let gone = number.and_then(|number| kept.remove(at, number));
+        drop(kept);
+        drop(gone);
+        Ran::Due(won)
+    }
+
+    /// Moves the timer of `entry`, if it is kept here, to `to` on its own clock; `None` for
+    /// any other timer. `false` if it had ended or is in a run.
+    fn reset_timer(&self, entry: &EntryRef, to: Reset) -> Option<bool> {
+        let address = address_of(entry);
+        let sooner = {
+            let mut kept = self.kept.lock();
+            let &(at, number) = kept.timers.get(&address)?;
+            let delay = match to {
+                Reset::After(delay) => delay,
+                Reset::At(deadline) => deadline.saturating_duration_since(self.clock.now()),
+            };
+            let now = self.clock.other_now(at.clock)?;
+            let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+            let new = OtherDeadline {
+                clock: at.clock,
+                nanos: now.saturating_add(nanos),
+            };
+            let clock = kept.of(at.clock);
+            let Some(Waiting::Timer(timer)) = clock.map.get(&(at.nanos, number)) else {
+                return Some(false);
+            };
+            // The entry first: one in a run, or ended, does not move, and nor does its deadline.
+            if !timer.move_to(Some(self.clock.estimate(new))) {
+                return Some(false);
+            }
+            let waiting = clock.map.remove(&(at.nanos, number));
+            clock
+                .map
+                .extend(waiting.map(|waiting| ((new.nanos, number), waiting)));
+            let sooner = clock.armed.is_none_or(|armed| new.nanos < armed);
+            kept.timers.insert(address, (new, number));
+            sooner
+        };
+        // Kept before, so the clock thread runs (or the clock is manual).
+        if sooner {
+            if let Some(thread) = &*self.thread.lock() {
+                thread.ring();
+            }
+        }
+        Some(true)
+    }
+
+    /// Each timer's deadline on its clock, by its entry's address (for a snapshot).
+    pub(crate) fn deadlines(&self) -> HashMap<usize, OtherDeadline> {
+        let kept = self.kept.lock();
+        let each = kept.timers.iter();
+        each.map(|(&address, &(at, _))| (address, at)).collect()
     }
 
     /// Re-times the timers: all of a clock that `told` names or whose offset moved, else only
@@ -141,8 +269,7 @@ impl ClockTimers {
         let (mut timers, mut tasks) = (Vec::new(), Vec::new());
         let mut round = Round::default();
         {
-            let mut guard = self.kept.lock();
-            let kept = &mut *guard;
+            let mut kept = self.kept.lock();
             if kept.stopped {
                 round.stopped = true;
                 return round;
@@ -152,35 +279,32 @@ impl ClockTimers {
                 let Some((now, offset)) = self.clock.offset(clock) else {
                     continue;
                 };
-                let last = kept.offsets[i].replace(offset);
+                let one = kept.of(clock);
+                let last = one.offset.replace(offset);
                 let moved = told[i] || last.is_some_and(|last| (offset - last).abs() > SLACK);
-                let map = &mut kept.maps[i];
                 let end = if moved { u64::MAX } else { now };
                 let mut dead = Vec::new();
-                for (&key, waiting) in map.range(..=(end, u64::MAX)) {
+                for (&(nanos, number), waiting) in one.map.range(..=(end, u64::MAX)) {
+                    let at = OtherDeadline { clock, nanos };
                     match waiting {
-                        Waiting::Timer(timer) if !timer.may_run() => dead.push(key),
-                        Waiting::Timer(timer) => timers.push((timer.clone(), clock, key.0)),
+                        Waiting::Timer(timer) if !timer.may_run() => dead.push((at, number)),
+                        Waiting::Timer(timer) => timers.push((timer.clone(), at)),
                         Waiting::Task(task) => tasks.push(task.clone()),
                     }
                 }
-                for key in dead {
-                    map.remove(&key);
+                for (at, number) in dead {
+                    kept.remove(at, number);
                 }
-                round.next[i] = map
-                    .range((now.saturating_add(1), 0)..)
-                    .next()
-                    .map(|k| k.0 .0);
-                round.keeping |= !map.is_empty();
-                kept.armed[i] = round.next[i];
+                let one = kept.of(clock);
+                round.next[i] =
+                    (one.map.range((now.saturating_add(1), 0)..).next()).map(|(key, _)| key.0);
+                one.armed = round.next[i];
+                round.keeping |= !one.map.is_empty();
             }
         }
-        for (timer, clock, nanos) in timers {
-            let tick = match self.clock.look(OtherDeadline { clock, nanos }) {
-                Look::Due => self.clock.tick_now(),
-                Look::At(tick) => tick,
-            };
+        for (timer, at) in timers {
             // One mid-run cannot move; its run may have read its clock before the change.
+            let tick = self.clock.estimate(at);
             round.retry |= !timer.move_to(Some(tick)) && timer.may_run();
         }
         for task in tasks {
@@ -190,15 +314,15 @@ impl ClockTimers {
     }
 
     /// How many timers and sleeps are kept (for the tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn kept(&self) -> usize {
-        self.kept.lock().maps.iter().map(BTreeMap::len).sum()
+        self.kept.lock().len()
     }
 
     /// Shutdown: keeps nothing more and wakes the clock thread to end.
     pub(crate) fn stop(&self) {
         self.kept.lock().stopped = true;
-        if let Some(thread) = &*self.lock_thread() {
+        if let Some(thread) = &*self.thread.lock() {
             thread.ring();
         }
     }
@@ -207,18 +331,26 @@ impl ClockTimers {
     /// themselves are handed back with the rest).
     pub(crate) fn finish(&self) {
         self.stop();
-        let thread = self.lock_thread().take();
+        let thread = self.thread.lock().take();
         if let Some(thread) = thread {
             thread.join();
         }
-        let maps = std::mem::take(&mut self.kept.lock().maps);
-        drop(maps);
+        let stopped = Kept {
+            stopped: true,
+            ..Kept::default()
+        };
+        let kept = std::mem::replace(&mut *self.kept.lock(), stopped);
+        drop(kept);
     }
 
-    /// Wakes the clock thread, starting it if it is not running. A refused thread leaves the timers
-    /// at their estimates, re-timed when the next one is kept.
-    fn ring(this: &Arc<Self>) {
-        let mut thread = this.lock_thread();
+    /// Wakes the clock thread, starting it if it is not running (a manual clock's engine has
+    /// none: its rounds run as the clock moves). A refused thread leaves the timers at their
+    /// estimates, re-timed when the next one is kept.
+    fn ring(this: &StdArc<Self>) {
+        if this.clock.manual().is_some() {
+            return;
+        }
+        let mut thread = this.thread.lock();
         if thread.is_none() {
             let timers = this.clone();
             *thread = ClockThread::start(move |told| timers.round(told)).ok();
@@ -227,10 +359,10 @@ impl ClockTimers {
             thread.ring();
         }
     }
+}
 
-    fn lock_thread(&self) -> std::sync::MutexGuard<'_, Option<ClockThread>> {
-        self.thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+impl Retime for ClockTimers {
+    fn reset(&self, entry: &EntryRef, to: Reset) -> Option<bool> {
+        self.reset_timer(entry, to)
     }
 }

@@ -133,8 +133,8 @@ impl TimerEngine {
 
     /// A future that completes `delay` from now, never before, woken by the engine under any
     /// executor. Dropping it cancels its timer. At the cap it waits for a permit; after shutdown
-    /// it stays pending ([`Sleep::refused`] says why). Beyond [`max_delay`](Self::max_delay)
-    /// it never completes. A [`deadline`](crate::deadline) scope does not shorten it: a sleep
+    /// a fallback thread of the process times it ([`Sleep::refused`] says why). Beyond
+    /// [`max_delay`](Self::max_delay) it never completes. A [`deadline`](crate::deadline) scope does not shorten it: a sleep
     /// is a wait, not a deadline.
     ///
     /// ```
@@ -144,7 +144,7 @@ impl TimerEngine {
     /// futures::executor::block_on(engine.sleep(Duration::from_millis(20)));
     /// assert!(start.elapsed() >= Duration::from_millis(20));
     /// ```
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn sleep(&self, delay: Duration) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_after(delay))
@@ -152,7 +152,7 @@ impl TimerEngine {
 
     /// As [`sleep`](Self::sleep), until `deadline`; [`try_sleep_until`](Self::try_sleep_until)
     /// tells a refusal apart.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
         let lane = self.shared().lane_for_task();
         Sleep::on(lane, self.shared().clock.tick_at(deadline))
@@ -164,7 +164,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown, [`ScheduleError::Full`] at the cap, as of
     /// the call; a refusal when the sleep is first polled is a [`sleep`](Self::sleep)'s.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn try_sleep(&self, delay: Duration) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_after(delay))
@@ -175,7 +175,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError<()>> {
         let lane = self.shared().lane_for_task();
         Sleep::try_on(lane, self.shared().clock.tick_at(deadline))
@@ -184,7 +184,7 @@ impl TimerEngine {
 
     /// Runs `future` until `delay` has passed: its output, or [`Elapsed`](crate::Elapsed) if the
     /// deadline came first (the future is then dropped with the `Timeout`). Its deadline is a
-    /// [`sleep`](Self::sleep)'s: after shutdown it never comes, and the future runs alone.
+    /// [`sleep`](Self::sleep)'s: after shutdown too it comes, never early.
     /// Inside a deadline scope ([`deadline`](crate::deadline)) it ends by the scope's deadline.
     ///
     /// ```
@@ -195,7 +195,7 @@ impl TimerEngine {
     /// let slow = engine.timeout(Duration::from_millis(5), engine.sleep(Duration::from_secs(60)));
     /// assert!(futures::executor::block_on(slow).is_err());
     /// ```
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub fn timeout<F: IntoFuture>(&self, delay: Duration, future: F) -> Timeout<F::IntoFuture> {
         let (tick, clamp) = self.clamped(self.shared().clock.tick_after(delay));
@@ -205,7 +205,7 @@ impl TimerEngine {
 
     /// As [`timeout`](Self::timeout), giving up at `deadline`;
     /// [`try_timeout_at`](Self::try_timeout_at) tells a refusal apart.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub fn timeout_at<F: IntoFuture>(
         &self,
@@ -222,7 +222,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub fn try_timeout<F: IntoFuture>(
         &self,
@@ -239,7 +239,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub fn try_timeout_at<F: IntoFuture>(
         &self,
@@ -266,14 +266,14 @@ impl TimerEngine {
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(interval.tick().now_or_never(), Some(start + Duration::from_secs(1)));
     /// ```
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn interval(&self, period: Duration) -> Interval {
         self.interval_at(self.now(), period)
     }
 
     /// Ticks every `period`, the first tick due at `start`. A zero period (tokio panics) is one
     /// engine tick; [`try_interval_at`](Self::try_interval_at) refuses it.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.shared().lane_for_task(), start, period)
     }
@@ -284,7 +284,7 @@ impl TimerEngine {
     /// # Errors
     /// [`ScheduleError::ZeroPeriod`] for a zero period, and those of
     /// [`try_sleep`](Self::try_sleep).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn try_interval(&self, period: Duration) -> Result<Interval, ScheduleError<()>> {
         self.try_interval_at(self.now(), period)
     }
@@ -293,7 +293,7 @@ impl TimerEngine {
     ///
     /// # Errors
     /// As [`try_interval`](Self::try_interval).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub fn try_interval_at(
         &self,
         start: Instant,

@@ -206,7 +206,8 @@ impl Builder {
 
     /// Whether to keep each timer's origin (the line that scheduled it, when, its key) for
     /// [`TimerEngine::pending_timers`](crate::TimerEngine::pending_timers). Default: no. Off,
-    /// a schedule pays one branch; on, 40 bytes a timer (a sleep's line: `sleep-sites`).
+    /// a schedule pays one branch; on, 40 bytes a timer. Sleeps, timeouts and intervals are
+    /// listed by the line that made them too.
     ///
     /// ```
     /// use std::time::Duration;
@@ -243,7 +244,7 @@ impl Builder {
                 .map(|cpus| (cpus[index % cpus.len()], cpus.clone()));
             let ready = ready.clone();
             let handle = std::thread::Builder::new()
-                .name(format!("shardwheel-shard-{index}"))
+                .name(format!("sw-tick-{index}"))
                 .spawn(move || {
                     let mut shard = shard;
                     if let Some((cpu, all)) = pin_to {
@@ -286,7 +287,7 @@ impl Builder {
             _ => {}
         }
         let mut pool = match &self.callbacks {
-            Callbacks::SharedPool => Some(CallbackPool::shared().map_err(BuildError::Spawn)?),
+            Callbacks::SharedPool => Some(CallbackPool::shared()),
             Callbacks::OwnPool(threads) => {
                 Some(CallbackPool::start(*threads).map_err(BuildError::Spawn)?)
             }
@@ -332,7 +333,7 @@ impl Builder {
             id: engine,
             shards: shard_cores.into_boxed_slice(),
             lanes: lanes.into_boxed_slice(),
-            clocks: Arc::new(ClockTimers::new(clock.clone())),
+            clocks: StdArc::new(ClockTimers::new(clock.clone())),
             clock,
             inflight,
             snapshots: Mutex::new(()),

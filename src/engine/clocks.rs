@@ -2,13 +2,16 @@
 //! timeout on either, chosen per call; the monotonic calls are untouched.
 
 use std::future::IntoFuture;
+use std::panic::Location;
+use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use super::api::TimerEngine;
 use super::error::ScheduleError;
 use crate::clock::{ClockSleep, ClockTimers, OnClock, Waiting};
-use crate::shard::{Lane, Memory};
-use crate::time::{Due, Look, Nanos, OtherDeadline, Tick, TickClock};
+use crate::shard::{Lane, Memory, Origin, Retime};
+use crate::sync::StdArc;
+use crate::time::{Due, Nanos, OtherDeadline, Tick, TickClock};
 use crate::timer::{Timeout, TimerHandle};
 
 impl TimerEngine {
@@ -31,6 +34,7 @@ impl TimerEngine {
     /// assert_eq!(plain.state(), shardwheel::TimerState::Pending);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[track_caller]
     pub fn schedule_boot<F>(
         &self,
         delay: Duration,
@@ -40,7 +44,7 @@ impl TimerEngine {
         F: FnOnce() + Send + 'static,
     {
         match self.shared().clock.boot_after(delay) {
-            Some(deadline) => self.schedule_on(deadline, callback),
+            Some(deadline) => self.schedule_on(deadline, callback, Location::caller()),
             None => Err(ScheduleError::ClockUnsupported(callback)),
         }
     }
@@ -62,6 +66,7 @@ impl TimerEngine {
     /// assert_eq!(rotate.state(), shardwheel::TimerState::Fired);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[track_caller]
     pub fn schedule_at_wall<F>(
         &self,
         deadline: SystemTime,
@@ -70,7 +75,7 @@ impl TimerEngine {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_on(TickClock::wall_at(deadline), callback)
+        self.schedule_on(TickClock::wall_at(deadline), callback, Location::caller())
     }
 
     /// As [`sleep`](Self::sleep), `delay` on the boot clock, as
@@ -78,41 +83,58 @@ impl TimerEngine {
     ///
     /// # Errors
     /// [`ScheduleError::ClockUnsupported`] where the platform has no boot clock.
+    #[track_caller]
     pub fn sleep_boot(&self, delay: Duration) -> Result<ClockSleep, ScheduleError<()>> {
         match self.shared().clock.boot_after(delay) {
-            Some(deadline) => Ok(self.sleep_on(deadline)),
+            Some(deadline) => Ok(self.sleep_on(deadline, None)),
             None => Err(ScheduleError::ClockUnsupported(())),
         }
     }
 
     /// As [`sleep_until`](Self::sleep_until), until `deadline` on the wall clock, as
     /// [`schedule_at_wall`](Self::schedule_at_wall) times it.
+    #[track_caller]
     pub fn sleep_until_wall(&self, deadline: SystemTime) -> ClockSleep {
-        self.sleep_on(TickClock::wall_at(deadline))
+        self.sleep_on(TickClock::wall_at(deadline), None)
     }
 
-    /// As [`timeout`](Self::timeout), `delay` on the boot clock.
+    /// As [`timeout`](Self::timeout), `delay` on the boot clock; inside a deadline scope, it
+    /// ends by the scope's deadline too, whichever comes first, each on its own clock.
     ///
     /// # Errors
     /// [`ScheduleError::ClockUnsupported`], with `future`, where there is no boot clock.
+    #[track_caller]
     pub fn timeout_boot<F: IntoFuture>(
         &self,
         delay: Duration,
         future: F,
     ) -> Result<Timeout<F::IntoFuture, ClockSleep>, ScheduleError<F>> {
-        match self.sleep_boot(delay) {
-            Ok(sleep) => Ok(Timeout::new(future.into_future(), sleep)),
-            Err(_) => Err(ScheduleError::ClockUnsupported(future)),
+        match self.shared().clock.boot_after(delay) {
+            Some(deadline) => Ok(self.timeout_on(deadline, future)),
+            None => Err(ScheduleError::ClockUnsupported(future)),
         }
     }
 
-    /// As [`timeout_at`](Self::timeout_at), giving up at `deadline` on the wall clock.
+    /// As [`timeout_at`](Self::timeout_at), giving up at `deadline` on the wall clock; inside
+    /// a deadline scope, by the scope's deadline too, as [`timeout_boot`](Self::timeout_boot).
+    #[track_caller]
     pub fn timeout_at_wall<F: IntoFuture>(
         &self,
         deadline: SystemTime,
         future: F,
     ) -> Timeout<F::IntoFuture, ClockSleep> {
-        Timeout::new(future.into_future(), self.sleep_until_wall(deadline))
+        self.timeout_on(TickClock::wall_at(deadline), future)
+    }
+
+    /// A timeout until `deadline`, or the current deadline scope's if that comes first.
+    #[track_caller]
+    fn timeout_on<F: IntoFuture>(
+        &self,
+        deadline: OtherDeadline,
+        future: F,
+    ) -> Timeout<F::IntoFuture, ClockSleep> {
+        let sleep = self.sleep_on(deadline, self.limit_tick());
+        Timeout::new(future.into_future(), sleep)
     }
 
     /// Schedules `callback` at its deadline's estimate on the calling thread's home shard, and
@@ -121,19 +143,19 @@ impl TimerEngine {
         &self,
         deadline: OtherDeadline,
         callback: F,
+        site: &'static Location<'static>,
     ) -> Result<TimerHandle, ScheduleError<F>>
     where
         F: FnOnce() + Send + 'static,
     {
         let shared = self.shared();
-        let tick = match shared.clock.look(deadline) {
-            Look::Due => shared.clock.tick_now(),
-            Look::At(tick) => tick,
-        };
-        let number = shared.clocks.number();
-        let kind = OnClock::new(callback, deadline, number, &shared.clocks);
+        let tick = shared.clock.estimate(deadline);
+        let kind = OnClock::new(callback, deadline, &shared.clocks);
         let access = shared.lane(None);
         let lane = access.lane().clone();
+        let clocks = &shared.clocks;
+        lane.shard()
+            .set_retimer(|| StdArc::downgrade(clocks) as Weak<dyn Retime>);
         // Not kept young (`Memory::Own`, born at the origin), as a repeating timer.
         let due = Due {
             tick: Some(Tick::new(tick)),
@@ -141,19 +163,21 @@ impl TimerEngine {
         };
         let entry =
             Lane::schedule_as(access, due, kind, Memory::Own).map_err(ScheduleError::not_queued)?;
+        lane.note(&entry, || Origin {
+            site: Some(site),
+            born: shared.clock.now_nanos(),
+            key: None,
+        });
         let timer = TimerHandle::of(entry, lane);
-        ClockTimers::keep(
-            &shared.clocks,
-            deadline,
-            number,
-            Waiting::Timer(timer.clone()),
-        );
+        let waiting = Waiting::Timer(timer.clone());
+        ClockTimers::keep(clocks, deadline, clocks.number(), waiting);
         Ok(timer)
     }
 
-    /// A sleep until `deadline` on the calling task's lane.
-    fn sleep_on(&self, deadline: OtherDeadline) -> ClockSleep {
+    /// A sleep until `deadline` (or the tick `limit`) on the calling task's lane.
+    #[track_caller]
+    fn sleep_on(&self, deadline: OtherDeadline, limit: Option<u64>) -> ClockSleep {
         let shared = self.shared();
-        ClockSleep::new(shared.lane_for_task(), &shared.clocks, deadline)
+        ClockSleep::new(shared.lane_for_task(), &shared.clocks, deadline, limit)
     }
 }

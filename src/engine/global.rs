@@ -121,14 +121,14 @@ pub fn repeating(period: Duration) -> RepeatBuilder<'static> {
 
 /// [`TimerEngine::sleep`] on the [`default_engine`] (or the entered one): a future that
 /// completes `delay` from now, under any executor.
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 pub fn sleep(delay: Duration) -> Sleep {
     let site = SleepSite::caller();
     with_current(|engine| engine.sleep(delay)).sited(site)
 }
 
 /// [`TimerEngine::sleep_until`] on the [`default_engine`] (or the entered one).
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     let site = SleepSite::caller();
     with_current(|engine| engine.sleep_until(deadline)).sited(site)
@@ -136,7 +136,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// [`TimerEngine::timeout`] on the [`default_engine`] (or the entered one): `future`'s
 /// output, or [`Elapsed`](crate::Elapsed) if `delay` passes first.
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 #[inline]
 pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFuture> {
     let site = SleepSite::caller();
@@ -144,7 +144,7 @@ pub fn timeout<F: IntoFuture>(delay: Duration, future: F) -> Timeout<F::IntoFutu
 }
 
 /// [`TimerEngine::timeout_at`] on the [`default_engine`] (or the entered one).
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 #[inline]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     let site = SleepSite::caller();
@@ -152,14 +152,14 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 }
 
 /// [`TimerEngine::interval`] on the [`default_engine`] (or the entered one).
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 pub fn interval(period: Duration) -> Interval {
     let site = SleepSite::caller();
     with_current(|engine| engine.interval(period)).sited(site)
 }
 
 /// [`TimerEngine::interval_at`] on the [`default_engine`] (or the entered one).
-#[cfg_attr(feature = "sleep-sites", track_caller)]
+#[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     let site = SleepSite::caller();
     with_current(|engine| engine.interval_at(start, period)).sited(site)

@@ -3,8 +3,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::num::NonZeroU64;
 use std::panic::Location;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::time::{OtherClock, OtherDeadline};
 
 /// The pending timers of an engine, as [`TimerEngine::pending_timers`] found them.
 ///
@@ -31,8 +34,15 @@ pub struct PendingTimers {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PendingTimer {
-    /// When it is due: its deadline rounded up to the engine's tick.
+    /// When it is due: its deadline rounded up to the engine's tick. A boot or wall timer's is
+    /// when its shard looks at its clock next (its estimate); its own is in `on_clock`.
     pub deadline: Instant,
+    /// A timer on the boot or wall clock ([`schedule_boot`], [`schedule_at_wall`]): its
+    /// deadline on that clock. `None` for a timer on the engine's clock.
+    ///
+    /// [`schedule_boot`]: crate::TimerEngine::schedule_boot
+    /// [`schedule_at_wall`]: crate::TimerEngine::schedule_at_wall
+    pub on_clock: Option<ClockDeadline>,
     /// Where it is.
     pub stage: Stage,
     /// The shard it was routed to.
@@ -44,10 +54,57 @@ pub struct PendingTimer {
     /// [`RepeatBuilder::keyed`](crate::engine::RepeatBuilder::keyed)); `None` if unkeyed or
     /// without site tracking.
     pub key: Option<u64>,
-    /// The line that scheduled it: the caller of `schedule` (and its forms), of
-    /// `RepeatBuilder::schedule`, and, with the `sleep-sites` feature, of `sleep`, `timeout`
-    /// and `interval` (and their forms); `None` without site tracking.
+    /// The line that scheduled it: the caller of `schedule` (and its forms, the boot and wall
+    /// ones too), of `RepeatBuilder::schedule`, and of `sleep`, `timeout` and `interval` (and
+    /// their forms); `None` without site tracking.
     pub site: Option<&'static Location<'static>>,
+}
+
+/// A deadline on the boot or wall clock, as a snapshot lists it ([`PendingTimer::on_clock`]).
+/// One word, so that a snapshot of a million timers grows by little for it: the clock in the
+/// top bit, and one more than its nanoseconds (since boot, or since the Unix epoch, up to the
+/// year 2262) below.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClockDeadline(NonZeroU64);
+
+impl ClockDeadline {
+    /// The top bit: a wall deadline.
+    const WALL: u64 = 1 << 63;
+
+    fn nanos(self) -> Duration {
+        Duration::from_nanos((self.0.get() & !Self::WALL) - 1)
+    }
+
+    /// On the boot clock: this long after boot, the time the machine slept included; `None`
+    /// for a wall deadline.
+    pub fn since_boot(&self) -> Option<Duration> {
+        (self.0.get() & Self::WALL == 0).then(|| self.nanos())
+    }
+
+    /// On the wall clock; `None` for a boot deadline.
+    pub fn wall(&self) -> Option<SystemTime> {
+        (self.0.get() & Self::WALL != 0).then(|| UNIX_EPOCH + self.nanos())
+    }
+}
+
+impl From<OtherDeadline> for ClockDeadline {
+    fn from(at: OtherDeadline) -> Self {
+        let nanos = at.nanos.min(Self::WALL - 2) + 1;
+        let clock = match at.clock {
+            OtherClock::Boot => 0,
+            OtherClock::Wall => Self::WALL,
+        };
+        ClockDeadline(NonZeroU64::new(nanos | clock).unwrap_or(NonZeroU64::MIN))
+    }
+}
+
+impl fmt::Debug for ClockDeadline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.since_boot(), self.wall()) {
+            (Some(since), _) => f.debug_tuple("SinceBoot").field(&since).finish(),
+            (_, wall) => f.debug_tuple("Wall").field(&wall).finish(),
+        }
+    }
 }
 
 /// Where a pending timer is.

@@ -18,8 +18,9 @@ fn kind(refusal: Refusal) -> ScheduleErrorKind {
 }
 
 impl Sleep {
-    /// Why the sleep holds no timer and will not end on time: `Shutdown` (it never ends), or
-    /// `Full` (it waits for a permit under the cap); `None` while it is timed as asked.
+    /// Why the engine does not time the sleep: `Shutdown` (a fallback thread of the process
+    /// ends it at its deadline, never early), or `Full` (it waits for a permit under the cap);
+    /// `None` while it is timed as asked.
     ///
     /// ```
     /// use std::time::Duration;
@@ -36,7 +37,7 @@ impl Sleep {
 }
 
 impl<F> Timeout<F> {
-    /// As [`Sleep::refused`], for the timeout's deadline: after shutdown it never comes.
+    /// As [`Sleep::refused`], for the timeout's deadline.
     ///
     /// ```
     /// use std::time::Duration;

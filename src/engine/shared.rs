@@ -10,7 +10,7 @@ use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
 use crate::clock::ClockTimers;
 use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
-use crate::sync::{lane_index, thread, Arc, Mutex};
+use crate::sync::{lane_index, thread, Arc, Mutex, StdArc};
 use crate::time::{CatchUp, Tick, TickClock};
 use crate::timer::Sleep;
 
@@ -24,7 +24,7 @@ pub(crate) struct EngineShared {
     pub(super) clock: TickClock,
     pub(super) inflight: Arc<Inflight>,
     /// The timers and sleeps on the boot and wall clocks.
-    pub(super) clocks: Arc<ClockTimers>,
+    pub(super) clocks: StdArc<ClockTimers>,
     /// Held while a snapshot of the pending timers is taken: one at a time (see `snapshot`).
     pub(super) snapshots: Mutex<()>,
 }

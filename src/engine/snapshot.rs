@@ -17,7 +17,7 @@ use super::stats::Tally;
 use crate::entry::StateWord;
 use crate::shard::{Found, Lane};
 use crate::sync::Arc;
-use crate::time::{Nanos, TickClock};
+use crate::time::Nanos;
 
 /// The longest a snapshot waits for the shards' answers.
 pub(super) const WAIT: Duration = Duration::from_secs(10);
@@ -46,6 +46,12 @@ impl EngineShared {
             return Err(SnapshotError::Shutdown);
         }
         let taken_at = self.clock.now();
+        let on_clocks = self.clocks.deadlines();
+        // Most engines have no boot or wall timer: no lookup then.
+        let on_clock = |address| match on_clocks.is_empty() {
+            true => None,
+            false => on_clocks.get(&address).map(|&at| at.into()),
+        };
         let mut timers = Vec::new();
         if self.tracks() {
             let pending = self
@@ -55,9 +61,10 @@ impl EngineShared {
             let now = self.clock.now_nanos();
             for (shard, (_, lanes)) in self.shards_with_lanes().enumerate() {
                 for lane in &lanes {
-                    lane.each_origin(|origin, word| {
+                    lane.each_origin(|origin, word, address| {
                         timers.push(PendingTimer {
                             deadline: self.clock.instant_of(word.deadline()),
+                            on_clock: on_clock(address),
                             stage: stage_of(word),
                             shard,
                             age: Some(age(now, origin.born)),
@@ -71,7 +78,15 @@ impl EngineShared {
             let answers = self.survey()?;
             timers.reserve(answers.iter().map(|found| found.seen.len()).sum());
             for (shard, found) in answers.into_iter().enumerate() {
-                timers.extend(listed(found, shard, &self.clock));
+                timers.extend(found.seen.into_iter().map(|seen| PendingTimer {
+                    deadline: self.clock.instant_of(seen.word.deadline()),
+                    on_clock: on_clock(seen.address),
+                    stage: Stage::Linked,
+                    shard,
+                    age: None,
+                    key: None,
+                    site: None,
+                }));
             }
         }
         let mut listed = vec![0; self.shards.len()];
@@ -133,7 +148,7 @@ impl EngineShared {
         let now = self.clock.now_nanos();
         let mut ages = PendingAges::default();
         for lane in lanes {
-            lane.each_origin(|origin, _| ages.add(age(now, origin.born)));
+            lane.each_origin(|origin, _, _| ages.add(age(now, origin.born)));
         }
         Some(ages)
     }
@@ -142,29 +157,4 @@ impl EngineShared {
 /// How long before `now` a timer born at `born` was made.
 fn age(now: Nanos, born: Nanos) -> Duration {
     Duration::from_nanos(now.saturating_since(born))
-}
-
-/// The timers shard `shard` found in its wheel; each once, if it may have met one twice.
-fn listed(
-    mut found: Found,
-    shard: usize,
-    clock: &TickClock,
-) -> impl Iterator<Item = PendingTimer> + '_ {
-    if found.repeats {
-        // A timer met twice kept its address and its deadline.
-        found
-            .seen
-            .sort_unstable_by_key(|seen| (seen.address, seen.word.deadline()));
-        found
-            .seen
-            .dedup_by_key(|seen| (seen.address, seen.word.deadline()));
-    }
-    found.seen.into_iter().map(move |seen| PendingTimer {
-        deadline: clock.instant_of(seen.word.deadline()),
-        stage: Stage::Linked,
-        shard,
-        age: None,
-        key: None,
-        site: None,
-    })
 }

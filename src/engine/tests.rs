@@ -370,3 +370,72 @@ fn a_survey_walks_between_turns_that_go_on_firing() {
     drop(idle);
     drop(engine.shutdown_driven(vec![shard]));
 }
+
+/// On the system's clocks, a timer whose monotonic estimate is an hour late (as after a step
+/// forward or a resume) fires at its own deadline: the watcher's `timerfd` (Linux) or its
+/// recheck (elsewhere, within a second) finds it. Prints the lateness of each.
+#[test]
+#[cfg_attr(miri, ignore = "real time, and a timerfd Miri cannot make")]
+fn the_watcher_fires_a_timer_whose_estimate_is_late_at_its_own_deadline() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant, SystemTime};
+    let engine = TimerEngine::builder().shards(1).build().unwrap();
+    let wall_late = Arc::new(Mutex::new(Vec::new()));
+    let boot_left = Arc::new(AtomicUsize::new(0));
+    let count = 20;
+    for i in 0..count {
+        let deadline = SystemTime::now() + Duration::from_millis(20 + 5 * i);
+        let late = wall_late.clone();
+        let wall = engine
+            .schedule_at_wall(deadline, move || {
+                let now = SystemTime::now();
+                let early = now < deadline;
+                let lateness = now.duration_since(deadline).unwrap_or_default();
+                late.lock().unwrap().push((early, lateness));
+            })
+            .unwrap();
+        // Its next look an hour off: only the watcher fires it on time.
+        let hour = engine.shared().clock.tick_after(Duration::from_secs(3600));
+        assert!(wall.move_to(hour));
+        let left = boot_left.clone();
+        left.fetch_add(1, Ordering::SeqCst);
+        let boot = engine
+            .schedule_boot(Duration::from_millis(20 + 5 * i), move || {
+                left.fetch_sub(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        assert!(boot.move_to(hour));
+    }
+    let start = Instant::now();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while wall_late.lock().unwrap().len() < count as usize || boot_left.load(Ordering::SeqCst) > 0 {
+        assert!(
+            Instant::now() < give_up,
+            "timed out waiting for the watcher"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut late: Vec<Duration> = wall_late
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(early, late)| {
+            assert!(!early, "a wall timer ran before its deadline");
+            *late
+        })
+        .collect();
+    late.sort();
+    eprintln!(
+        "wall timers an hour late on their estimate: lateness p50 {:?}, max {:?} (all in {:?})",
+        late[late.len() / 2],
+        late[late.len() - 1],
+        start.elapsed()
+    );
+    let bound = Duration::from_secs(5);
+    assert!(
+        late[late.len() - 1] < bound,
+        "the watcher fired them within {bound:?}"
+    );
+    engine.shutdown();
+}

@@ -128,8 +128,9 @@ impl Lane {
         }
     }
 
-    /// Calls `f` on the origin and state word of each timer of the lane not ended yet.
-    pub(crate) fn each_origin(&self, f: impl FnMut(&Origin, StateWord)) {
+    /// Calls `f` on the origin, state word and entry address of each timer of the lane not
+    /// ended yet.
+    pub(crate) fn each_origin(&self, f: impl FnMut(&Origin, StateWord, usize)) {
         self.origins.visit(f);
     }
 

@@ -11,16 +11,19 @@
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
 //! - `survey`: a snapshot's question for the timers in the wheel, answered between turns.
+//! - `retime`: what moves the timers whose deadline another layer keeps, when reset.
 
 mod lane;
 mod lanes;
 mod lateness;
 mod outcomes;
+mod retime;
 mod shared;
 mod signal;
 mod survey;
 mod worker;
 
+pub(crate) use self::retime::{Reset, Retime};
 pub(crate) use self::shared::{Answer, ShardShared};
 pub(crate) use self::survey::Found;
 pub(crate) use lane::{Access, Lane, Memory, OneShot, Origin, Refusal, TimerKind};

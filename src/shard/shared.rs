@@ -5,9 +5,11 @@
 use crossbeam_utils::CachePadded;
 
 use super::lateness::LatenessRecorder;
+use super::retime::{Reset, Retime, Retimer};
 use super::signal::Signal;
 use super::survey::Question;
 use crate::callbacks::ShardCallbacks;
+use crate::entry::EntryRef;
 use crate::pinning::Pinning;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit};
 use crate::time::{Nanos, Tick, TickClock};
@@ -31,6 +33,8 @@ pub(crate) struct ShardShared {
     question: Question,
     /// Whether the lanes keep each timer's origin (see `lane::origins`).
     tracking: bool,
+    /// What moves the timers on the other clocks, once there are any (see `retime`).
+    retimer: Retimer,
 }
 
 /// A manual clock's question to the shard thread: the earliest deadline in its wheel, asked
@@ -123,7 +127,19 @@ impl ShardShared {
             lookahead: Lookahead::default(),
             question: Question::default(),
             tracking,
+            retimer: Retimer::default(),
         }
+    }
+
+    /// Gives the shard what moves the timers another layer times, if it has none yet.
+    pub(crate) fn set_retimer(&self, retime: impl FnOnce() -> std::sync::Weak<dyn Retime>) {
+        self.retimer.set(retime);
+    }
+
+    /// Moves the timer of `entry` as `to` says if another layer times it: `None` if none does.
+    #[inline]
+    pub(crate) fn retime(&self, entry: &EntryRef, to: Reset) -> Option<bool> {
+        self.retimer.reset(entry, to)
     }
 
     /// A snapshot's question for the timers in the wheel, and the answer (see `survey`).

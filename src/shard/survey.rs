@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::entry::{Entry, StateWord};
 use crate::sync::{AtomicU64, Mutex, Ordering};
-use crate::wheel::Wheel;
+use crate::wheel::{Repeats, Wheel};
 
 /// The longest a shard walks its survey after a turn (less if half its tick is shorter).
 const PIECE_TIME: Duration = Duration::from_micros(200);
@@ -45,14 +45,51 @@ pub(crate) struct Seen {
     pub(crate) word: StateWord,
 }
 
-/// A shard's answer: the pending timers its wheel held.
+/// A shard's answer: the pending timers its wheel held, each once.
 #[derive(Debug)]
 pub(crate) struct Found {
     /// The ticket answered: the last asked when the survey began.
     pub(crate) ticket: u64,
     pub(crate) seen: Vec<Seen>,
-    /// A timer may have been met twice (see `wheel::survey`).
-    pub(crate) repeats: bool,
+}
+
+impl Found {
+    /// The answer to `ticket`: what the walk met, each timer once (see `wheel::survey`). Of
+    /// two sightings of a timer (its address) a reset moved, the later stays, where it went;
+    /// of one a cascade moved, either (a cascade keeps its deadline).
+    fn of(ticket: u64, mut seen: Vec<Seen>, repeats: Repeats) -> Found {
+        match repeats {
+            Repeats::None => {}
+            Repeats::Any => {
+                seen.sort_unstable_by_key(|seen| seen.address);
+                seen.dedup_by_key(|seen| seen.address);
+            }
+            Repeats::These(mut moved) => {
+                moved.sort_unstable();
+                moved.dedup();
+                // From the end: the first sighting of each moved timer met stays.
+                let mut met = vec![false; moved.len()];
+                let mut earlier = Vec::new();
+                for (i, seen) in seen.iter().enumerate().rev() {
+                    if let Ok(k) = moved.binary_search(&seen.address) {
+                        if std::mem::replace(&mut met[k], true) {
+                            earlier.push(i);
+                        }
+                    }
+                }
+                let mut i = 0;
+                seen.retain(|_| {
+                    let keep = earlier.last() != Some(&i);
+                    if !keep {
+                        earlier.pop();
+                    }
+                    i += 1;
+                    keep
+                });
+            }
+        }
+        Found { ticket, seen }
+    }
 }
 
 impl Question {
@@ -121,17 +158,47 @@ impl Surveying {
             if let Some(repeats) = wheel.survey(STRIDE, &mut visit) {
                 self.walking = false;
                 let seen = std::mem::take(&mut self.seen);
-                let ticket = self.serving;
-                question.give(Found {
-                    ticket,
-                    seen,
-                    repeats,
-                });
+                question.give(Found::of(self.serving, seen, repeats));
                 return false;
             }
             if cfg!(loom) || Instant::now() >= stop {
                 return true;
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::entry::StateWord;
+
+    fn seen(address: usize, deadline: u64) -> Seen {
+        let word = StateWord::pending(deadline);
+        Seen { address, word }
+    }
+
+    #[test]
+    fn a_moved_timer_met_twice_is_listed_once_where_it_went() {
+        let walk = vec![
+            seen(8, 900),
+            seen(16, 50),
+            seen(24, 60),
+            seen(8, 100),
+            seen(16, 50),
+        ];
+        let found = Found::of(1, walk.clone(), Repeats::These(vec![8]));
+        let listed: Vec<(usize, u64)> = (found.seen.iter())
+            .map(|seen| (seen.address, seen.word.deadline()))
+            .collect();
+        assert_eq!(
+            listed,
+            [(16, 50), (24, 60), (8, 100), (16, 50)],
+            "only 8 was moved"
+        );
+        let all = Found::of(1, walk, Repeats::Any);
+        let mut addresses: Vec<usize> = all.seen.iter().map(|seen| seen.address).collect();
+        addresses.sort_unstable();
+        assert_eq!(addresses, [8, 16, 24]);
     }
 }

@@ -215,7 +215,7 @@ impl Shard {
         for entry in fresh.drain(..) {
             match entry.rearm() {
                 Ok(()) => {
-                    let settled = self.wheel.settle(entry);
+                    let settled = self.wheel.settle_rearmed(entry);
                     self.outcomes.record_rearmed(settled, &mut released);
                 }
                 // Cancelled since its runner stowed it: the shard drops it.

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Weak;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::fallback::Waiting;
 use super::tick::MAX_DELAY_NANOS;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 
@@ -48,6 +49,8 @@ struct ManualInner {
     /// The engines on this clock, held weakly: no keep-alive, no reference cycle.
     watchers: Mutex<Vec<(u64, Weak<dyn CatchUp>)>>,
     next_watcher: AtomicU64,
+    /// The sleeps of engines shut down, woken as the clock reaches them (see `fallback`).
+    waiting: Waiting,
 }
 
 /// What a manual clock asks of an engine on it: to bring its shards up to the clock's time.
@@ -83,8 +86,14 @@ impl ManualClock {
                 wall: Mutex::new((wall_start(), 0)),
                 watchers: Mutex::new(Vec::new()),
                 next_watcher: AtomicU64::new(0),
+                waiting: Waiting::default(),
             }),
         }
+    }
+
+    /// Whether `other` is this clock (a clone of it).
+    pub(crate) fn same(&self, other: &ManualClock) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The clock's current time.
@@ -108,6 +117,12 @@ impl ManualClock {
         for watcher in self.watchers() {
             watcher.catch_up();
         }
+        self.inner.waiting.wake_due(self.now());
+    }
+
+    /// The sleeps of engines shut down that wait for this clock (see `fallback`).
+    pub(super) fn waiting(&self) -> &Waiting {
+        &self.inner.waiting
     }
 
     /// Simulates a suspend of `slept`: the boot and wall clocks move on, the monotonic clock

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::TickClock;
 
 /// A clock other than the engine's monotonic one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum OtherClock {
     /// Time since boot, suspends included: `CLOCK_BOOTTIME` (Linux), `CLOCK_MONOTONIC_RAW`
     /// (Apple), `QueryPerformanceCounter` (Windows).
@@ -29,7 +29,7 @@ impl OtherClock {
 }
 
 /// A deadline on an other clock, in that clock's nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct OtherDeadline {
     pub(crate) clock: OtherClock,
     pub(crate) nanos: u64,
@@ -87,9 +87,13 @@ impl TickClock {
         Look::At(tick)
     }
 
-    /// The tick a timer due at once is due at: the present's.
-    pub(crate) fn tick_now(&self) -> u64 {
-        self.tick_at(self.now()).unwrap_or(0)
+    /// The tick a timer due at `deadline` waits at: its estimate's, or the present's if it
+    /// has passed.
+    pub(crate) fn estimate(&self, deadline: OtherDeadline) -> u64 {
+        match self.look(deadline) {
+            Look::Due => self.tick_at(self.now()).unwrap_or(0),
+            Look::At(tick) => tick,
+        }
     }
 
     /// Now on `clock`, and it less the monotonic clock in nanoseconds: that moves when the

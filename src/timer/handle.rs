@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle};
-use crate::shard::{Lane, Origin};
+use crate::shard::{Lane, Origin, Reset};
 use crate::sync::Arc;
 
 /// A scheduled timer. `Send + Sync`; a clone refers to the same timer, and handles are equal
@@ -96,7 +96,8 @@ impl TimerHandle {
     /// Moves a pending timer to be due `delay` from now, without allocating; `false` if it
     /// fired, was cancelled or handed back, or the deadline is beyond
     /// [`max_delay`](crate::TimerEngine::max_delay). A `true` reset never fires at the old
-    /// deadline; a repeating timer's next run moves, later runs keep the rhythm.
+    /// deadline; a repeating timer's next run moves, later runs keep the rhythm. A boot or
+    /// wall timer's deadline becomes `delay` from now on its own clock (any delay is taken).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,12 +117,22 @@ impl TimerHandle {
     /// assert!(!idle.reset(Duration::from_secs(30))); // fired already
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.move_to(self.lane.shard().clock().tick_after(delay))
+        let shard = self.lane.shard();
+        (shard.retime(&self.entry, Reset::After(delay)))
+            .unwrap_or_else(|| self.move_to(shard.clock().tick_after(delay)))
     }
 
-    /// As [`reset`](Self::reset), to an absolute deadline.
+    /// As [`reset`](Self::reset), to an absolute deadline; a boot or wall timer's is a delay
+    /// of `deadline` less now.
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        self.move_to(self.lane.shard().clock().tick_at(deadline))
+        let shard = self.lane.shard();
+        (shard.retime(&self.entry, Reset::At(deadline)))
+            .unwrap_or_else(|| self.move_to(shard.clock().tick_at(deadline)))
+    }
+
+    /// Where the timer's entry is: what names it among the timers on the other clocks.
+    pub(crate) fn address(&self) -> usize {
+        EntryRef::as_ptr(&self.entry) as usize
     }
 
     /// Moves the timer to `tick` (`None`: beyond the engine's range, refused), as `reset`.

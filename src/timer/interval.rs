@@ -114,7 +114,7 @@ pub struct Interval {
 impl Interval {
     /// An interval on `lane`'s shard whose first tick is due at `start`; a zero period is
     /// taken as one engine tick.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     pub(crate) fn new(lane: &Arc<Lane>, start: Instant, period: Duration) -> Interval {
         let clock = lane.shard().clock();
         let period = if period.is_zero() {

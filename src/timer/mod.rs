@@ -1,6 +1,6 @@
 //! What users hold: handles of scheduled timers, and the timers built on them.
 //!
-//! - `deadline`: [`Within`], a future run under a deadline current for what it polls.
+//! - `deadline`: the current deadline of a deadline scope, and how a scope lends it.
 //! - `grpc_timeout`: a deadline's time as gRPC's `grpc-timeout` header value, and back.
 //! - `handle`: [`TimerHandle`], cancel, reset and look at one timer.
 //! - `interval`: [`Interval`], a ticker on one sleep, and its [`MissedTickBehavior`].
@@ -17,7 +17,6 @@ mod repeating;
 mod sleep;
 mod timeout;
 
-pub use deadline::Within;
 pub use handle::{TimerHandle, TimerState};
 pub use interval::{Interval, MissedTickBehavior};
 pub use repeating::Repeat;

@@ -16,7 +16,7 @@ pin_project_lite::pin_project! {
     /// [`TimerEngine::timeout_at`], or [`TimerEngine::try_timeout`] and
     /// [`TimerEngine::try_timeout_at`] (which return a refusal up front); on the boot or wall
     /// clock, with `S` a [`ClockSleep`], by [`TimerEngine::timeout_boot`] and
-    /// [`TimerEngine::timeout_at_wall`], which no deadline scope clamps.
+    /// [`TimerEngine::timeout_at_wall`].
     ///
     /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
     /// comes. Made inside a deadline scope ([`deadline`](crate::deadline)), it ends at the
@@ -97,9 +97,27 @@ impl<F, S> Timeout<F, S> {
         }
     }
 
-    /// A timeout on `sleep`, which no deadline scope clamps (another clock's).
+    /// A timeout on `sleep`, which clamps itself (another clock's).
     pub(crate) fn new(future: F, sleep: S) -> Self {
         Timeout::clamped(future, sleep, Clamp::FREE)
+    }
+
+    /// Polls the future, then, if it is pending, the sleep through `sleep`: `Ready(true)` if
+    /// the deadline passed and it was the enclosing scope's.
+    #[inline]
+    pub(crate) fn poll_with(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        sleep: impl FnOnce(&mut S, Clamp, &mut Context<'_>) -> Poll<bool>,
+    ) -> Poll<Result<F::Output, Elapsed>>
+    where
+        F: Future,
+    {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        sleep(this.sleep, *this.clamp, cx).map(|inherited| Err(Elapsed { inherited }))
     }
 
     /// The future the timeout runs.
@@ -152,20 +170,13 @@ impl<F> Timeout<F> {
     }
 }
 
-impl<F: Future, S: Future<Output = ()> + Unpin> Future for Timeout<F, S> {
+impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match Pin::new(this.sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed {
-                inherited: this.clamp.is_inherited(),
-            })),
-            Poll::Pending => Poll::Pending,
-        }
+        self.poll_with(cx, |sleep, clamp, cx| {
+            Pin::new(sleep).poll(cx).map(|()| clamp.is_inherited())
+        })
     }
 }
 

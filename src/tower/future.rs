@@ -7,8 +7,9 @@ use std::task::{ready, Context, Poll};
 
 use super::error::Overloaded;
 use super::BoxError;
+use crate::engine::deadline::Within;
 use crate::engine::TimerEngine;
-use crate::timer::{Timeout, Within};
+use crate::timer::Timeout;
 
 pin_project_lite::pin_project! {
     /// The response of a [`TimeoutService`](super::TimeoutService): the inner response, the inner

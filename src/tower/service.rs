@@ -12,6 +12,7 @@ use super::future::ResponseFuture;
 use super::incoming::{IncomingDeadline, NoIncoming};
 use super::layer::TimeoutLayer;
 use super::BoxError;
+use crate::engine::deadline::Within;
 use crate::engine::global::default_engine;
 use crate::engine::TimerEngine;
 use crate::timer::{deadline, Timeout as Deadline};
@@ -147,10 +148,10 @@ where
         let incoming = self.incoming.incoming(&request);
         // The timer first: a request the engine cannot time never reaches the inner service.
         match self.engine.try_request_sleep(self.timeout, incoming) {
-            Ok((sleep, clamp, at)) => {
+            Ok((sleep, clamp, scope)) => {
                 // The call, and each poll of its response, inside the request's scope.
-                let response = deadline::run_within(at, || self.inner.call(request));
-                let response = deadline::scoped(at, response);
+                let response = deadline::run_within(scope.as_ref(), || self.inner.call(request));
+                let response = Within::new(scope, response);
                 ResponseFuture::running(Deadline::clamped(response, sleep, clamp), engine)
             }
             Err(refusal) => ResponseFuture::refused(Overloaded::new(refusal), engine),

@@ -7,7 +7,7 @@ use crate::slab::Frees;
 use crate::sync::prefetch;
 
 use super::level::{level_for, slot_of, Expiration, Heads, Level, LEVELS, SLOTS};
-use super::survey::Cursor;
+use super::survey::{Cursor, Repeats};
 
 /// Entries of a due slot detached at a time and then settled, while they are still in cache.
 const DETACH_BATCH: usize = 64;
@@ -64,6 +64,8 @@ pub(crate) struct Wheel {
     frees: Frees<Entry>,
     /// A survey under way, if any (see `survey`).
     survey: Option<Cursor>,
+    /// The address of an entry being linked again that the survey may have met.
+    relinking: Option<usize>,
 }
 
 const _: () = {
@@ -85,6 +87,7 @@ impl Wheel {
             scratch: Vec::new(),
             frees: Frees::new(),
             survey: None,
+            relinking: None,
         }
     }
 
@@ -94,14 +97,14 @@ impl Wheel {
     }
 
     /// Visits up to about `budget` more linked entries of the survey under way with `visit`.
-    /// Once every level is walked, ends it: `Some(repeats)`, whether an entry may have been
-    /// met twice; `None` while entries are left, or with no survey under way.
-    pub(crate) fn survey(&mut self, budget: usize, visit: impl FnMut(&Entry)) -> Option<bool> {
+    /// Once every level is walked, ends it: `Some` of the entries it may have met twice;
+    /// `None` while entries are left, or with no survey under way.
+    pub(crate) fn survey(&mut self, budget: usize, visit: impl FnMut(&Entry)) -> Option<Repeats> {
         let cursor = self.survey.as_mut()?;
         // SAFETY: the wheel is not `Sync`: the holder of `&mut self` owns its entries' links,
         // and `unlink`, `take_slot` and `drain` kept the cursor valid.
         if unsafe { cursor.walk(&self.levels, budget, visit) } {
-            return self.survey.take().map(|cursor| cursor.repeats());
+            return self.survey.take().map(Cursor::into_repeats);
         }
         None
     }
@@ -213,6 +216,15 @@ impl Wheel {
         }
     }
 
+    /// As [`settle`](Self::settle), for a repeating timer re-armed after its run: a survey
+    /// may have met it before it fired, and may meet it again where it is linked now.
+    pub(crate) fn settle_rearmed(&mut self, entry: EntryRef) -> Settled {
+        self.relinking(None, &entry);
+        let settled = self.settle(entry);
+        self.relinking = None;
+        settled
+    }
+
     /// Handles an entry from a `changes` queue (reset earlier): unlinks and settles it again,
     /// which may fire it. One no longer linked needs nothing.
     pub(crate) fn reconsider(&mut self, entry: EntryRef) -> Settled {
@@ -220,13 +232,16 @@ impl Wheel {
         let Some(at) = word.linked_at() else {
             return Settled::Dropped(entry);
         };
+        self.relinking(Some(at), &entry);
         // SAFETY: only the shard sets LINKED (on linking into this wheel) and clears it (on
         // taking the entry out for good); the only unlisted-but-LINKED moment is inside
         // `advance`, when `reconsider` never runs. So a linked entry is linked at `at`.
         let listed = unsafe { self.unlink(at, &entry) };
         drop(entry);
         // Pending: relink by its deadline (or fire). Resolved: `settle` lets it go.
-        self.settle_listed(listed)
+        let settled = self.settle_listed(listed);
+        self.relinking = None;
+        settled
     }
 
     /// Takes a cancelled entry out for its unlink request and returns the request's count. It
@@ -355,7 +370,17 @@ impl Wheel {
         }
     }
 
+    /// `entry`, linked at `from` before (a re-armed one: `None`), is about to be linked again:
+    /// if the survey under way may have met it, `link` tells the survey where it goes.
+    fn relinking(&mut self, from: Option<SlotId>, entry: &EntryRef) {
+        let met = (self.survey.as_ref()).is_some_and(|cursor| cursor.may_have_met(from));
+        self.relinking = met.then(|| EntryRef::as_ptr(entry) as usize);
+    }
+
     fn link(&mut self, at: SlotId, listed: Listed) {
+        if let (Some(address), Some(cursor)) = (self.relinking.take(), &mut self.survey) {
+            cursor.relinked(at, address);
+        }
         let Some(ptr) = NonNull::new(listed.0) else {
             unreachable!("an entry's address is never null")
         };
@@ -388,5 +413,5 @@ impl Drop for Wheel {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "tests.rs"]
+#[path = "tests/mod.rs"]
 mod tests;

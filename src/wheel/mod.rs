@@ -17,3 +17,4 @@ mod survey;
 
 pub(crate) use hierarchy::{Settled, Wheel, SPAN};
 pub(crate) use level::{level_for, slot_of, SLOTS, SLOT_BITS};
+pub(crate) use survey::Repeats;

@@ -5,16 +5,31 @@
 //! does), and points at the next entry of each chain. The wheel keeps it valid while the
 //! survey waits between pieces: an entry unlinked under the cursor is stepped over
 //! ([`Cursor::unlinking`]), and a slot taken as it comes due is left ([`Cursor::taking`]).
-//! A timer due in a slot of a level above 0 that comes due during the survey cascades into a
-//! lower level, which the walk has not reached: met twice if the walk had passed its slot, so
-//! the cursor says so ([`Cursor::repeats`]). A timer reset, re-armed or linked during the
-//! survey is met only if it lands where the walk has yet to go.
+//! A timer may be met twice, and the cursor then says which ([`Repeats`]): any, when a slot of
+//! a level above 0 comes due during the survey (its timers cascade into a lower level, which
+//! the walk has not reached); or those moved by a reset, or re-armed, from where the walk has
+//! been (a re-armed one: after a slot the walk had passed came due) to where it has yet to go
+//! ([`Cursor::relinked`]). A slot counts as passed once the walk starts it: a timer linked
+//! there goes to the head of a chain, which the walk has left. A timer linked for the first
+//! time during the survey is met only if it lands where the walk has yet to go.
 
 use std::ptr::NonNull;
 
 use super::level::{Heads, Level, CHAINS, LEVELS};
 use crate::entry::{Entry, SlotId};
 use crate::sync::prefetch;
+
+/// Which timers a survey may have met twice.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) enum Repeats {
+    /// None.
+    #[default]
+    None,
+    /// Those at these addresses (a reset or a re-arm moved them ahead of the walk).
+    These(Vec<usize>),
+    /// Any (a coarse slot came due).
+    Any,
+}
 
 /// Where a survey has got to.
 pub(super) struct Cursor {
@@ -25,8 +40,11 @@ pub(super) struct Cursor {
     from: usize,
     /// The next entry of each chain of `slot`, or `None` once its chain is walked.
     at: Heads,
-    /// A slot of a level above 0 came due during the survey: an entry may be met twice.
-    repeats: bool,
+    /// Which entries may be met twice.
+    repeats: Repeats,
+    /// A slot of level 0 the walk had passed came due: a timer fired there, re-armed, may be
+    /// met again.
+    fired_passed: bool,
 }
 
 impl Cursor {
@@ -37,13 +55,24 @@ impl Cursor {
             slot: 0,
             from: 0,
             at: [None; CHAINS],
-            repeats: false,
+            repeats: Repeats::None,
+            fired_passed: false,
         }
     }
 
-    /// Whether an entry may have been met twice.
-    pub(super) fn repeats(&self) -> bool {
+    /// Which entries may have been met twice.
+    pub(super) fn into_repeats(self) -> Repeats {
         self.repeats
+    }
+
+    /// Whether the walk has started the slot `at` (it may have met a timer linked there).
+    fn passed(&self, at: SlotId) -> bool {
+        at.level > self.level || (at.level == self.level && at.slot < self.from)
+    }
+
+    /// Whether a timer that was linked at `from` (a re-armed one: `None`) may have been met.
+    pub(super) fn may_have_met(&self, from: Option<SlotId>) -> bool {
+        from.map_or(self.fired_passed, |at| self.passed(at))
     }
 
     /// Visits up to about `budget` entries of `levels` with `visit`; `true` once every level
@@ -113,11 +142,26 @@ impl Cursor {
         }
     }
 
+    /// The wheel linked at `to` the entry at `address`, which the walk may have met (reset or
+    /// re-armed): one the walk will meet there again is a repeat.
+    pub(super) fn relinked(&mut self, to: SlotId, address: usize) {
+        if self.passed(to) {
+            return;
+        }
+        match &mut self.repeats {
+            Repeats::None => self.repeats = Repeats::These(vec![address]),
+            Repeats::These(addresses) => addresses.push(address),
+            Repeats::Any => {}
+        }
+    }
+
     /// The wheel takes the slot `at` out as it comes due: the walk leaves it, and a coarse
     /// slot's entries may move where the walk is still to go.
     pub(super) fn taking(&mut self, at: SlotId) {
         if at.level > 0 {
-            self.repeats = true;
+            self.repeats = Repeats::Any;
+        } else if self.passed(at) {
+            self.fired_passed = true;
         }
         if at.level == self.level && at.slot == self.slot {
             self.at = [None; CHAINS];

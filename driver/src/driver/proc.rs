@@ -56,9 +56,9 @@ fn duration(time: libc::timeval) -> Duration {
     Duration::from_secs(secs).saturating_add(Duration::from_micros(micros))
 }
 
-/// The name prefix of the engine's tick threads as `/proc` shows it (thread names are cut to
-/// 15 bytes there: `shardwheel-shard-0` reads `shardwheel-shar`).
-const TICK_THREAD: &str = "shardwheel-shar";
+/// The name prefix of the engine's tick threads as `/proc` shows it (`sw-tick-0`, ...; the
+/// callback pool's are `sw-callback-0`, ...).
+const TICK_THREAD: &str = "sw-tick-";
 
 /// The context switches, voluntary and not, of every tick thread of the process so far, and
 /// how many tick threads there are.

@@ -28,8 +28,7 @@ const PIECE: usize = 4096;
 /// Where, when and by which key a timer was made.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Origin {
-    /// The caller of the call that made it (a sleep's: that of its `Sleep`'s maker, with the
-    /// `sleep-sites` feature).
+    /// The caller of the call that made it (a sleep's: that of its `Sleep`'s maker).
     pub(crate) site: Option<&'static Location<'static>>,
     pub(crate) born: Nanos,
     /// The key it was routed by, if any.
@@ -77,8 +76,8 @@ impl Origins {
         list.kept.push(Kept { entry, origin });
     }
 
-    /// Calls `f` on the origin and state word of each timer not ended.
-    pub(super) fn visit(&self, mut f: impl FnMut(&Origin, StateWord)) {
+    /// Calls `f` on the origin, state word and entry address of each timer not ended.
+    pub(super) fn visit(&self, mut f: impl FnMut(&Origin, StateWord, usize)) {
         self.0.lock().readers += 1;
         let mut at = 0;
         loop {
@@ -88,7 +87,8 @@ impl Origins {
             while at < end.min(list.kept.len()) {
                 let word = list.kept[at].entry.state();
                 if !ended(word) {
-                    f(&list.kept[at].origin, word);
+                    let kept = &list.kept[at];
+                    f(&kept.origin, word, EntryRef::as_ptr(&kept.entry) as usize);
                     at += 1;
                 } else if alone {
                     // The last origin, not visited yet, takes its place.

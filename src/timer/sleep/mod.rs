@@ -15,125 +15,36 @@
 //! # Refusals
 //!
 //! A sleep never ends early. At the cap it leaves its waker with the cap, woken by every
-//! permit released, and asks again then. After shutdown it stays pending (the shutdown woke
-//! its task) and `refusal` tells why. A deadline beyond `max_delay` is no refusal: the sleep
-//! holds a stand-in timer at the farthest tick, renewed whenever it comes due.
+//! permit released, and asks again then. After shutdown (which woke its task) no shard times
+//! it: it waits for its deadline with the process's fallback (`time::fallback`), and
+//! `refusal` tells why. A deadline beyond `max_delay` is no refusal: the sleep holds a
+//! stand-in timer at the farthest tick, renewed whenever it comes due.
+//!
+//! What a sleep keeps beside its timer, its waker's identity and its word of deadline and
+//! flags, is in `parts`.
+
+mod parts;
 
 use std::fmt;
 use std::future::Future;
-use std::panic::Location;
 use std::pin::Pin;
-use std::task::{Context, Poll, RawWakerVTable, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+pub(crate) use self::parts::SleepSite;
+use self::parts::{fired_for, reaches, unwake, Registered, Until, WakerId, Wakes};
 use super::handle::{Timer, Withdrawn};
-use crate::entry::{CallbackBox, Entry, EntryRef, Lifecycle, StateWord};
-use crate::shard::{Lane, Memory, Origin, Refusal, TimerKind};
+use crate::shard::{Lane, Memory, Origin, Refusal};
 use crate::sync::Arc;
-use crate::time::TickClock;
-
-/// What a sleep's timer runs: its task's waker, woken when the timer runs or is dropped (see
-/// `CallbackBox::waker`).
-struct Wakes(Waker);
-
-impl TimerKind for Wakes {
-    type Value = Waker;
-    #[inline]
-    fn entry(self, _: &Arc<Lane>, tick: u64) -> Entry {
-        Entry::new(tick, CallbackBox::waker(self.0))
-    }
-    fn refused(self) -> Waker {
-        self.0
-    }
-    fn taken_back(callback: CallbackBox) -> Waker {
-        unwake(callback)
-    }
-}
-
-/// The waker a sleep's timer held, taken back unwoken.
-#[inline]
-fn unwake(callback: CallbackBox) -> Waker {
-    match callback.into_waker() {
-        Ok(waker) => waker,
-        Err(_) => unreachable!("a sleep's timer holds a waker"),
-    }
-}
-
-/// A sleep's timer: its entry (queued on the sleep's lane) and the waker it holds.
-struct Registered {
-    entry: EntryRef,
-    waker: WakerId,
-}
-
-impl Registered {
-    /// The timer's state word: whether it is pending, and the tick it is due at (at or before
-    /// the sleep's deadline, which a push later leaves it behind).
-    fn state(&self) -> StateWord {
-        self.entry.state()
-    }
-}
-
-/// Whether a timer in state `state` is due no earlier than `tick`: its firing ends a sleep
-/// whose deadline is `tick` (it has not been moved past it).
-fn reaches(state: StateWord, tick: u64) -> bool {
-    state.deadline() >= tick
-}
-
-/// Whether a timer in state `state` fired (rather than was handed back) for deadline `tick`.
-fn fired_for(state: StateWord, tick: u64) -> bool {
-    state.lifecycle() == Lifecycle::Fired && reaches(state, tick)
-}
-
-/// Which waker a timer holds, told apart without holding a clone (as `Waker::will_wake`).
-#[derive(Clone, Copy)]
-struct WakerId(usize, &'static RawWakerVTable);
-
-impl WakerId {
-    fn of(waker: &Waker) -> Self {
-        WakerId(waker.data() as usize, waker.vtable())
-    }
-}
-
-impl PartialEq for WakerId {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0 && std::ptr::eq(self.1, other.1)
-    }
-}
-
-/// Where a sleep was made, for its timers' origins: kept with the `sleep-sites` feature only,
-/// one word in every sleep.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SleepSite {
-    #[cfg(feature = "sleep-sites")]
-    site: &'static Location<'static>,
-}
-
-impl SleepSite {
-    /// The caller's site (with the feature; a sleep's makers pass theirs on).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
-    #[inline]
-    pub(crate) fn caller() -> Self {
-        SleepSite {
-            #[cfg(feature = "sleep-sites")]
-            site: Location::caller(),
-        }
-    }
-
-    fn get(self) -> Option<&'static Location<'static>> {
-        #[cfg(feature = "sleep-sites")]
-        return Some(self.site);
-        #[cfg(not(feature = "sleep-sites"))]
-        None
-    }
-}
+use crate::time::{wake_at, TickClock};
 
 /// A future that completes at a deadline, never before. Made by [`TimerEngine::sleep`] and
 /// [`TimerEngine::sleep_until`], or [`TimerEngine::try_sleep`] and
 /// [`TimerEngine::try_sleep_until`] (which return a refusal up front).
 ///
 /// It takes a timer when first polled; dropping it cancels the timer (cancel safe). At the
-/// cap it waits for a permit; after shutdown it stays pending. [`refused`](Self::refused)
-/// says which holds it back.
+/// cap it waits for a permit; after shutdown it still ends at its deadline, timed by a
+/// fallback thread of the process. [`refused`](Self::refused) says which holds it back.
 ///
 /// ```
 /// use std::time::Duration;
@@ -154,12 +65,9 @@ impl SleepSite {
 /// [`TimerEngine::try_sleep_until`]: crate::TimerEngine::try_sleep_until
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
-    /// The deadline tick, or [`FAR`] beyond the engine's range: the sleep never ends.
-    tick: u64,
-    /// The sleep has ended: its timer fired, or the shard turned its deadline.
-    ended: bool,
-    /// The last poll found the engine at its cap: the sleep waits for a permit.
-    full: bool,
+    /// The deadline tick ([`FAR`] beyond the engine's range: the sleep never ends), and
+    /// whether it has ended and whether it waits for a permit.
+    until: Until,
     /// Where the sleep's timers go.
     lane: Arc<Lane>,
     /// The timer the last poll registered.
@@ -167,18 +75,16 @@ pub struct Sleep {
     site: SleepSite,
 }
 
-/// `Sleep::tick` for a deadline beyond the engine's range (no tick is this late).
-const FAR: u64 = u64::MAX;
+/// The tick of a sleep whose deadline is beyond the engine's range (no tick is this late).
+const FAR: u64 = Until::TICK;
 
 impl Sleep {
     /// A sleep on `lane`'s shard until `tick` (`None`: never).
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub(crate) fn on(lane: &Arc<Lane>, tick: Option<u64>) -> Sleep {
         Sleep {
-            tick: tick.unwrap_or(FAR),
-            ended: false,
-            full: false,
+            until: Until::new(tick),
             lane: lane.clone(),
             timer: None,
             site: SleepSite::caller(),
@@ -194,7 +100,7 @@ impl Sleep {
 
     /// As [`on`](Self::on), but a refusal the engine would give now (shut down, or full) is
     /// returned instead.
-    #[cfg_attr(feature = "sleep-sites", track_caller)]
+    #[track_caller]
     #[inline]
     pub(crate) fn try_on(lane: &Arc<Lane>, tick: Option<u64>) -> Result<Sleep, Refusal> {
         match lane.refusal_now() {
@@ -205,7 +111,7 @@ impl Sleep {
 
     /// The deadline tick, `None` beyond the engine's range.
     pub(crate) fn tick(&self) -> Option<u64> {
-        (self.tick != FAR).then_some(self.tick)
+        (self.until.tick() != FAR).then_some(self.until.tick())
     }
 
     /// The registered timer, if any.
@@ -238,14 +144,14 @@ impl Sleep {
         } else if self.engine_stopped() {
             Some(Refusal::Shutdown)
         } else {
-            self.full.then_some(Refusal::Full)
+            self.until.full().then_some(Refusal::Full)
         }
     }
 
     /// Whether the sleep has ended, or ends at its next poll. Follows the shard's turns,
     /// which trail the clock by about a tick.
     pub fn is_elapsed(&self) -> bool {
-        if self.ended {
+        if self.until.ended() {
             return true;
         }
         // As `poll` decides for the waker it holds, without registering.
@@ -254,17 +160,18 @@ impl Sleep {
             if state.is_pending() {
                 return false;
             }
-            if fired_for(state, self.tick) {
+            if fired_for(state, self.until.tick()) {
                 return true;
             }
         }
         self.shard_turned_deadline()
+            || (self.engine_stopped()) && self.deadline().is_some_and(|at| self.clock().now() >= at)
     }
 
     /// Whether the shard has turned the deadline's tick, so the sleep needs no timer. `FAR`
     /// is never at or below a tick the shard turned.
     fn shard_turned_deadline(&self) -> bool {
-        self.tick <= self.lane.shard().counts().processed().get()
+        self.until.tick() <= self.lane.shard().counts().processed().get()
     }
 
     /// Whether the registered timer is pending and due at the deadline: the sleep needs no
@@ -272,7 +179,7 @@ impl Sleep {
     fn timer_holds_deadline(&self) -> bool {
         self.timer.as_ref().is_some_and(|timer| {
             let state = timer.state();
-            state.is_pending() && reaches(state, self.tick)
+            state.is_pending() && reaches(state, self.until.tick())
         })
     }
 
@@ -298,15 +205,12 @@ impl Sleep {
     /// Moves the sleep to `tick` (`None`: never). The timer stays if the sleep moves later
     /// (uncapped); otherwise it moves, keeping its waker, or is cancelled if it cannot.
     pub(crate) fn reset_to(&mut self, tick: Option<u64>) {
-        self.tick = tick.unwrap_or(FAR);
-        self.ended = false;
+        self.until = Until::new(tick);
         // A timer due later must move. Under a cap it moves all the same: the new timer its
         // firing would call for could be refused.
-        if self
-            .timer
-            .as_ref()
-            .is_some_and(|timer| timer.state().deadline() > self.tick || self.lane.is_capped())
-        {
+        if self.timer.as_ref().is_some_and(|timer| {
+            timer.state().deadline() > self.until.tick() || self.lane.is_capped()
+        }) {
             self.move_timer(tick);
         }
     }
@@ -331,7 +235,7 @@ impl Sleep {
         }
         match self.lane.refusal_now() {
             Some(refusal) => {
-                self.ended = true;
+                self.until.end();
                 Err(refusal)
             }
             None => Ok(()),
@@ -368,7 +272,7 @@ impl Sleep {
         match Lane::schedule(lane, due, Wakes(waker.clone()), Memory::Lane) {
             Ok(entry) => {
                 lane.note(&entry, || Origin {
-                    site: self.site.get(),
+                    site: Some(self.site.0),
                     born: due.born,
                     key: None,
                 });
@@ -376,12 +280,12 @@ impl Sleep {
                     entry,
                     waker: WakerId::of(waker),
                 });
-                self.full = false;
+                self.until.set_full(false);
                 Ok(())
             }
             Err((refusal, waker)) => {
                 drop(waker);
-                self.full = refusal == Refusal::Full;
+                self.until.set_full(refusal == Refusal::Full);
                 Err(refusal)
             }
         }
@@ -395,13 +299,13 @@ impl Future for Sleep {
         let this = self.get_mut();
         let mut asked_again = false;
         loop {
-            if this.ended {
+            if this.until.ended() {
                 return Poll::Ready(());
             }
             let Some(registered) = &this.timer else {
                 if this.shard_turned_deadline() {
                     // The shard has turned past the deadline: no timer is needed.
-                    this.ended = true;
+                    this.until.end();
                     return Poll::Ready(());
                 }
                 match this.register(cx.waker()) {
@@ -414,7 +318,8 @@ impl Future for Sleep {
                         asked_again = true;
                         continue;
                     }
-                    // Held, waiting for a permit, or shut down (nothing will time it).
+                    Err(Refusal::Shutdown) => return this.after_shutdown(cx),
+                    // Held, waiting for a permit.
                     _ => return Poll::Pending,
                 }
             };
@@ -431,17 +336,35 @@ impl Future for Sleep {
             }
             // The timer fired or was handed back.
             this.timer = None;
-            if fired_for(state, this.tick) {
-                this.ended = true;
+            if fired_for(state, this.until.tick()) {
+                this.until.end();
                 return Poll::Ready(());
             }
             if this.engine_stopped() {
-                // Handed back at shutdown: nothing will time the sleep now.
-                return Poll::Pending;
+                // Handed back at shutdown: no shard times the sleep now.
+                return this.after_shutdown(cx);
             }
             // The sleep was moved past its timer, or a far sleep's stand-in came due while the
             // engine runs: take a new timer, unless the deadline has passed.
         }
+    }
+}
+
+impl Sleep {
+    /// A poll once the engine has shut down: ends the sleep if its deadline has passed on the
+    /// engine's clock, else leaves the waker to be woken then (see `time::fallback`).
+    #[cold]
+    fn after_shutdown(&mut self, cx: &Context<'_>) -> Poll<()> {
+        let Some(at) = self.deadline() else {
+            // Beyond the engine's range: it never ends.
+            return Poll::Pending;
+        };
+        if self.clock().now() >= at {
+            self.until.end();
+            return Poll::Ready(());
+        }
+        wake_at(self.clock(), at, cx.waker());
+        Poll::Pending
     }
 }
 
@@ -466,12 +389,11 @@ mod tests {
 
     #[test]
     fn a_sleep_is_six_words() {
-        // It lives in every task that waits on one: a deadline and a flag, the lane, the
-        // timer's entry and its waker's identity; and its site with the `sleep-sites` feature.
-        let words = if cfg!(feature = "sleep-sites") { 7 } else { 6 };
+        // It lives in every task that waits on one: a deadline and its flags, the lane, the
+        // timer's entry and its waker's identity, and its site.
         assert_eq!(
             std::mem::size_of::<Sleep>(),
-            words * std::mem::size_of::<usize>()
+            6 * std::mem::size_of::<usize>()
         );
     }
 }

@@ -1,5 +1,5 @@
 //! Unit tests of linking, and a model-based property test of the wheel against a `BTreeMap`
-//! of deadlines under a manual clock.
+//! of deadlines under a manual clock; the survey's in `survey`.
 
 use super::*;
 use crate::entry::{CallbackBox, UnlinkRef};
@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
+
+mod survey;
 
 /// A wheel plus the entries it was given, with callbacks that report their id.
 struct Harness {
@@ -52,6 +54,17 @@ impl Harness {
             self.record(tick, fired);
         }
         id
+    }
+
+    /// Moves a live timer to `when` as a reset does, then as its shard takes the change: the
+    /// wheel links it again, or fires it if due.
+    fn reset(&mut self, id: u64, when: u64) {
+        let entry = self.live[&id].clone();
+        entry.reset(when).unwrap();
+        if let Settled::Fired(fired, _) = self.wheel.reconsider(entry) {
+            let tick = self.wheel.elapsed();
+            self.record(tick, fired);
+        }
     }
 
     /// Cancels as a handle does: the wheel's count goes to an unlink request, taken later.
@@ -245,6 +258,8 @@ enum Op {
     Insert(u64),
     Cancel(usize),
     Advance(u64),
+    /// Moves a live timer (picked as a cancel picks) to this far from now.
+    Reset(usize, u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -253,6 +268,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u64..300_000).prop_map(Op::Insert),
         1 => (0u64..SPAN * 2).prop_map(Op::Insert),
         3 => any::<usize>().prop_map(Op::Cancel),
+        2 => (any::<usize>(), 0u64..300_000).prop_map(|(pick, by)| Op::Reset(pick, by)),
         3 => (0u64..100).prop_map(Op::Advance),
         1 => (0u64..500_000).prop_map(Op::Advance),
         1 => (0u64..SPAN).prop_map(Op::Advance),
@@ -299,6 +315,20 @@ proptest! {
                     model.remove(&key);
                     h.cancel(key.1);
                 }
+                Op::Reset(pick, by) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let key = *model.keys().nth(pick % model.len()).unwrap();
+                    model.remove(&key);
+                    let when = now + by;
+                    h.reset(key.1, when);
+                    if when <= now {
+                        expected.push((now, key.1));
+                    } else {
+                        model.insert((when, key.1), ());
+                    }
+                }
                 Op::Advance(by) => {
                     now += by;
                     h.advance_to(now);
@@ -343,131 +373,4 @@ fn draining_leaves_a_cancelled_entry_to_its_unlink_request() {
     drop(request);
     assert_eq!(EntryRef::strong_count(&handle), 1);
     assert!(h.live.contains_key(&kept));
-}
-
-impl Harness {
-    /// The ids of the live entries by address, for telling what a survey meets.
-    fn ids_by_address(&self) -> BTreeMap<usize, u64> {
-        (self.live.iter())
-            .map(|(id, entry)| (EntryRef::as_ptr(entry) as usize, *id))
-            .collect()
-    }
-
-    /// Walks `budget` more entries of the survey under way into `met`; `Some` once it ended.
-    fn survey_piece(&mut self, budget: usize, met: &mut Vec<u64>) -> Option<bool> {
-        let ids = self.ids_by_address();
-        self.wheel.survey(budget, |entry| {
-            assert!(entry.state().linked_at().is_some(), "met an unlinked entry");
-            if entry.state().is_pending() {
-                met.push(ids[&(entry as *const Entry as usize)]);
-            }
-        })
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { ProptestConfig::default().cases },
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
-
-    /// A survey walked a few entries at a time between inserts, cancels and advances meets
-    /// every timer pending from its start to its end, meets only timers pending at some point
-    /// of it, and meets none twice unless it says it may have.
-    #[test]
-    fn a_survey_meets_every_timer_pending_throughout(
-        before in proptest::collection::vec(op(), 0..80),
-        during in proptest::collection::vec(op(), 0..80),
-        budget in 1usize..8,
-    ) {
-        let mut h = Harness::new();
-        let mut now = 0;
-        let mut apply = |h: &mut Harness, op: &Op| match *op {
-            Op::Insert(delay) => { h.insert(now + delay); }
-            Op::Cancel(pick) if !h.live.is_empty() => {
-                let id = *h.live.keys().nth(pick % h.live.len()).unwrap();
-                h.cancel(id);
-            }
-            Op::Cancel(_) => {}
-            Op::Advance(by) => {
-                now += by;
-                h.advance_to(now);
-            }
-        };
-        before.iter().for_each(|op| apply(&mut h, op));
-        let at_start: Vec<u64> = h.live.keys().copied().collect();
-        let mut ever: std::collections::BTreeSet<u64> = at_start.iter().copied().collect();
-        let mut met = Vec::new();
-        h.wheel.begin_survey();
-        let mut ops = during.iter();
-        let repeats = loop {
-            if let Some(repeats) = h.survey_piece(budget, &mut met) {
-                break repeats;
-            }
-            if let Some(op) = ops.next() {
-                apply(&mut h, op);
-                ever.extend(h.live.keys().copied());
-            }
-        };
-        for id in at_start.iter().filter(|id| h.live.contains_key(id)) {
-            prop_assert!(met.contains(id), "timer {} pending throughout was missed", id);
-        }
-        prop_assert!(met.iter().all(|id| ever.contains(id)));
-        let mut unique = met.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        prop_assert!(repeats || unique.len() == met.len(), "met twice: {:?}", met);
-        prop_assert_eq!(h.wheel.survey(1, |_| {}), None, "no survey under way");
-    }
-}
-
-#[test]
-fn a_survey_steps_over_entries_unlinked_under_its_cursor() {
-    let mut h = Harness::new();
-    let ids: Vec<u64> = (0..8).map(|_| h.insert(1000)).collect();
-    let mut met = Vec::new();
-    h.wheel.begin_survey();
-    assert_eq!(h.survey_piece(1, &mut met), None);
-    assert_eq!(met.len(), 4, "one round of the slot's four chains");
-    let rest: Vec<u64> = ids.iter().filter(|id| !met.contains(id)).copied().collect();
-    h.cancel(rest[0]);
-    h.cancel(rest[1]);
-    // Unlinked as a turn would, their handles kept: memory the cursor must not read on.
-    let held: Vec<EntryRef> = std::mem::take(&mut h.requests)
-        .into_iter()
-        .map(|(handle, request)| {
-            drop(h.wheel.unlink_cancelled(request));
-            handle
-        })
-        .collect();
-    assert_eq!(h.survey_piece(8, &mut met), Some(false));
-    met.sort_unstable();
-    let mut want: Vec<u64> = ids
-        .iter()
-        .filter(|id| h.live.contains_key(id))
-        .copied()
-        .collect();
-    want.sort_unstable();
-    assert_eq!(met, want);
-    drop(held);
-}
-
-#[test]
-fn a_survey_leaves_a_slot_that_comes_due_under_its_cursor() {
-    let mut h = Harness::new();
-    let ids: Vec<u64> = (0..8).map(|_| h.insert(1000)).collect();
-    let held: Vec<EntryRef> = ids.iter().map(|id| h.live[id].clone()).collect();
-    let mut met = Vec::new();
-    h.wheel.begin_survey();
-    assert_eq!(h.survey_piece(1, &mut met), None);
-    h.advance_to(1000);
-    assert_eq!(h.fired.len(), 8);
-    assert_eq!(
-        h.survey_piece(8, &mut met),
-        Some(true),
-        "a coarse slot came due"
-    );
-    assert_eq!(met.len(), 4, "only the first round, met before they fired");
-    drop(held);
 }
