@@ -134,7 +134,7 @@
 //! (src/slab/); the intrusive queues (src/queue/); the recycler (src/queue/recycle.rs); the
 //! young queue (src/queue/young.rs); the one-word callback box, a task's waker in the word
 //! itself (src/entry/callback.rs); the list of freed chunks (src/slab/retired.rs).
-//! BENCHMARKS.md gives the measurement behind each. No epoch-based reclamation: no thread reads
+//! DECISIONS.md gives the measurement behind each. No epoch-based reclamation: no thread reads
 //! an entry after its last holder drops it, so a reference count settles it.
 //!
 //! # Where each protocol is told

@@ -38,7 +38,11 @@
 //! long after its start each was answered (the deadline's precision, for either layer's timer),
 //! and the idle connections closed; then "all checks passed", or each check that failed.
 //!
-//! The files: `main.rs` the command line, the client and the run; `server.rs` the server.
+//! With `--serve ADDR` the server runs alone, for a load generator of its own (see `serve.rs`
+//! and `benches/failure-day.sh`).
+//!
+//! The files: `main.rs` the command line, the client and the run; `server.rs` the server;
+//! `serve.rs` the server alone.
 //!
 //! Checks (exit status 1 if one fails; 2 for a bad command line): every response is a 200 or a
 //! 504; no slow handler ran to its end (its deadline cut it off); there are at least as many
@@ -46,6 +50,7 @@
 //! busy machine: the summary shows both); every connection was closed by the server once idle;
 //! with shardwheel's layer, every handler ran within a deadline no later than the client's.
 
+mod serve;
 mod server;
 #[path = "../support/mod.rs"]
 mod support;
@@ -55,7 +60,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, ValueEnum};
 use http_body_util::{BodyExt, Empty};
@@ -64,9 +69,9 @@ use hyper::{header, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
-use tower::{service_fn, ServiceBuilder};
+use tower::service_fn;
 
-use server::{handle, incoming, respond, serve, ServerCounters, GRPC_TIMEOUT};
+use server::{handle, serve_under, ServerCounters, GRPC_TIMEOUT};
 use support::{ms, percentile, threshold};
 
 /// The command line.
@@ -118,6 +123,16 @@ struct Args {
     /// seed of the handler's random work
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
+    /// serve on this address, with no client of its own, for a load generator
+    /// (`benches/failure-day.sh`): `/deep` requests hang while --hang-at-ms says
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<SocketAddr>,
+    /// with --serve: `/deep` requests hang from this time (milliseconds since the Unix epoch)
+    #[arg(long, value_name = "MS", requires = "serve")]
+    hang_at_ms: Option<u64>,
+    /// ... for this many seconds
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    hang_for_s: u64,
 }
 
 /// The timeout layer under test.
@@ -153,6 +168,8 @@ struct Config {
     idle: Duration,
     header_read: Duration,
     seed: u64,
+    /// Serve here alone (see `serve`), `/deep` requests hanging from, until.
+    serve: Option<(SocketAddr, Option<(SystemTime, SystemTime)>)>,
 }
 
 impl Config {
@@ -184,6 +201,15 @@ impl Config {
             idle: Duration::from_millis(args.idle_ms),
             header_read: Duration::from_millis(args.header_read_ms),
             seed: args.seed,
+            serve: args.serve.map(|at| {
+                let from = args
+                    .hang_at_ms
+                    .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
+                (
+                    at,
+                    from.map(|from| (from, from + Duration::from_secs(args.hang_for_s))),
+                )
+            }),
         })
     }
 
@@ -308,25 +334,7 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
         let counters = counters.clone();
         service_fn(move |_: Request<Incoming>| handle(config, counters.clone()))
     };
-    let mut server = match config.timeouts {
-        Timeouts::Shardwheel => {
-            let stack = ServiceBuilder::new()
-                .map_result(respond)
-                .layer(
-                    shardwheel::tower::TimeoutLayer::on_default_engine(config.timeout)
-                        .incoming(incoming),
-                )
-                .service(handler);
-            tokio::spawn(serve(listener, stack, engine, config, counters.clone()))
-        }
-        Timeouts::Tower => {
-            let stack = ServiceBuilder::new()
-                .map_result(respond)
-                .layer(tower::timeout::TimeoutLayer::new(config.timeout))
-                .service(handler);
-            tokio::spawn(serve(listener, stack, engine, config, counters.clone()))
-        }
-    };
+    let mut server = tokio::spawn(serve_under(listener, handler, config, counters.clone()));
 
     println!(
         "server on {addr}, {} timeouts of {} ms (clients send {} ms); {} connections for {} \
@@ -443,5 +451,11 @@ async fn run(config: Config) -> Result<Vec<String>, String> {
 
 fn main() -> ExitCode {
     let config = support::config(Config::new);
-    support::verdict("http_server", support::on_tokio(run(config)))
+    let run = async move {
+        match config.serve {
+            Some((at, hang)) => serve::alone(config, at, hang).await,
+            None => run(config).await,
+        }
+    };
+    support::verdict("http_server", support::on_tokio(run))
 }

@@ -16,10 +16,10 @@ use shardwheel::tower::BoxError;
 use shardwheel::TimerEngine;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use tower::{Service, ServiceExt};
+use tower::{Service, ServiceBuilder, ServiceExt};
 
 use super::support::mix;
-use super::Config;
+use super::{Config, Timeouts};
 
 pub(super) type Body = Full<Bytes>;
 
@@ -164,6 +164,43 @@ where
             drop(busy);
             response
         })
+    }
+}
+
+/// Serves `handler` as `serve` does, under the deadline of the layer `config` names, its
+/// errors made responses (see `respond`).
+pub(super) async fn serve_under<H>(
+    listener: TcpListener,
+    handler: H,
+    config: Config,
+    counters: Arc<ServerCounters>,
+) -> String
+where
+    H: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    H::Future: Send,
+{
+    let engine = shardwheel::default_engine();
+    match config.timeouts {
+        Timeouts::Shardwheel => {
+            let stack = ServiceBuilder::new()
+                .map_result(respond)
+                .layer(
+                    shardwheel::tower::TimeoutLayer::on_default_engine(config.timeout)
+                        .incoming(incoming),
+                )
+                .service(handler);
+            serve(listener, stack, engine, config, counters).await
+        }
+        Timeouts::Tower => {
+            let stack = ServiceBuilder::new()
+                .map_result(respond)
+                .layer(tower::timeout::TimeoutLayer::new(config.timeout))
+                .service(handler);
+            serve(listener, stack, engine, config, counters).await
+        }
     }
 }
 
