@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
-//!     CARGO_TARGET_DIR=target/loom cargo test --release --lib loom_models
+//!     CARGO_TARGET_DIR=target/loom cargo test --release -p shardwheel --lib loom_models
 //! ```
 //!
 //! Every model's doc comment names the bug it catches; each was checked once by hand by

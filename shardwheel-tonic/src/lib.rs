@@ -3,7 +3,8 @@
 //! - [`Server`] serves a tonic router over HTTP/2 with each call run within its deadline: the
 //!   earlier of the caller's `grpc-timeout` and the server's own timeout. The handler runs in
 //!   a `shardwheel::deadline` scope of it; a call whose deadline passes is answered
-//!   `DEADLINE_EXCEEDED`, never `CANCELLED` or `UNKNOWN`, and its handler is dropped.
+//!   `DEADLINE_EXCEEDED`, never `CANCELLED` or `UNKNOWN`, and its handler is dropped (a
+//!   streaming call's deadline bounds it up to its response's head).
 //!   [`DeadlineLayer`] is that layer alone.
 //! - [`PropagateLayer`] wraps a tonic `Channel`: every call made inside a deadline scope (a
 //!   handler's) sends what is left of it as its `grpc-timeout`, and fails with

@@ -8,6 +8,9 @@
 //! and the handler's future is dropped, which cancels what it was waiting on. A call whose
 //! deadline has passed as it arrives (`0n`) is answered at once, its handler never run.
 //!
+//! The deadline bounds the handler until it answers: a unary call's whole life, a streaming
+//! call's up to its response's head (the stream that follows is the handler's to bound).
+//!
 //! [`PropagateLayer`]: crate::PropagateLayer
 
 use std::fmt;
@@ -122,6 +125,11 @@ where
             return ResponseFuture::answered(deadline_exceeded());
         }
         let engine = &self.layer.engine;
+        // The timer first: a call the engine cannot time is not made.
+        if let Err(refused) = engine.try_sleep(Duration::ZERO) {
+            let status = Status::unavailable(format!("the deadline was refused: {refused}"));
+            return ResponseFuture::answered(answer(status, StatusCode::OK));
+        }
         let scoped = engine.within(limit, self.inner.call(request));
         // Past the end of the engine's time: as good as no deadline.
         let Some(at) = scoped.deadline() else {
@@ -267,8 +275,8 @@ impl Server {
             .await
     }
 
-    /// As [`serve`](Self::serve), until `stop` completes: then it stops accepting and returns,
-    /// and the connections under way finish their calls.
+    /// As [`serve`](Self::serve), until `stop` completes: then it stops accepting and returns;
+    /// the connections open then go on serving until their clients close them.
     ///
     /// # Errors
     /// As [`serve`](Self::serve).
@@ -299,6 +307,11 @@ impl Server {
                 Ok(accepted) => accepted,
                 // A connection that failed before it was accepted: the next one may not.
                 Err(error) if is_transient(&error) => continue,
+                // Out of descriptors: connections that close give some back.
+                Err(error) if is_exhausted(&error) => {
+                    self.layer.engine.sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
                 Err(error) => return Err(error),
             };
             let _ = stream.set_nodelay(true);
@@ -321,6 +334,10 @@ fn is_transient(error: &io::Error) -> bool {
         io::ErrorKind::ConnectionAborted
             | io::ErrorKind::ConnectionReset
             | io::ErrorKind::Interrupted
-            | io::ErrorKind::WouldBlock
     )
+}
+
+/// Whether an accept failed for want of file descriptors (the process's or the system's).
+fn is_exhausted(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(24 | 23)) // EMFILE, ENFILE
 }

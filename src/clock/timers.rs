@@ -266,7 +266,7 @@ impl ClockTimers {
     /// Re-times the timers: all of a clock that `told` names or whose offset moved, else only
     /// those whose deadline passed (see the module above).
     pub(crate) fn round(&self, told: [bool; 2]) -> Round {
-        let (mut timers, mut tasks) = (Vec::new(), Vec::new());
+        let mut tasks = Vec::new();
         let mut round = Round::default();
         {
             let mut kept = self.kept.lock();
@@ -288,7 +288,13 @@ impl ClockTimers {
                     let at = OtherDeadline { clock, nanos };
                     match waiting {
                         Waiting::Timer(timer) if !timer.may_run() => dead.push((at, number)),
-                        Waiting::Timer(timer) => timers.push((timer.clone(), at)),
+                        // Moved under the lock: a reset between this look and the move would
+                        // be undone. One mid-run cannot move; its run may have read its clock
+                        // before the change.
+                        Waiting::Timer(timer) => {
+                            let moved = timer.move_to(Some(self.clock.estimate(at)));
+                            round.retry |= !moved && timer.may_run();
+                        }
                         Waiting::Task(task) => tasks.push(task.clone()),
                     }
                 }
@@ -301,11 +307,6 @@ impl ClockTimers {
                 one.armed = round.next[i];
                 round.keeping |= !one.map.is_empty();
             }
-        }
-        for (timer, at) in timers {
-            // One mid-run cannot move; its run may have read its clock before the change.
-            let tick = self.clock.estimate(at);
-            round.retry |= !timer.move_to(Some(tick)) && timer.may_run();
         }
         for task in tasks {
             task.wake();

@@ -22,13 +22,21 @@ impl Waiting {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps `waker` until `at`, in place of one that wakes the same task; `true` if `at` is
-    /// the earliest kept now.
+    /// Keeps `waker` until `at`, or the earlier instant a waker of the same task is kept
+    /// until (a task may wait on two sleeps); `true` if that is the earliest kept now.
     pub(super) fn keep(&self, at: Instant, waker: &Waker) -> bool {
         let mut kept = self.lock();
-        kept.retain(|(_, kept)| !kept.will_wake(waker));
+        let at = match kept.iter().position(|(_, kept)| kept.will_wake(waker)) {
+            Some(i) => at.min(kept.swap_remove(i).0),
+            None => at,
+        };
         kept.push((at, waker.clone()));
         kept.iter().all(|&(other, _)| at <= other)
+    }
+
+    /// The earliest instant kept.
+    pub(super) fn earliest(&self) -> Option<Instant> {
+        self.lock().iter().map(|&(at, _)| at).min()
     }
 
     /// Wakes those due by `now`; returns the earliest left.

@@ -164,12 +164,15 @@ impl ManualClock {
     }
 
     /// The earliest deadline pending on any engine on this clock (start of its tick), once
-    /// what is due has fired; cancelled timers never count. `None` if none is pending.
+    /// what is due has fired, or of a sleep waiting after its engine shut down; cancelled
+    /// timers never count. `None` if none is pending.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.watchers()
-            .iter()
-            .filter_map(|watcher| watcher.next_deadline())
-            .min()
+        let engines = self
+            .watchers()
+            .into_iter()
+            .filter_map(|w| w.next_deadline());
+        // And the sleeps of engines shut down, which wait for the clock (see `fallback`).
+        engines.chain(self.inner.waiting.earliest()).min()
     }
 
     /// Advances exactly to [`next_deadline`](Self::next_deadline), firing as

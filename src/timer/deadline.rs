@@ -13,6 +13,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
@@ -216,10 +217,10 @@ pub(crate) fn carried() -> Option<Deadline> {
     })
 }
 
-/// Makes the earlier of `deadline` and the current deadline current until the guard drops;
-/// `deadline` must stay where it is meanwhile (see `Current::now`).
+/// Makes the earlier of `deadline` and the current deadline current until the guard drops,
+/// which borrows `deadline` so that it stays where it is meanwhile (see `Current::now`).
 #[inline]
-pub(crate) fn enter(deadline: Option<&Deadline>) -> Restore {
+pub(crate) fn enter(deadline: Option<&Deadline>) -> Restore<'_> {
     let lent = deadline.map(Deadline::lend);
     let found = CURRENT
         .try_with(|current| {
@@ -232,7 +233,7 @@ pub(crate) fn enter(deadline: Option<&Deadline>) -> Restore {
         })
         .ok()
         .flatten();
-    Restore(found)
+    Restore(found, PhantomData)
 }
 
 /// Runs `f` within `deadline` (where earlier), putting the current one back after or unwinding.
@@ -243,11 +244,12 @@ pub(crate) fn run_within<R>(deadline: Option<&Deadline>, f: impl FnOnce() -> R) 
     f()
 }
 
-/// The current deadline a scope found, put back as its poll ends or unwinds.
+/// The current deadline a scope found, put back as its poll ends or unwinds; it borrows the
+/// deadline it lent.
 #[must_use]
-pub(crate) struct Restore(Option<Current>);
+pub(crate) struct Restore<'a>(Option<Current>, PhantomData<&'a Deadline>);
 
-impl Drop for Restore {
+impl Drop for Restore<'_> {
     #[inline]
     fn drop(&mut self) {
         let _ = CURRENT.try_with(|current| current.set(self.0));

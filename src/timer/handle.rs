@@ -97,7 +97,8 @@ impl TimerHandle {
     /// fired, was cancelled or handed back, or the deadline is beyond
     /// [`max_delay`](crate::TimerEngine::max_delay). A `true` reset never fires at the old
     /// deadline; a repeating timer's next run moves, later runs keep the rhythm. A boot or
-    /// wall timer's deadline becomes `delay` from now on its own clock (any delay is taken).
+    /// wall timer's deadline becomes `delay` from now on its own clock (any delay is taken);
+    /// while a run of it looks at its clock, it is running, and the reset answers `false`.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};

@@ -18,8 +18,8 @@ pin_project_lite::pin_project! {
     /// clock, with `S` a [`ClockSleep`], by [`TimerEngine::timeout_boot`] and
     /// [`TimerEngine::timeout_at_wall`].
     ///
-    /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown it never
-    /// comes. Made inside a deadline scope ([`deadline`](crate::deadline)), it ends at the
+    /// Its deadline is a [`Sleep`]'s: at the cap it may come late; after shutdown a fallback
+    /// thread times it, never early. Made inside a deadline scope ([`deadline`](crate::deadline)), it ends at the
     /// earlier of its own deadline and the scope's. Cancel safe as far as its future is.
     ///
     /// [`TimerEngine::timeout`]: crate::TimerEngine::timeout
