@@ -15,9 +15,9 @@ use super::TickClock;
 
 /// Wakers waiting for their instants.
 #[derive(Default)]
-pub(super) struct Waiting(Mutex<Vec<(Instant, Waker)>>);
+pub(super) struct Wakers(Mutex<Vec<(Instant, Waker)>>);
 
-impl Waiting {
+impl Wakers {
     fn lock(&self) -> MutexGuard<'_, Vec<(Instant, Waker)>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -62,7 +62,7 @@ impl Waiting {
 
 /// The process's thread for sleeps on the system clock, and what it waits on.
 struct Fallback {
-    waiting: Waiting,
+    waiting: Wakers,
     bell: Condvar,
     rung: Mutex<bool>,
 }
@@ -73,7 +73,7 @@ static FALLBACK: OnceLock<Option<&'static Fallback>> = OnceLock::new();
 fn fallback() -> Option<&'static Fallback> {
     *FALLBACK.get_or_init(|| {
         let fallback: &'static Fallback = Box::leak(Box::new(Fallback {
-            waiting: Waiting::default(),
+            waiting: Wakers::default(),
             bell: Condvar::new(),
             rung: Mutex::new(false),
         }));

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Weak;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::fallback::Waiting;
+use super::fallback::Wakers;
 use super::tick::MAX_DELAY_NANOS;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
 
@@ -50,7 +50,7 @@ struct ManualInner {
     watchers: Mutex<Vec<(u64, Weak<dyn CatchUp>)>>,
     next_watcher: AtomicU64,
     /// The sleeps of engines shut down, woken as the clock reaches them (see `fallback`).
-    waiting: Waiting,
+    waiting: Wakers,
 }
 
 /// What a manual clock asks of an engine on it: to bring its shards up to the clock's time.
@@ -86,7 +86,7 @@ impl ManualClock {
                 wall: Mutex::new((wall_start(), 0)),
                 watchers: Mutex::new(Vec::new()),
                 next_watcher: AtomicU64::new(0),
-                waiting: Waiting::default(),
+                waiting: Wakers::default(),
             }),
         }
     }
@@ -121,7 +121,7 @@ impl ManualClock {
     }
 
     /// The sleeps of engines shut down that wait for this clock (see `fallback`).
-    pub(super) fn waiting(&self) -> &Waiting {
+    pub(super) fn waiting(&self) -> &Wakers {
         &self.inner.waiting
     }
 
