@@ -95,8 +95,8 @@
 //! - **Memory back.** A turn frees the blocks of the one-shots it fired that no handle holds,
 //!   together (src/slab/chunk.rs); dead entries go back to their lane's owner as spares. An
 //!   owner that exits frees its spares and gives its lane's chunks up (`Lane::leave`); a
-//!   chunk freed after its give-up waits for a calm turn of a shard, which discards its
-//!   pages and frees it (src/slab/retired.rs).
+//!   chunk freed after its give-up waits for a calm turn of its engine's shards, which discard its
+//!   pages and frees it (src/slab/discard.rs).
 //! - **Shutdown** (src/engine/shutdown.rs, src/engine/closing.rs). Stop flags, join the tick
 //!   threads, wait for the callbacks in flight, join the pool, then win PENDING→HANDED_BACK
 //!   for every timer still pending and hand it back as `Unfired`.
@@ -133,7 +133,7 @@
 //! relay and its claims (src/callbacks/relay.rs, src/sync/claims.rs); the chunk slab
 //! (src/slab/); the intrusive queues (src/queue/); the recycler (src/queue/recycle.rs); the
 //! young queue (src/queue/young.rs); the one-word callback box, a task's waker in the word
-//! itself (src/entry/callback.rs); the list of freed chunks (src/slab/retired.rs).
+//! itself (src/entry/callback.rs); the list of freed chunks (src/slab/discard.rs).
 //! DECISIONS.md gives the measurement behind each. No epoch-based reclamation: no thread reads
 //! an entry after its last holder drops it, so a reference count settles it.
 //!
@@ -166,7 +166,7 @@
 //!   src/engine/scope.rs. The delay queue: src/delay/queue.rs and src/delay/wheel.rs.
 //! - The cap, and the sleeps waiting there for a permit: src/sync/cap.rs; how a hold ends:
 //!   src/entry/permit.rs. The slab: src/slab/chunk.rs, src/slab/allocator.rs, and its freed
-//!   chunks' pages: src/slab/retired.rs.
+//!   chunks' pages: src/slab/discard.rs.
 //! - Pinning: src/pinning/watch.rs, src/pinning/affinity.rs, src/pinning/waking.rs.
 //! - Lateness: src/shard/lateness.rs.
 //! - The boot and wall clocks: src/clock/mod.rs (estimates, a run's look, rounds, the clock

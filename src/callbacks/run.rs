@@ -1,7 +1,7 @@
 //! Running one fired callback, wherever it runs: under `catch_unwind` (a panic is counted
 //! and its payload dropped safely), counted as begun and ended, and with its permit under the
 //! engine's cap released as it begins. A repeating timer's run is followed by its stow onto its
-//! shard's re-arm stack (see `entry::repeat`), or, if the timer ends there, by its release.
+//! shard's re-arm stack (see `entry::repeat`), or, if the timer ends there, by the end of its hold.
 
 use std::any::Any;
 use std::cell::Cell;

@@ -22,7 +22,7 @@ use crate::timer::TimerHandle;
 const SLACK: i128 = 1_000_000;
 
 /// Where a timer is kept: its deadline in its clock's nanoseconds, then a number of its own.
-type Key = (u64, u64);
+type Place = (u64, u64);
 
 /// What waits at a deadline.
 pub(crate) enum Waiting {
@@ -69,7 +69,7 @@ pub(super) enum Ran {
 #[derive(Default)]
 struct ForClock {
     /// Its timers and sleeps by deadline.
-    map: BTreeMap<Key, Waiting>,
+    map: BTreeMap<Place, Waiting>,
     /// The clock's offset from the monotonic clock at the last round.
     offset: Option<i128>,
     /// The next deadline the clock thread waits for.
@@ -78,7 +78,7 @@ struct ForClock {
 
 /// What the lock guards: each clock's, and each timer's deadline.
 #[derive(Default)]
-struct Kept {
+struct Deadlines {
     boot: ForClock,
     wall: ForClock,
     /// Each timer's deadline and number, by its entry's address.
@@ -88,7 +88,7 @@ struct Kept {
     stopped: bool,
 }
 
-impl Kept {
+impl Deadlines {
     fn of(&mut self, clock: OtherClock) -> &mut ForClock {
         match clock {
             OtherClock::Boot => &mut self.boot,
@@ -132,7 +132,7 @@ impl Kept {
 /// An engine's timers and sleeps on the other clocks (see the module above).
 pub(crate) struct ClockTimers {
     clock: TickClock,
-    kept: Mutex<Kept>,
+    kept: Mutex<Deadlines>,
     /// The next key's own number.
     next: AtomicU64,
     /// The clock thread, once started (system clocks only).
@@ -148,7 +148,7 @@ impl ClockTimers {
     pub(crate) fn new(clock: TickClock) -> Self {
         ClockTimers {
             clock,
-            kept: Mutex::new(Kept::default()),
+            kept: Mutex::new(Deadlines::default()),
             next: AtomicU64::new(0),
             thread: Mutex::new(None),
         }
@@ -247,7 +247,7 @@ impl ClockTimers {
             kept.timers.insert(address, (new, number));
             sooner
         };
-        // Kept before, so the clock thread runs (or the clock is manual).
+        // Deadlines before, so the clock thread runs (or the clock is manual).
         if sooner {
             if let Some(thread) = &*self.thread.lock() {
                 thread.ring();
@@ -336,9 +336,9 @@ impl ClockTimers {
         if let Some(thread) = thread {
             thread.join();
         }
-        let stopped = Kept {
+        let stopped = Deadlines {
             stopped: true,
-            ..Kept::default()
+            ..Deadlines::default()
         };
         let kept = std::mem::replace(&mut *self.kept.lock(), stopped);
         drop(kept);

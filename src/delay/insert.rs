@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use super::key::{Key, KeyError};
-use super::queue::{DelayQueue, Due, Item, FAR};
+use super::queue::{DelayQueue, Item, Ordered, FAR};
 use super::wheel::{InList, Link};
 use crate::engine::{EngineShared, ScheduleError, ScheduleErrorKind};
 
@@ -229,7 +229,7 @@ impl<T> DelayQueue<T> {
 /// Puts `item` (at `index`, of `generation`) among the values `due` under a new arm; a
 /// deadline beyond `Instant` counts as `now`.
 pub(super) fn push_due<T>(
-    due: &mut std::collections::BinaryHeap<Reverse<Due>>,
+    due: &mut std::collections::BinaryHeap<Reverse<Ordered>>,
     arms: &mut u64,
     now: Instant,
     index: usize,
@@ -238,7 +238,7 @@ pub(super) fn push_due<T>(
 ) {
     *arms += 1;
     item.link.list = InList::Due(*arms);
-    due.push(Reverse(Due {
+    due.push(Reverse(Ordered {
         deadline: item.deadline.unwrap_or(now),
         generation,
         index,

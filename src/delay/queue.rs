@@ -97,7 +97,7 @@ pub struct DelayQueue<T> {
     pub(super) wheel: DelayWheel,
     /// The values taken out of the wheel, soonest first; a record left stale by a reset or
     /// remove is dropped when it comes out.
-    pub(super) due: BinaryHeap<Reverse<Due>>,
+    pub(super) due: BinaryHeap<Reverse<Ordered>>,
     /// The queue's one engine timer; `None` while empty, or after the engine refused it.
     pub(super) sleep: Option<Sleep>,
     /// The task that polled last and got `Pending`.
@@ -132,7 +132,7 @@ impl<T> Linked for Item<T> {
 
 /// A value due, ordered as yielded: by deadline, then by insertion (the key's generation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Due {
+pub(super) struct Ordered {
     pub(super) deadline: Instant,
     pub(super) generation: u64,
     pub(super) index: usize,

@@ -10,14 +10,14 @@ use std::mem;
 /// The end of the free list.
 const NONE: usize = usize::MAX;
 
-enum Held<V> {
+enum Stored<V> {
     Occupied { generation: u64, value: V },
     Vacant { next: usize },
 }
 
 /// Values by index, each with a generation that a lookup must match.
 pub(super) struct Values<V> {
-    cells: Vec<Held<V>>,
+    cells: Vec<Stored<V>>,
     /// The first vacant cell, or `NONE`.
     free: usize,
     len: usize,
@@ -64,9 +64,9 @@ impl<V> Values<V> {
 
     /// Stores `value` in the first vacant cell (or a new one) and returns its index.
     pub(super) fn insert(&mut self, generation: u64, value: V) -> usize {
-        let occupied = Held::Occupied { generation, value };
+        let occupied = Stored::Occupied { generation, value };
         if let Some(cell) = self.cells.get_mut(self.free) {
-            if let Held::Vacant { next } = *cell {
+            if let Stored::Vacant { next } = *cell {
                 *cell = occupied;
                 let index = mem::replace(&mut self.free, next);
                 self.count_insert();
@@ -92,7 +92,7 @@ impl<V> Values<V> {
     /// The value at `index`, if its generation is `generation`.
     pub(super) fn get(&self, index: usize, generation: u64) -> Option<&V> {
         match self.cells.get(index) {
-            Some(Held::Occupied {
+            Some(Stored::Occupied {
                 generation: held,
                 value,
             }) if *held == generation => Some(value),
@@ -103,7 +103,7 @@ impl<V> Values<V> {
     /// As [`get`](Self::get), to change.
     pub(super) fn get_mut(&mut self, index: usize, generation: u64) -> Option<&mut V> {
         match self.cells.get_mut(index) {
-            Some(Held::Occupied {
+            Some(Stored::Occupied {
                 generation: held,
                 value,
             }) if *held == generation => Some(value),
@@ -114,7 +114,7 @@ impl<V> Values<V> {
     /// The value at `index` and its generation, whatever that is.
     pub(super) fn get_at(&self, index: usize) -> Option<(u64, &V)> {
         match self.cells.get(index) {
-            Some(Held::Occupied { generation, value }) => Some((*generation, value)),
+            Some(Stored::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
     }
@@ -122,7 +122,7 @@ impl<V> Values<V> {
     /// The value at `index` and its generation, whatever that is, to change.
     pub(super) fn get_at_mut(&mut self, index: usize) -> Option<(u64, &mut V)> {
         match self.cells.get_mut(index) {
-            Some(Held::Occupied { generation, value }) => Some((*generation, value)),
+            Some(Stored::Occupied { generation, value }) => Some((*generation, value)),
             _ => None,
         }
     }
@@ -131,14 +131,14 @@ impl<V> Values<V> {
     pub(super) fn remove(&mut self, index: usize, generation: u64) -> Option<V> {
         self.get(index, generation)?;
         let cell = self.cells.get_mut(index)?;
-        let Held::Occupied { value, .. } = mem::replace(cell, Held::Vacant { next: self.free })
+        let Stored::Occupied { value, .. } = mem::replace(cell, Stored::Vacant { next: self.free })
         else {
             return None;
         };
         self.free = index;
         self.len -= 1;
         if self.len == 0 {
-            self.keep_or_release();
+            self.keep_or_shrink();
         } else if self.len <= self.compact_at && self.cells.capacity() > self.floor {
             self.compact();
             let keep = self.floor.max(self.cells.len());
@@ -173,7 +173,7 @@ impl<V> Values<V> {
     /// Shrinks the storage as far as it goes: to nothing if empty, else to the last value.
     pub(super) fn shrink_to_fit(&mut self) {
         if self.len == 0 {
-            self.release(0);
+            self.shrink_to(0);
         } else {
             self.compact();
             self.cells.shrink_to_fit();
@@ -182,18 +182,18 @@ impl<V> Values<V> {
 
     /// The last value was removed: keeps the storage if a quarter was filled, else frees it
     /// down to the floor.
-    fn keep_or_release(&mut self) {
+    fn keep_or_shrink(&mut self) {
         let capacity = self.cells.capacity();
         let keep = if self.peak.saturating_mul(4) >= capacity {
             capacity
         } else {
             self.floor
         };
-        self.release(keep);
+        self.shrink_to(keep);
     }
 
     /// Frees the storage of an empty values down to `keep` cells.
-    fn release(&mut self, keep: usize) {
+    fn shrink_to(&mut self, keep: usize) {
         self.cells.clear();
         self.cells.shrink_to(keep);
         self.free = NONE;
@@ -203,17 +203,17 @@ impl<V> Values<V> {
 
     /// Drops the vacant end and rebuilds the free list lowest index first.
     fn compact(&mut self) {
-        if matches!(self.cells.last(), Some(Held::Occupied { .. })) {
+        if matches!(self.cells.last(), Some(Stored::Occupied { .. })) {
             // No vacant end to drop: spare the walk.
             self.compact_at = self.len / 2;
             return;
         }
-        while matches!(self.cells.last(), Some(Held::Vacant { .. })) {
+        while matches!(self.cells.last(), Some(Stored::Vacant { .. })) {
             self.cells.pop();
         }
         self.free = NONE;
         for (index, cell) in self.cells.iter_mut().enumerate().rev() {
-            if let Held::Vacant { next } = cell {
+            if let Stored::Vacant { next } = cell {
                 *next = self.free;
                 self.free = index;
             }

@@ -32,6 +32,8 @@
 //! | entry | one timer's reference-counted memory: state word, links, callback cell | |
 //! | chunk, block | a run of blocks a lane's owner carves entries from; one entry's memory | a chunk's slot |
 //! | cell | one word that a value is put into and taken out of: a callback cell, a ring's cell | |
+//! | discard | giving a freed chunk's pages back to the system before the chunk is freed; a shard thread's wait for a calm turn in its engine's `Discards` | a process-wide list, its `Releaser` |
+//! | retire | end a repeating timer for good: FIRED without REPEATING (`Entry::retire`) | |
 //! | spare | a dead, unshared entry given back to its lane's owner, or swept, for reuse | |
 //! | unlink request | a cancelled, linked entry pushed for its shard to take out | |
 //! | permit | one unit of the cap, held by a timer until the engine is done with it | place, `release_cap` |

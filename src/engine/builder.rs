@@ -11,6 +11,7 @@ use crate::callbacks::{CallbackPool, Executor, Inflight, Spawner, Task};
 use crate::clock::ClockTimers;
 use crate::entry::StateWord;
 use crate::shard::{Lanes, Shard, ShardShared};
+use crate::slab::Discards;
 use crate::sync::{next_engine_id, Arc, Cap, Mutex, StdArc};
 use crate::time::{ManualClock, TickClock};
 use crate::wheel::SPAN;
@@ -299,6 +300,7 @@ impl Builder {
         let cap = self.max_pending.map(|max| Arc::new(Cap::new(max)));
         let inflight = Arc::new(Inflight::new());
         let pool_threads = pool.as_ref().map_or(0, CallbackPool::threads);
+        let discards = Discards::new();
         let shard_cores: Vec<Arc<ShardShared>> = (0..shard_count)
             .map(|_| {
                 Arc::new(ShardShared::new(
@@ -307,6 +309,7 @@ impl Builder {
                     cap.clone(),
                     pool_threads,
                     self.track_sites,
+                    discards.clone(),
                 ))
             })
             .collect();

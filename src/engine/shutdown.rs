@@ -228,8 +228,8 @@ impl EngineShared {
             pool.join();
         }
         let unfired = self.collect(stopped);
-        // No shard of this engine will release the chunks freed meanwhile.
-        crate::slab::release(usize::MAX);
+        // No shard of this engine will discard the chunks freed meanwhile.
+        self.shards[0].discards().discard_some(usize::MAX);
         self.shards[0].wake_room_waiters();
         crate::trace::shutdown_ended(self.id, unfired.len());
         unfired
@@ -278,7 +278,7 @@ impl Drop for Engine {
                 lane.free_spares();
             }
         }
-        // The chunks the give-ups freed: no shard of this engine is left to release them.
-        crate::slab::release(usize::MAX);
+        // The chunks the give-ups freed: no shard of this engine is left to discard them.
+        self.shared.shards[0].discards().discard_some(usize::MAX);
     }
 }

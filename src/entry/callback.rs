@@ -50,30 +50,30 @@ pub(crate) type Again = (CallbackBox, u64);
 struct VTable {
     /// Runs the callback (as `call_repeating` when there is an entry), freeing the box unless
     /// it is handed back.
-    run: unsafe fn(NonNull<Header>, Option<&EntryRef>) -> Option<Again>,
+    run: unsafe fn(NonNull<Front>, Option<&EntryRef>) -> Option<Again>,
     /// Drops the callback without running it and frees the box.
-    drop: unsafe fn(NonNull<Header>),
+    drop: unsafe fn(NonNull<Front>),
     /// The callback's type, for [`unbox`].
     type_id: fn() -> TypeId,
 }
 
 /// The start of every box: the callback's vtable.
 #[repr(C)]
-struct Header {
+struct Front {
     vtable: &'static VTable,
 }
 
 /// The heap block of a callback that is not zero-sized: the header, then the value.
 #[repr(C)]
 struct Heap<C> {
-    header: Header,
+    header: Front,
     value: C,
 }
 
 /// Where each callback type's vtable, and the static header of a zero-sized one, live.
 trait Erased: Callback {
     const VTABLE: &'static VTable;
-    const STATIC_HEADER: &'static Header;
+    const STATIC_HEADER: &'static Front;
 }
 
 impl<C: Callback> Erased for C {
@@ -82,7 +82,7 @@ impl<C: Callback> Erased for C {
         drop: drop_boxed::<C>,
         type_id: TypeId::of::<C>,
     };
-    const STATIC_HEADER: &'static Header = &Header {
+    const STATIC_HEADER: &'static Front = &Front {
         vtable: Self::VTABLE,
     };
 }
@@ -94,7 +94,7 @@ const fn is_static<C>() -> bool {
 
 /// # Safety
 /// `header` is the header of a live box of `C`, which the caller gives up.
-unsafe fn run<C: Callback>(header: NonNull<Header>, entry: Option<&EntryRef>) -> Option<Again> {
+unsafe fn run<C: Callback>(header: NonNull<Front>, entry: Option<&EntryRef>) -> Option<Again> {
     // SAFETY: by this function's contract.
     let this = unsafe { Boxed::<C>::from_header(header) };
     match entry {
@@ -108,14 +108,14 @@ unsafe fn run<C: Callback>(header: NonNull<Header>, entry: Option<&EntryRef>) ->
 
 /// # Safety
 /// As [`run`].
-unsafe fn drop_boxed<C: Callback>(header: NonNull<Header>) {
+unsafe fn drop_boxed<C: Callback>(header: NonNull<Front>) {
     // SAFETY: by this function's contract.
     drop(unsafe { Boxed::<C>::from_header(header) });
 }
 
 /// A callback of a known type in its box, as [`Callback::call_repeating`] receives it.
 pub(crate) struct Boxed<C: Callback> {
-    header: NonNull<Header>,
+    header: NonNull<Front>,
     _owns: PhantomData<C>,
 }
 
@@ -127,7 +127,7 @@ impl<C: Callback> Boxed<C> {
             NonNull::from(C::STATIC_HEADER)
         } else {
             let heap = Box::new(Heap {
-                header: Header { vtable: C::VTABLE },
+                header: Front { vtable: C::VTABLE },
                 value,
             });
             NonNull::from(Box::leak(heap)).cast()
@@ -140,7 +140,7 @@ impl<C: Callback> Boxed<C> {
 
     /// # Safety
     /// `header` is the header of a live box of `C` made by [`Boxed::new`], given up.
-    unsafe fn from_header(header: NonNull<Header>) -> Self {
+    unsafe fn from_header(header: NonNull<Front>) -> Self {
         Boxed {
             header,
             _owns: PhantomData,
@@ -212,7 +212,7 @@ impl<C: Callback> Drop for Boxed<C> {
 /// A callback of any type, one pointer wide (see the module documentation): a box's header,
 /// or a waker's data pointer tagged [`WAKER`].
 pub(crate) struct CallbackBox {
-    header: NonNull<Header>,
+    header: NonNull<Front>,
 }
 
 /// The tag of a [`CallbackBox`] holding a waker of [`WAKER_VTABLE`].
@@ -388,7 +388,7 @@ pub(crate) fn unbox<C: Callback>(callback: CallbackBox) -> C {
 /// The low bit of an empty cell's word (see `cell`); a box's word never has it.
 pub(super) const EMPTY: usize = 1;
 
-const _: () = assert!(mem::align_of::<Header>() > (EMPTY | WAKER));
+const _: () = assert!(mem::align_of::<Front>() > (EMPTY | WAKER));
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -450,14 +450,14 @@ mod tests {
 
     /// A waker that counts its wakes, and the count.
     fn counting_waker() -> (Arc<AtomicUsize>, Waker) {
-        struct Counting(Arc<AtomicUsize>);
-        impl std::task::Wake for Counting {
+        struct WakeCounter(Arc<AtomicUsize>);
+        impl std::task::Wake for WakeCounter {
             fn wake(self: Arc<Self>) {
                 self.0.fetch_add(1, Ordering::SeqCst);
             }
         }
         let woken = Arc::new(AtomicUsize::new(0));
-        (woken.clone(), Waker::from(Arc::new(Counting(woken))))
+        (woken.clone(), Waker::from(Arc::new(WakeCounter(woken))))
     }
 
     #[test]

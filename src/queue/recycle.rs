@@ -160,10 +160,10 @@ impl Drop for Recycler {
 /// Drops every entry of a chain linked through `next`.
 ///
 /// # Safety
-/// The caller holds the chain: each node carries a strong count no one else will release.
+/// The caller holds the chain: each node carries a strong count no one else will drop.
 unsafe fn free_chain(mut node: *mut Entry) {
     while !node.is_null() {
-        // SAFETY: by this function's contract the node carries a strong count to release.
+        // SAFETY: by this function's contract the node carries a strong count to drop.
         let entry = unsafe { EntryRef::from_raw(node) };
         // Relaxed: the chain is this thread's alone.
         node = entry.next.load(Ordering::Relaxed);

@@ -83,9 +83,9 @@ mod tests {
     /// An entry as a cancel that must tell the shard leaves it: linked in a one-slot stand-in
     /// for a wheel (a list's pointer holding the wheel's count), then cancelled, with the
     /// request the cancel handed over.
-    fn cancelled_while_linked(deadline: u64) -> (EntryRef, Listed, UnlinkRef) {
+    fn cancelled_while_linked(deadline: u64) -> (EntryRef, FromWheel, UnlinkRef) {
         let entry = EntryRef::new(Entry::new(deadline, CallbackBox::new(|| {})));
-        let listed = Listed(EntryRef::into_raw(entry.clone()));
+        let listed = FromWheel(EntryRef::into_raw(entry.clone()));
         entry
             .mark_linked(entry.state(), SlotId { level: 0, slot: 1 })
             .unwrap();
@@ -96,11 +96,11 @@ mod tests {
     }
 
     /// A wheel's list pointer to an entry (see `cancelled_while_linked`).
-    struct Listed(*const Entry);
+    struct FromWheel(*const Entry);
 
     /// What a wheel does when it meets the entry before the request: takes it out of its list
     /// and unmarks it, leaving the count to the request.
-    fn unlinked_by_the_wheel(entry: &EntryRef, listed: Listed) {
+    fn unlinked_by_the_wheel(entry: &EntryRef, listed: FromWheel) {
         assert_eq!(
             listed.0,
             EntryRef::as_ptr(entry),

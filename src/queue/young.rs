@@ -55,7 +55,7 @@ struct Cell {
 }
 
 /// What the owner writes on every schedule, on one cache line.
-struct Owner {
+struct OwnerLine {
     /// The next cell the owner fills.
     tail: AtomicUsize,
     /// The next cell to sweep or take.
@@ -67,7 +67,7 @@ struct Owner {
 }
 
 /// What others write, read by the owner on every schedule.
-struct Others {
+struct OthersLine {
     /// Set while the shard takes (see the module documentation).
     taking: AtomicBool,
     /// Set by a thread that needs the young timers taken at once.
@@ -77,8 +77,8 @@ struct Others {
 /// A lane's young timers.
 pub(crate) struct Young {
     cells: Box<[Cell; YOUNG_CELLS]>,
-    owner: CachePadded<Owner>,
-    others: CachePadded<Others>,
+    owner: CachePadded<OwnerLine>,
+    others: CachePadded<OthersLine>,
 }
 
 // SAFETY: the cells' pointers carry counts of `Send + Sync` entries; `born` is touched only by
@@ -224,13 +224,13 @@ impl Young {
         };
         Young {
             cells,
-            owner: CachePadded::new(Owner {
+            owner: CachePadded::new(OwnerLine {
                 tail: AtomicUsize::new(0),
                 head: AtomicUsize::new(0),
                 busy: AtomicBool::new(false),
                 oldest: AtomicU64::new(0),
             }),
-            others: CachePadded::new(Others {
+            others: CachePadded::new(OthersLine {
                 taking: AtomicBool::new(false),
                 hurry: AtomicBool::new(false),
             }),

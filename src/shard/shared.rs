@@ -11,7 +11,8 @@ use super::survey::Question;
 use crate::callbacks::ShardCallbacks;
 use crate::entry::EntryRef;
 use crate::pinning::Pinning;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit};
+use crate::slab::Discards;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Cap, Counter, Fenced, Ordering, Permit, StdArc};
 use crate::time::{Nanos, Tick, TickClock};
 
 /// What a shard shares with producers, cancellers, the executor and the engine.
@@ -35,6 +36,8 @@ pub(crate) struct ShardShared {
     tracking: bool,
     /// What moves the timers on the other clocks, once there are any (see `retime`).
     retimer: Retimer,
+    /// The engine's freed chunks waiting for a calm turn (see `slab::discard`).
+    discards: StdArc<Discards>,
 }
 
 /// A manual clock's question to the shard thread: the earliest deadline in its wheel, asked
@@ -113,6 +116,7 @@ impl ShardShared {
         cap: Option<Arc<Cap>>,
         pool_threads: usize,
         tracking: bool,
+        discards: StdArc<Discards>,
     ) -> Self {
         ShardShared {
             signal: Signal::new(),
@@ -128,7 +132,13 @@ impl ShardShared {
             question: Question::default(),
             tracking,
             retimer: Retimer::default(),
+            discards,
         }
+    }
+
+    /// The engine's freed chunks waiting for their discard.
+    pub(crate) fn discards(&self) -> &StdArc<Discards> {
+        &self.discards
     }
 
     /// Gives the shard what moves the timers another layer times, if it has none yet.

@@ -10,7 +10,7 @@
 //! 3. advances the wheel to now, winning PENDING→FIRED for each due timer, and hands the
 //!    callbacks to the executor in batches as it goes ([`FIRST_HAND_OVER`]);
 //! 4. gives dead unshared entries back to their lanes (see `queue::recycle`) and, on a calm
-//!    turn, frees a few chunks (see `slab::retired`).
+//!    turn, frees a few chunks (see `slab::discard`).
 //!
 //! Between turns it polls once a tick while work arrives, a slot is due next tick, handed
 //! callbacks wait to begin (then at least every [`LOOK_AGAIN`]) or a survey is under way (see
@@ -51,10 +51,10 @@ const FIRST_HAND_OVER: usize = 64;
 /// doubles up to it, so a storm is handed over in a few hundred batches.
 const MOST_HAND_OVER: usize = 4096;
 
-/// The chunks this shard freed that a calm turn discards and frees (see `slab::retired`): a
+/// The chunks this shard freed that a calm turn discards and frees (see `slab::discard`): a
 /// few while work comes in, more when the shard would sleep, which it does not while any wait.
-const BUSY_RELEASE: usize = 4;
-const IDLE_RELEASE: usize = 64;
+const BUSY_DISCARDS: usize = 4;
+const IDLE_DISCARDS: usize = 64;
 
 /// A reused buffer a spike grew past this is shrunk back once a turn needs a quarter of it or
 /// less; a steady flow does not reallocate it every turn.
@@ -94,7 +94,7 @@ pub(crate) struct Shard {
 
 /// A stopped shard: its wheel and lanes, for shutdown to empty; its holder is the only
 /// consumer of the shard's queues. Fields drop wheel first: the wheel leaves cancelled
-/// entries' counts to their unlink requests, which the lanes release (see `queue::unlink`).
+/// entries' counts to their unlink requests, which the lanes drop (see `queue::unlink`).
 pub(crate) struct Stopped {
     wheel: Wheel,
     shared: Arc<ShardShared>,
@@ -120,7 +120,7 @@ impl Stopped {
 }
 
 /// Aborts the process if the shard thread unwinds out of its loop: that is an engine bug
-/// (callbacks run under `catch_unwind`), and unwinding mid-turn could release a count owned by
+/// (callbacks run under `catch_unwind`), and unwinding mid-turn could drop a count owned by
 /// an unlink request. A loud stop beats a double free.
 struct AbortOnUnwind;
 
@@ -301,13 +301,13 @@ impl Shard {
         // No storm fired on this thread or drained by the pool: a discard's TLB flush
         // interrupts every cpu of the process.
         if !crowded && turn != Turn::Backlog && !self.executor.has_queued() {
-            // Time for a few freed chunks (see `slab::retired`).
+            // Time for a few freed chunks (see `slab::discard`).
             let most = if turn == Turn::Idle {
-                IDLE_RELEASE
+                IDLE_DISCARDS
             } else {
-                BUSY_RELEASE
+                BUSY_DISCARDS
             };
-            if crate::slab::release(most) {
+            if self.shared.discards().discard_some(most) {
                 turn = turn.max(Turn::Worked);
             }
         }
@@ -401,7 +401,7 @@ impl Shard {
     /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown.
     pub(crate) fn run(mut self) -> Stopped {
         let _abort = AbortOnUnwind;
-        let _releaser = crate::slab::Releaser::new();
+        let _discard_later = self.taker.discard_later();
         self.shared.signal().set_thread(thread::current());
         (self.shared.callbacks().rearms()).set_thread(thread::current());
         let clock = self.shared.clock().clone();

@@ -1,6 +1,6 @@
 //! [`Allocator`]: hands out the blocks of its chunks, one thread at a time, and trims them.
 //!
-//! A trim: when a [`Sweep`] finds the chunks mostly free, the allocator starts afresh with a new
+//! A trim: when a [`Census`] finds the chunks mostly free, the allocator starts afresh with a new
 //! free stack (the old one belongs to the chunks left behind) and gives the old chunks up a few
 //! per step, each freed as at any give-up. No block of a chunk left behind is handed out again,
 //! so its `live` takes no allocation after the give-up.
@@ -20,22 +20,22 @@ use crate::sync::{prefetch, Arc, Ordering, TakeAllStack, UnsafeCell};
 /// `chunk::dealloc_chunk`) are nearly all of it, the two it shares with its neighbours aside.
 const CHUNK_BYTES: usize = 64 * 1024;
 
-/// Sweeps in a row that must find under `1 / TRIM_SHARE` of the blocks live for a trim, so a
+/// Passes in a row that must find under `1 / TRIM_SHARE` of the blocks live for a trim, so a
 /// refilling burst does not let chunks go just before it needs them.
 const LOW_SWEEPS: u32 = 2;
 
 /// See [`LOW_SWEEPS`].
 const TRIM_SHARE: usize = 4;
 
-/// Chunks given up per sweep step after a trim, spreading the trim's cost.
-const RETIRE_PER_STEP: usize = 32;
+/// Chunks given up per census step after a trim, spreading the trim's cost.
+const GIVE_UP_PER_STEP: usize = 32;
 
-/// When an allocator trims (see [`Sweep`]).
+/// When an allocator trims (see [`Census`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Trim {
     /// The fewest chunks held for a trim.
     pub(crate) above: usize,
-    /// Allocations per step of the sweep; a step loads one chunk's header.
+    /// Allocations per step of the census; a step loads one chunk's header.
     pub(crate) every: u32,
 }
 
@@ -60,14 +60,14 @@ struct Carver<T> {
     /// Free blocks taken off `free`, linked through their bodies.
     reuse: *mut Block<T>,
     /// Chunks left behind by a trim, to give up a few at a time.
-    retiring: Vec<NonNull<Header<T>>>,
-    /// Whether and when to trim (see [`Sweep`]).
-    sweep: Sweep,
+    left_behind: Vec<NonNull<Header<T>>>,
+    /// Whether and when to trim (see [`Census`]).
+    census: Census,
 }
 
-/// The sweep that decides a trim: every `trim.every` allocations it adds up one more chunk's
+/// The census that decides a trim: every `trim.every` allocations it adds up one more chunk's
 /// live blocks, and at the end of a pass compares the sum with the blocks held.
-struct Sweep {
+struct Census {
     trim: Trim,
     /// Allocations until the next step.
     countdown: u32,
@@ -79,13 +79,13 @@ struct Sweep {
     low: u32,
 }
 
-impl Sweep {
+impl Census {
     fn new(trim: Trim) -> Self {
         let trim = Trim {
             above: trim.above.max(1),
             every: trim.every.max(1),
         };
-        Sweep {
+        Census {
             trim,
             countdown: trim.every,
             next: 0,
@@ -140,8 +140,8 @@ impl<T> Allocator<T> {
                 blocks,
                 unused: 0,
                 reuse: ptr::null_mut(),
-                retiring: Vec::new(),
-                sweep: Sweep::new(trim),
+                left_behind: Vec::new(),
+                census: Census::new(trim),
             }),
             held: StdAtomicUsize::new(0),
             chunk_bytes: layout::<T>(blocks).0.size(),
@@ -159,7 +159,7 @@ impl<T> Allocator<T> {
             .with_mut(|carver| unsafe { (*carver).alloc(value, &self.held) })
     }
 
-    /// Counts an allocation served without a block (an entry reused whole), so the sweep goes
+    /// Counts an allocation served without a block (an entry reused whole), so the census goes
     /// on.
     ///
     /// # Safety
@@ -244,21 +244,21 @@ impl<T> Carver<T> {
         }
     }
 
-    /// Counts an allocation towards the sweep's next step.
+    /// Counts an allocation towards the census's next step.
     fn count_allocation(&mut self, held: &StdAtomicUsize) {
-        self.sweep.countdown -= 1;
-        if self.sweep.countdown == 0 {
-            self.sweep.countdown = self.sweep.trim.every;
+        self.census.countdown -= 1;
+        if self.census.countdown == 0 {
+            self.census.countdown = self.census.trim.every;
             self.step(held);
         }
     }
 
-    /// One sweep step: gives up some chunks a trim left behind, if any; else adds up the next
+    /// One census step: gives up some chunks a trim left behind, if any; else adds up the next
     /// chunk's live blocks and trims at a pass's end after `LOW_SWEEPS` low passes.
     fn step(&mut self, held: &StdAtomicUsize) {
-        if !self.retiring.is_empty() {
-            let from = self.retiring.len().saturating_sub(RETIRE_PER_STEP);
-            for chunk in self.retiring.drain(from..) {
+        if !self.left_behind.is_empty() {
+            let from = self.left_behind.len().saturating_sub(GIVE_UP_PER_STEP);
+            for chunk in self.left_behind.drain(from..) {
                 // SAFETY: a chunk left behind by a trim is live (not yet given up), and this
                 // thread is its allocator's user.
                 unsafe { give_up_chunk(chunk) };
@@ -266,14 +266,14 @@ impl<T> Carver<T> {
             self.count_held(held);
             return;
         }
-        let sweep = &mut self.sweep;
-        let Some(&chunk) = self.chunks.get(sweep.next) else {
-            sweep.restart();
+        let census = &mut self.census;
+        let Some(&chunk) = self.chunks.get(census.next) else {
+            census.restart();
             return;
         };
-        if self.chunks.len() < sweep.trim.above {
-            sweep.restart();
-            sweep.low = 0;
+        if self.chunks.len() < census.trim.above {
+            census.restart();
+            census.low = 0;
             return;
         }
         // SAFETY: a chunk on the list is not given up, so it is live, and this thread is its
@@ -284,32 +284,32 @@ impl<T> Carver<T> {
         // live count, as in `give_up_chunk`.
         // SAFETY: as above.
         let live = unsafe { chunk.as_ref() }.live.load(Ordering::Relaxed);
-        sweep.live += allocated.wrapping_add(live);
-        sweep.next += 1;
-        if sweep.next < self.chunks.len() {
+        census.live += allocated.wrapping_add(live);
+        census.next += 1;
+        if census.next < self.chunks.len() {
             return;
         }
         let held_blocks = self.chunks.len() * self.blocks as usize;
-        if sweep.live.saturating_mul(TRIM_SHARE) < held_blocks {
-            sweep.low += 1;
+        if census.live.saturating_mul(TRIM_SHARE) < held_blocks {
+            census.low += 1;
         } else {
-            sweep.low = 0;
+            census.low = 0;
         }
-        sweep.restart();
-        if sweep.low >= LOW_SWEEPS {
-            sweep.low = 0;
+        census.restart();
+        if census.low >= LOW_SWEEPS {
+            census.low = 0;
             self.start_afresh();
         }
     }
 
     /// Leaves every chunk behind, to be given up; the next allocation starts a new chunk.
     fn start_afresh(&mut self) {
-        self.sweep.restart();
+        self.census.restart();
         if self.chunks.is_empty() {
             return;
         }
         self.reuse = ptr::null_mut();
-        self.retiring.append(&mut self.chunks);
+        self.left_behind.append(&mut self.chunks);
         // The old stack's blocks belong to chunks left behind: a later `alloc` must not take them.
         self.free = Arc::new(TakeAllStack::new());
     }
@@ -317,7 +317,7 @@ impl<T> Carver<T> {
     /// Gives up every chunk, the ones left behind by a trim included.
     fn give_up(&mut self, held: &StdAtomicUsize) {
         self.start_afresh();
-        for chunk in self.retiring.drain(..) {
+        for chunk in self.left_behind.drain(..) {
             // SAFETY: a chunk left behind is live until given up, here, once.
             unsafe { give_up_chunk(chunk) };
         }
@@ -327,7 +327,10 @@ impl<T> Carver<T> {
     /// Publishes how many chunks the allocator holds.
     fn count_held(&self, held: &StdAtomicUsize) {
         // Relaxed: a statistic; one writer, the allocator's user.
-        held.store(self.chunks.len() + self.retiring.len(), Ordering::Relaxed);
+        held.store(
+            self.chunks.len() + self.left_behind.len(),
+            Ordering::Relaxed,
+        );
     }
 }
 

@@ -225,7 +225,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SlabArc<T> {
 ///
 /// # Safety
 /// The caller gave up the last count; `free_in_chunk` frees a chunk's block as `chunk::free`.
-pub(super) unsafe fn release<T>(
+pub(super) unsafe fn free_block<T>(
     block: NonNull<Block<T>>,
     free_in_chunk: impl FnOnce(NonNull<Block<T>>, u32),
 ) {

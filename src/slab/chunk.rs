@@ -17,8 +17,8 @@ use std::ptr::{self, NonNull};
 
 use std::mem::ManuallyDrop;
 
-use super::block::{release, Block, SlabArc};
-use super::retired;
+use super::block::{free_block, Block, SlabArc};
+use super::discard;
 use crate::sync::{alloc, Arc, AtomicUsize, Ordering, TakeAllStack, UnsafeCell};
 
 /// An allocator's free stack: freed blocks of all its chunks, linked through their bodies.
@@ -76,7 +76,7 @@ pub(super) unsafe fn chunk_of<T>(block: NonNull<Block<T>>, index: u32) -> NonNul
 ///
 /// # Safety
 /// `block` is a block of a live chunk at `index`, its value dropped, its last count given up by
-/// the calling thread (released, or seen to be the last).
+/// the calling thread (dropped, or seen to be the last).
 pub(super) unsafe fn free<T>(block: NonNull<Block<T>>, index: u32) {
     // SAFETY: by this function's contract; the chunk (and so its free stack) is live until
     // this block's free is counted, after the push.
@@ -130,7 +130,7 @@ impl<T> SlabArc<T> {
         }
         let block = ManuallyDrop::new(this).block;
         // SAFETY: this reference holds the last count; the block goes to `frees` alone.
-        unsafe { release(block, |block, index| frees.add(block, index)) };
+        unsafe { free_block(block, |block, index| frees.add(block, index)) };
     }
 }
 
@@ -144,7 +144,7 @@ impl<T> Drop for SlabArc<T> {
         // std's `Arc` under ThreadSanitizer, which does not model fences).
         self.count().load(Ordering::Acquire);
         // SAFETY: this was the last count; a chunk's block is freed at once.
-        unsafe { release(self.block, |block, index| free(block, index)) };
+        unsafe { free_block(self.block, |block, index| free(block, index)) };
     }
 }
 
@@ -259,10 +259,10 @@ pub(super) unsafe fn dealloc_chunk<T>(chunk: NonNull<Header<T>>) {
     let blocks = unsafe { chunk.as_ref() }.blocks;
     // SAFETY: the header was written by `new_chunk`, and is dropped once, here (which lets go
     // of the free stack); the block was allocated there with this layout, and no block of it
-    // is live. Its pages go back to the system as `retired` says.
+    // is live. Its pages go back to the system as `discard` says.
     unsafe {
         ptr::drop_in_place(chunk.as_ptr());
-        retired::free_chunk(chunk.as_ptr().cast(), layout::<T>(blocks).0);
+        discard::free_chunk(chunk.as_ptr().cast(), layout::<T>(blocks).0);
     }
 }
 

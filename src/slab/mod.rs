@@ -8,16 +8,17 @@
 //!   `slab_blocks_freed_together_free_each_chunk_once` and
 //!   `slab_trim_leaves_its_chunks_behind_while_their_blocks_are_freed` check it.
 //! - `allocator`: [`Allocator`], which hands blocks out and trims after a spike.
-//! - `retired`: freed chunks, whose pages go back to the system at a quiet moment.
+//! - `discard`: [`Discards`], an engine's freed chunks, whose pages go back to the system at a
+//!   quiet moment.
 
 mod allocator;
 mod block;
 mod chunk;
-mod retired;
+mod discard;
 
 pub(crate) use allocator::Allocator;
 #[cfg(all(test, loom))]
 pub(crate) use allocator::Trim;
 pub(crate) use block::SlabArc;
 pub(crate) use chunk::Frees;
-pub(crate) use retired::{release, Releaser};
+pub(crate) use discard::{DiscardLater, Discards};

@@ -29,7 +29,7 @@ pin_project_lite::pin_project! {
         // Declared before the engine, so dropped first: the timer is cancelled while the
         // engine still runs.
         #[pin]
-        state: State<F>,
+        state: Course<F>,
         engine: TimerEngine,
     }
 }
@@ -37,7 +37,7 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     /// A request under way, or one refused before it started.
     #[project = StateProj]
-    enum State<F> {
+    enum Course<F> {
         Running { #[pin] deadline: Timeout<Within<F>> },
         // `None` once the error has been returned.
         Refused { refusal: Option<Overloaded> },
@@ -47,14 +47,14 @@ pin_project_lite::pin_project! {
 impl<F> ResponseFuture<F> {
     pub(super) fn running(deadline: Timeout<Within<F>>, engine: TimerEngine) -> Self {
         ResponseFuture {
-            state: State::Running { deadline },
+            state: Course::Running { deadline },
             engine,
         }
     }
 
     pub(super) fn refused(refusal: Overloaded, engine: TimerEngine) -> Self {
         ResponseFuture {
-            state: State::Refused {
+            state: Course::Refused {
                 refusal: Some(refusal),
             },
             engine,
@@ -89,7 +89,7 @@ where
 
 impl<F> fmt::Debug for ResponseFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let refused = matches!(self.state, State::Refused { .. });
+        let refused = matches!(self.state, Course::Refused { .. });
         f.debug_struct("ResponseFuture")
             .field("refused", &refused)
             .finish_non_exhaustive()

@@ -18,6 +18,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{held, Lane, Refusal};
 use crate::shard::shared::ShardShared;
+use crate::slab::DiscardLater;
 use crate::sync::{owner_number, Arc, AtomicU64, AtomicUsize, Ordering};
 
 /// Proof that the calling thread owns `lane`: an owner owns until it exits, or until its
@@ -75,6 +76,12 @@ impl Taker {
         })
     }
 
+    /// Until the guard drops, the chunks the calling thread (the taker's) frees wait for a
+    /// calm turn of the shard's engine (see `slab::discard`).
+    pub(crate) fn discard_later(&self) -> DiscardLater {
+        self.shard.discards().later()
+    }
+
     /// Panics unless `lane` leads into this taker's shard (an engine bug): a pointer compare
     /// before each take, once per lane and turn.
     #[inline]
@@ -128,12 +135,12 @@ const CLOSED: usize = usize::MAX - 1;
 pub(crate) struct LaneCounts {
     /// The thread number of the lane's owner, or `NO_OWNER`.
     owner: CachePadded<AtomicUsize>,
-    own: CachePadded<Tally>,
-    others: CachePadded<Tally>,
+    own: CachePadded<Counters>,
+    others: CachePadded<Counters>,
 }
 
 #[derive(Default)]
-struct Tally {
+struct Counters {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
     /// Rejected, by [`Refusal`].
@@ -142,7 +149,7 @@ struct Tally {
     shutdown: AtomicU64,
 }
 
-/// Which counter of a [`Tally`].
+/// Which counter of a [`Counters`].
 #[derive(Clone, Copy)]
 enum Count {
     Scheduled,
@@ -150,7 +157,7 @@ enum Count {
     Rejected(Refusal),
 }
 
-impl Tally {
+impl Counters {
     fn get(&self, count: Count) -> &AtomicU64 {
         match count {
             Count::Scheduled => &self.scheduled,
@@ -166,8 +173,8 @@ impl LaneCounts {
     pub(crate) fn new() -> Self {
         LaneCounts {
             owner: CachePadded::new(AtomicUsize::new(NO_OWNER)),
-            own: CachePadded::new(Tally::default()),
-            others: CachePadded::new(Tally::default()),
+            own: CachePadded::new(Counters::default()),
+            others: CachePadded::new(Counters::default()),
         }
     }
 

@@ -44,7 +44,7 @@ fn chunks_held<T>(slab: &Allocator<T>) -> usize {
     // SAFETY: the test thread is the allocator's only user, and not inside a call on it.
     let held = slab
         .carver
-        .with_mut(|carver| unsafe { (*carver).chunks.len() + (*carver).retiring.len() });
+        .with_mut(|carver| unsafe { (*carver).chunks.len() + (*carver).left_behind.len() });
     assert_eq!(slab.bytes(), held * slab.chunk_bytes);
     held
 }
@@ -104,20 +104,20 @@ fn a_trim_gives_the_old_chunks_up_a_few_at_a_time() {
             .map(|i| unsafe { slab.alloc(i) })
             .collect::<Vec<_>>(),
     );
-    let retiring = || {
+    let left_behind = || {
         slab.carver
-            .with_mut(|carver| unsafe { (*carver).retiring.len() })
+            .with_mut(|carver| unsafe { (*carver).left_behind.len() })
     };
     let mut churn = 0;
-    while retiring() == 0 {
+    while left_behind() == 0 {
         drop(unsafe { slab.alloc(0) });
         churn += 1;
         assert!(churn <= 300, "no trim after {churn} allocations");
     }
-    assert_eq!(retiring(), 100, "every old chunk left behind at once");
+    assert_eq!(left_behind(), 100, "every old chunk left behind at once");
     for left in [68, 36, 4, 0] {
         drop(unsafe { slab.alloc(0) });
-        assert_eq!(retiring(), left, "{RETIRE_PER_STEP} given up a step");
+        assert_eq!(left_behind(), left, "{GIVE_UP_PER_STEP} given up a step");
     }
     assert_eq!(chunks_held(&slab), 1, "the new start's chunk");
 }
@@ -132,14 +132,14 @@ fn after_a_trim_no_block_of_the_old_chunks_is_handed_out() {
     // All twelve freed: the next allocation takes them off the stack together, and the
     // trim comes while most of them wait in that chain.
     drop(old);
-    let retiring = || {
+    let left_behind = || {
         slab.carver
-            .with_mut(|carver| unsafe { (*carver).retiring.len() })
+            .with_mut(|carver| unsafe { (*carver).left_behind.len() })
     };
     for round in 0.. {
         assert!(round < 20, "no trim");
         let value = unsafe { slab.alloc(round) };
-        if retiring() > 0 {
+        if left_behind() > 0 {
             assert!(
                 !addresses.contains(&SlabArc::as_ptr(&value)),
                 "a block of a chunk left behind, handed out after the trim"

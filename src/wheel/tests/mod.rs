@@ -114,7 +114,7 @@ impl Harness {
 
 impl Drop for Harness {
     fn drop(&mut self) {
-        // Requests not yet taken own counts the wheel left them: release them, as a lane does.
+        // Requests not yet taken own counts the wheel left them: drop them, as a lane does.
         self.take_requests();
     }
 }
