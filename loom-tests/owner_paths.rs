@@ -114,18 +114,20 @@ fn the_lane_passes_to_the_next_owner_whole() {
         let first = {
             let counts = counts.clone();
             thread::spawn(move || {
-                let mine = counts.claim(1);
-                counts.add_scheduled(mine);
-                counts.add_scheduled(mine);
+                // SAFETY (each claim, give-up and leave in these models): the model numbers
+                // its threads 1 and 2, and each passes its own.
+                let mine = unsafe { counts.claim(1) };
+                counts.add_scheduled_in_model(mine);
+                counts.add_scheduled_in_model(mine);
                 if mine {
-                    counts.give_up(1);
+                    unsafe { counts.give_up(1) };
                 }
             })
         };
-        let mine = counts.claim(2);
-        counts.add_scheduled(mine);
+        let mine = unsafe { counts.claim(2) };
+        counts.add_scheduled_in_model(mine);
         if mine {
-            counts.give_up(2);
+            unsafe { counts.give_up(2) };
         }
         first.join().unwrap();
         assert_eq!(counts.scheduled(), 3);
@@ -147,21 +149,26 @@ fn the_drop_frees_the_spares_of_a_lane_no_thread_owns() {
         let owner = {
             let (counts, spares) = (counts.clone(), spares.clone());
             thread::spawn(move || {
-                if counts.claim(1) {
+                // SAFETY (each claim, give-up and close in this model): the model numbers
+                // the owner 1 and the thread after it 2; the closer has no number.
+                if unsafe { counts.claim(1) } {
                     // SAFETY: this thread owns the lane, so the stash is not being freed.
                     drop(unsafe { spares.take() });
-                    counts.give_up(1);
+                    unsafe { counts.give_up(1) };
                 }
             })
         };
-        let closed = counts.close(None);
+        let closed = unsafe { counts.close(None) };
         if closed {
             // SAFETY: the lane is closed to owners, and no thread owned it.
             unsafe { spares.free_stash() };
         }
         owner.join().unwrap();
         if closed {
-            assert!(!counts.claim(2), "a closed lane has no owner again");
+            assert!(
+                !unsafe { counts.claim(2) },
+                "a closed lane has no owner again"
+            );
         }
         spares.free_returned();
     });
@@ -181,7 +188,9 @@ fn an_exiting_owner_lets_go_before_the_next_claims() {
         let counts = Arc::new(LaneCounts::new());
         let spares = Arc::new(Recycler::new());
         let slab = Arc::new(Allocator::<u64>::with_blocks(2));
-        assert!(counts.claim(1));
+        // SAFETY (each claim, leave and give-up of `counts` here): the model numbers the
+        // exiting owner 1 (this thread claims for it, before it starts) and the next 2.
+        assert!(unsafe { counts.claim(1) });
         spares.give(&mut vec![entry(1)]);
         // SAFETY (each `alloc`, `take`, `free_stash` and `give_up` below): done by the lane's
         // owner alone, one owner after the other through the claim.
@@ -189,17 +198,19 @@ fn an_exiting_owner_lets_go_before_the_next_claims() {
         let exiting = {
             let (counts, spares, slab) = (counts.clone(), spares.clone(), slab.clone());
             thread::spawn(move || {
-                counts.leave(1, || unsafe {
-                    spares.free_stash();
-                    slab.give_up();
-                });
+                unsafe {
+                    counts.leave(1, || {
+                        spares.free_stash();
+                        slab.give_up();
+                    })
+                };
             })
         };
         let freer = thread::spawn(move || drop(carved));
-        if counts.claim(2) {
+        if unsafe { counts.claim(2) } {
             drop(unsafe { spares.take() });
             drop(unsafe { slab.alloc(8) });
-            counts.give_up(2);
+            unsafe { counts.give_up(2) };
         }
         exiting.join().unwrap();
         freer.join().unwrap();

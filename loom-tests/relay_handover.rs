@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::callbacks::{Inflight, Job, Relay, ShardCallbacks, Spawn};
+use crate::callbacks::{HandOver, Inflight, Job, Relay, ShardCallbacks, Spawn};
 use crate::entry::{CallbackBox, Fired};
 use crate::sync::{Arc, Mutex, StdArc};
 
@@ -54,8 +54,8 @@ fn relay_hand_over_vs_runner_parking() {
     loom::model(|| {
         let (relay, _shard, inflight, runners) = relay(2);
         let ran = StdArc::new(AtomicUsize::new(0));
-        relay.hand_over(0, vec![fired(&ran)], false);
-        relay.hand_over(0, vec![fired(&ran)], true);
+        relay.hand_over(0, vec![fired(&ran)], HandOver::First);
+        relay.hand_over(0, vec![fired(&ran)], HandOver::Later);
         inflight.wait_idle();
         assert_eq!(ran.load(Ordering::SeqCst), 2, "both callbacks ran");
         relay.close();
@@ -84,7 +84,7 @@ fn relay_counts_a_batch_in_a_runners_hands_as_waiting() {
         let (relay, shard, inflight, runners) = relay(1);
         let ran = StdArc::new(AtomicUsize::new(0));
         shard.add_handed_over(2);
-        relay.hand_over(0, vec![fired(&ran), fired(&ran)], false);
+        relay.hand_over(0, vec![fired(&ran), fired(&ran)], HandOver::First);
         let waiting = relay.has_queued(0);
         let (not_begun, _) = shard.queued_and_running();
         assert!(

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::counts::RunsOn;
 use super::counts::ShardCallbacks;
-use super::relay::Relay;
+use super::relay::{HandOver, Relay};
 use super::run::{drop_payload, run_one};
 use crate::entry::Fired;
 use crate::sync::{Arc, StdArc};
@@ -101,17 +101,16 @@ impl Executor {
         }
     }
 
-    /// Runs `batch`, counting panics against `shard`; `more` if the turn handed over another
-    /// before it. A one-shot keeps its permit until its callback begins, so the cap bounds
-    /// what waits for the pool.
-    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>, more: bool) {
+    /// Runs `batch`, of kind `kind`, counting panics against `shard`. A one-shot keeps its
+    /// permit until its callback begins, so the cap bounds what waits for the pool.
+    pub(crate) fn run(&self, batch: Vec<Fired>, shard: &Arc<ShardCallbacks>, kind: HandOver) {
         match self {
             Executor::Inline => {
                 for callback in batch {
                     run_one(callback, shard, RunsOn::TickThread);
                 }
             }
-            Executor::Pool(relay, index) => relay.hand_over(*index, batch, more),
+            Executor::Pool(relay, index) => relay.hand_over(*index, batch, kind),
             Executor::Spawner(spawn) => {
                 for fired in batch {
                     let task = Task {

@@ -17,7 +17,7 @@ pub(crate) use counts::ShardCallbacks;
 pub use executor::Task;
 pub(crate) use executor::{Executor, Spawner};
 pub(crate) use pool::CallbackPool;
-pub(crate) use relay::Inflight;
+pub(crate) use relay::{HandOver, Inflight};
 #[cfg(all(test, loom))]
 pub(crate) use relay::{Job, Relay, Spawn};
 pub(crate) use run::in_callback_of;

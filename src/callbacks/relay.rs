@@ -102,11 +102,13 @@ impl Relay {
         })
     }
 
-    /// Shard `shard` hands over `batch`; `more` if it handed over another earlier in the same
-    /// turn (see `Queues`).
-    pub(crate) fn hand_over(self: &StdArc<Self>, shard: usize, batch: Vec<Fired>, more: bool) {
+    /// Shard `shard` hands over `batch`, of kind `kind` (see `Queues`).
+    pub(crate) fn hand_over(self: &StdArc<Self>, shard: usize, batch: Vec<Fired>, kind: HandOver) {
         let queues = &self.queues[shard];
-        let queue = if more { &queues.rest } else { &queues.first };
+        let queue = match kind {
+            HandOver::First => &queues.first,
+            HandOver::Later => &queues.rest,
+        };
         let many = batch.len() > 1;
         self.inflight.begin(batch.len());
         for batch in in_batches(batch) {
@@ -280,6 +282,14 @@ impl State {
     fn end_runner(&mut self, claim: usize) {
         self.free.push(claim);
     }
+}
+
+/// Which hand-over of a turn a batch is: its first, or one after it in a turn that fires many
+/// (see `shard::worker`); the relay queues them apart (see [`Queues`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HandOver {
+    First,
+    Later,
 }
 
 /// A shard's queued batches: each turn's first, and the batches a turn that fires many hands

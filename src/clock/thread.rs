@@ -2,7 +2,8 @@
 //! other-clock timer, that runs the rounds. It waits on `timerfd`s on Linux (see `timerfd`),
 //! and elsewhere, or where they cannot be had, wakes every [`RECHECK`] while it keeps any.
 
-use std::sync::{Condvar, Mutex, PoisonError};
+use crate::sync::{Condvar, Mutex};
+use crate::time::PerClock;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ const RETRY: Duration = Duration::from_millis(2);
 /// whether the engine has stopped.
 #[derive(Default)]
 pub(crate) struct Round {
-    pub(super) next: [Option<u64>; 2],
+    pub(super) next: PerClock<Option<u64>>,
     pub(super) retry: bool,
     pub(super) keeping: bool,
     pub(super) stopped: bool,
@@ -34,7 +35,7 @@ impl ClockThread {
     /// Starts a clock thread that runs `round`, told which clocks were reported stepped.
     pub(super) fn start<R>(round: R) -> std::io::Result<ClockThread>
     where
-        R: Fn([bool; 2]) -> Round + Send + 'static,
+        R: Fn(PerClock<bool>) -> Round + Send + 'static,
     {
         let alarm = std::sync::Arc::new(Alarm::new());
         let waits = alarm.clone();
@@ -60,15 +61,15 @@ impl ClockThread {
 
 /// The thread's loop: a round, then a wait until the next deadline or a change, until the
 /// engine stops.
-fn run_rounds(round: impl Fn([bool; 2]) -> Round, alarm: &Alarm) {
-    let mut told = [false; 2];
+fn run_rounds(round: impl Fn(PerClock<bool>) -> Round, alarm: &Alarm) {
+    let mut stepped = PerClock::default();
     loop {
-        let done = round(told);
+        let done = round(stepped);
         if done.stopped {
             return;
         }
         alarm.arm(done.next);
-        told = alarm.wait(done.retry.then_some(RETRY), done.keeping);
+        stepped = alarm.wait(done.retry.then_some(RETRY), done.keeping);
     }
 }
 
@@ -97,7 +98,7 @@ impl Alarm {
     }
 
     /// Sets the deadlines to wake at, per clock (a bell wakes every `RECHECK` instead).
-    fn arm(&self, next: [Option<u64>; 2]) {
+    fn arm(&self, next: PerClock<Option<u64>>) {
         match self {
             #[cfg(all(target_os = "linux", not(miri)))]
             Alarm::Fds(fds) => fds.arm(next),
@@ -109,45 +110,47 @@ impl Alarm {
 
     /// Waits for a deadline, a change of a clock, a ring or `soon`; returns which clocks were
     /// reported stepped.
-    fn wait(&self, soon: Option<Duration>, keeping: bool) -> [bool; 2] {
+    fn wait(&self, soon: Option<Duration>, keeping: bool) -> PerClock<bool> {
         match self {
             #[cfg(all(target_os = "linux", not(miri)))]
             Alarm::Fds(fds) => fds.wait(soon),
             Alarm::Bell(bell) => {
                 let recheck = keeping.then_some(RECHECK);
                 bell.wait(soon.into_iter().chain(recheck).min());
-                [false; 2]
+                PerClock::default()
             }
         }
     }
 }
 
 /// A flag and a condition variable: the portable wait.
-#[derive(Default)]
 struct Bell {
     rung: Mutex<bool>,
     ringing: Condvar,
 }
 
+impl Default for Bell {
+    fn default() -> Self {
+        Bell {
+            rung: Mutex::new(false),
+            ringing: Condvar::new(),
+        }
+    }
+}
+
 impl Bell {
     fn ring(&self) {
-        *self.rung.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        *self.rung.lock() = true;
         self.ringing.notify_one();
     }
 
     /// Waits until rung, or for `most` if given.
     fn wait(&self, most: Option<Duration>) {
-        let mut rung = self.rung.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rung = self.rung.lock();
         if !*rung {
             rung = match most {
-                Some(most) => {
-                    let waited = self.ringing.wait_timeout(rung, most);
-                    waited.unwrap_or_else(PoisonError::into_inner).0
-                }
-                None => self
-                    .ringing
-                    .wait(rung)
-                    .unwrap_or_else(PoisonError::into_inner),
+                Some(most) => self.ringing.wait_timeout(rung, most).0,
+                None => self.ringing.wait(rung),
             };
         }
         *rung = false;

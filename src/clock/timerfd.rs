@@ -6,7 +6,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use crate::time::OtherClock;
+use crate::time::PerClock;
 
 /// The three descriptors the clock thread polls.
 pub(super) struct Fds {
@@ -43,16 +43,16 @@ impl Fds {
     }
 
     /// Arms each clock's descriptor at its next deadline, or disarms it.
-    pub(super) fn arm(&self, next: [Option<u64>; 2]) {
+    pub(super) fn arm(&self, next: PerClock<Option<u64>>) {
         let absolute = libc::TFD_TIMER_ABSTIME;
-        set(&self.boot, next[OtherClock::Boot.index()], absolute);
+        set(&self.boot, next.boot, absolute);
         let cancel = absolute | libc::TFD_TIMER_CANCEL_ON_SET;
-        set(&self.wall, next[OtherClock::Wall.index()], cancel);
+        set(&self.wall, next.wall, cancel);
     }
 
     /// Waits for a deadline, a step, a ring or `soon`; returns which clocks were reported
     /// stepped (the wall clock's `ECANCELED`).
-    pub(super) fn wait(&self, soon: Option<Duration>) -> [bool; 2] {
+    pub(super) fn wait(&self, soon: Option<Duration>) -> PerClock<bool> {
         let mut polled = [&self.wall, &self.boot, &self.bell].map(|fd| libc::pollfd {
             fd: fd.as_raw_fd(),
             events: libc::POLLIN,
@@ -70,9 +70,10 @@ impl Fds {
                 drain(fd);
             }
         }
-        let mut told = [false; 2];
-        told[OtherClock::Wall.index()] = stepped;
-        told
+        PerClock {
+            boot: false,
+            wall: stepped,
+        }
     }
 }
 
@@ -108,6 +109,7 @@ fn drain(fd: &OwnedFd) -> Option<i32> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::time::OtherClock;
     use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
     /// Now on `clock`, in nanoseconds.
@@ -134,12 +136,13 @@ mod tests {
     fn each_descriptor_wakes_its_wait_at_its_deadline_and_a_ring_at_once() {
         let fds = Fds::new().expect("timerfds on Linux");
         for clock in OtherClock::BOTH {
-            let mut next = [None; 2];
+            let mut next = PerClock::default();
             let deadline = now(clock) + 5_000_000;
-            next[clock.index()] = Some(deadline);
+            *next.of_mut(clock) = Some(deadline);
             fds.arm(next);
             let start = Instant::now();
-            assert_eq!(fds.wait(Some(Duration::from_secs(10))), [false; 2]);
+            let stepped = fds.wait(Some(Duration::from_secs(10)));
+            assert_eq!(stepped, PerClock::default());
             let woke = now(clock);
             assert!(woke >= deadline, "{clock:?} woke early");
             assert!(start.elapsed() < Duration::from_secs(5), "{clock:?} woke");
@@ -148,7 +151,7 @@ mod tests {
                 (woke - deadline) / 1000
             );
         }
-        fds.arm([None; 2]);
+        fds.arm(PerClock::default());
         fds.ring();
         let start = Instant::now();
         fds.wait(Some(Duration::from_secs(10)));

@@ -14,7 +14,7 @@ use super::thread::{ClockThread, Round};
 use crate::entry::EntryRef;
 use crate::shard::{Reset, Retime};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering, StdArc};
-use crate::time::{Look, OtherClock, OtherDeadline, TickClock};
+use crate::time::{Look, OtherClock, OtherDeadline, PerClock, TickClock};
 use crate::timer::TimerHandle;
 
 /// A change of a clock's offset from the monotonic clock beyond this between two rounds (1 ms)
@@ -79,8 +79,7 @@ struct ForClock {
 /// What the lock guards: each clock's, and each timer's deadline.
 #[derive(Default)]
 struct Deadlines {
-    boot: ForClock,
-    wall: ForClock,
+    each: PerClock<ForClock>,
     /// Each timer's deadline and number, by its entry's address.
     timers: HashMap<usize, (OtherDeadline, u64)>,
     /// How many were kept at the last sweep of the timers that can no longer run.
@@ -90,14 +89,11 @@ struct Deadlines {
 
 impl Deadlines {
     fn of(&mut self, clock: OtherClock) -> &mut ForClock {
-        match clock {
-            OtherClock::Boot => &mut self.boot,
-            OtherClock::Wall => &mut self.wall,
-        }
+        self.each.of_mut(clock)
     }
 
     fn len(&self) -> usize {
-        self.boot.map.len() + self.wall.map.len()
+        self.each.boot.map.len() + self.each.wall.map.len()
     }
 
     /// Forgets what waits at `at` under `number`, and a timer's deadline with it.
@@ -116,7 +112,7 @@ impl Deadlines {
             return;
         }
         let timers = &mut self.timers;
-        for map in [&mut self.boot.map, &mut self.wall.map] {
+        for map in [&mut self.each.boot.map, &mut self.each.wall.map] {
             map.retain(|_, waiting| match waiting {
                 Waiting::Timer(timer) if !timer.may_run() => {
                     timers.remove(&timer.address());
@@ -263,9 +259,9 @@ impl ClockTimers {
         each.map(|(&address, &(at, _))| (address, at)).collect()
     }
 
-    /// Re-times the timers: all of a clock that `told` names or whose offset moved, else only
+    /// Re-times the timers: all of a clock that `stepped` names or whose offset moved, else only
     /// those whose deadline passed (see the module above).
-    pub(crate) fn round(&self, told: [bool; 2]) -> Round {
+    pub(crate) fn round(&self, stepped: PerClock<bool>) -> Round {
         let mut tasks = Vec::new();
         let mut round = Round::default();
         {
@@ -275,13 +271,13 @@ impl ClockTimers {
                 return round;
             }
             for clock in OtherClock::BOTH {
-                let i = clock.index();
                 let Some((now, offset)) = self.clock.offset(clock) else {
                     continue;
                 };
                 let one = kept.of(clock);
                 let last = one.offset.replace(offset);
-                let moved = told[i] || last.is_some_and(|last| (offset - last).abs() > SLACK);
+                let moved =
+                    *stepped.of(clock) || last.is_some_and(|last| (offset - last).abs() > SLACK);
                 let end = if moved { u64::MAX } else { now };
                 let mut dead = Vec::new();
                 for (&(nanos, number), waiting) in one.map.range(..=(end, u64::MAX)) {
@@ -302,9 +298,9 @@ impl ClockTimers {
                     kept.remove(at, number);
                 }
                 let one = kept.of(clock);
-                round.next[i] =
-                    (one.map.range((now.saturating_add(1), 0)..).next()).map(|(key, _)| key.0);
-                one.armed = round.next[i];
+                let next = one.map.range((now.saturating_add(1), 0)..).next();
+                one.armed = next.map(|(place, _)| place.0);
+                *round.next.of_mut(clock) = one.armed;
                 round.keeping |= !one.map.is_empty();
             }
         }
@@ -354,7 +350,7 @@ impl ClockTimers {
         let mut thread = this.thread.lock();
         if thread.is_none() {
             let timers = this.clone();
-            *thread = ClockThread::start(move |told| timers.round(told)).ok();
+            *thread = ClockThread::start(move |stepped| timers.round(stepped)).ok();
         }
         if let Some(thread) = &*thread {
             thread.ring();

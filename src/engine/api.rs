@@ -329,7 +329,8 @@ impl TimerEngine {
     {
         let access = self.shared().lane(route);
         let lane = access.lane();
-        match Lane::schedule_as(access, due, OneShot(callback), Memory::Lane) {
+        let memory = Memory::Lane { born: due.born };
+        match Lane::schedule_as(access, due.tick, OneShot(callback), memory) {
             Ok(entry) => {
                 lane.note(&entry, || Origin {
                     site: Some(site),

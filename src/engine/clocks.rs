@@ -11,7 +11,7 @@ use super::error::ScheduleError;
 use crate::clock::{ClockSleep, ClockTimers, OnClock, Waiting};
 use crate::shard::{Lane, Memory, Origin, Retime};
 use crate::sync::StdArc;
-use crate::time::{Due, Nanos, OtherDeadline, Tick, TickClock};
+use crate::time::{OtherDeadline, Tick, TickClock};
 use crate::timer::{Timeout, TimerHandle};
 
 impl TimerEngine {
@@ -156,13 +156,9 @@ impl TimerEngine {
         let clocks = &shared.clocks;
         lane.shard()
             .set_retimer(|| StdArc::downgrade(clocks) as Weak<dyn Retime>);
-        // Not kept young (`Memory::Own`, born at the origin), as a repeating timer.
-        let due = Due {
-            tick: Some(Tick::new(tick)),
-            born: Nanos::ORIGIN,
-        };
-        let entry =
-            Lane::schedule_as(access, due, kind, Memory::Own).map_err(ScheduleError::not_queued)?;
+        // In its own memory, as a repeating timer: never kept young.
+        let entry = Lane::schedule_as(access, Some(Tick::new(tick)), kind, Memory::Own)
+            .map_err(ScheduleError::not_queued)?;
         lane.note(&entry, || Origin {
             site: Some(site),
             born: shared.clock.now_nanos(),

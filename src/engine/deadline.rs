@@ -123,7 +123,7 @@ impl TimerEngine {
     #[inline]
     pub(super) fn clamped(&self, tick: Option<u64>) -> (Option<u64>, Clamp) {
         match deadline::limit(&self.shared().clock) {
-            None => (tick, Clamp::FREE),
+            None => (tick, Clamp::Free),
             Some(limit) => self.clamped_to(tick, limit),
         }
     }
@@ -221,7 +221,7 @@ impl TimerEngine {
         let limit = earlier(deadline::limit(clock), incoming);
         let (tick, clamp) = match limit {
             Some(limit) => Clamp::of(clock, own_tick, limit),
-            None => (own_tick, Clamp::FREE),
+            None => (own_tick, Clamp::Free),
         };
         let sleep = Sleep::try_on(self.shared().lane_for_task(), tick)
             .map_err(|refusal| ScheduleError::refused(refusal, ()))?;

@@ -58,7 +58,8 @@ impl TimerEngine {
         let lane = self.shared().lane_for(0);
         let due = self.shared().clock.due_after(delay);
         let owner = Access::Owner(Owner::for_model(lane));
-        Lane::schedule_as(owner, due, OneShot(callback), Memory::Lane)
+        let memory = Memory::Lane { born: due.born };
+        Lane::schedule_as(owner, due.tick, OneShot(callback), memory)
             .map(|entry| crate::TimerHandle::of(entry, lane.clone()))
             .map_err(|(_, callback)| callback)
     }

@@ -8,7 +8,7 @@ use super::error::ScheduleError;
 use super::shared::EngineShared;
 use crate::shard::{Lane, Memory, Origin};
 use crate::sync::Arc;
-use crate::time::{Due, Nanos, Tick};
+use crate::time::Tick;
 use crate::timer::{FirstRun, Pace, Plain, Repeat, RepeatFn, TimerHandle, WithRepeat};
 
 /// A repeating timer being set up, made by [`TimerEngine::repeating`](crate::TimerEngine::repeating)
@@ -174,12 +174,8 @@ fn queue_first_run<R: RepeatFn>(
         period,
         pace,
     };
-    // Not kept young (`Memory::Own`): when it was made does not matter.
-    let due = Due {
-        tick: tick.map(Tick::new),
-        born: Nanos::ORIGIN,
-    };
-    Lane::schedule_as(access, due, job, Memory::Own)
+    // In its own memory: never kept young, so when it was made does not matter.
+    Lane::schedule_as(access, tick.map(Tick::new), job, Memory::Own)
         .map(|entry| TimerHandle::of(entry, lane.clone()))
         .map_err(ScheduleError::not_queued)
 }

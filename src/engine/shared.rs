@@ -11,7 +11,7 @@ use crate::callbacks::Inflight;
 use crate::clock::ClockTimers;
 use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
 use crate::sync::{lane_index, thread, Arc, Mutex, StdArc};
-use crate::time::{CatchUp, Tick, TickClock};
+use crate::time::{CatchUp, PerClock, Tick, TickClock};
 use crate::timer::Sleep;
 
 /// What the engine, its builder and its shutdown share.
@@ -166,7 +166,7 @@ impl CatchUp for ClockWatch {
 
     /// Re-times every boot and wall timer, then catches up.
     fn clocks_moved(&self) {
-        self.0.clocks.round([true; 2]);
+        self.0.clocks.round(PerClock::EACH_STEPPED);
         self.catch_up();
     }
 

@@ -26,7 +26,7 @@ use super::shared::{ClockWatch, EngineShared};
 use crate::callbacks::{in_callback_of, CallbackPool};
 use crate::entry::CallbackBox;
 use crate::shard::Stopped;
-use crate::sync::{fence, thread, Arc, Ordering, Permits, StdArc};
+use crate::sync::{thread, Arc, Fenced, Permits, StdArc};
 use crate::time::CatchUp;
 use crate::timer::TimerHandle;
 
@@ -195,9 +195,9 @@ impl Engine {
             shard.set_stopped();
             shard.signal().wake();
         }
-        // SeqCst: pairs with the fence a racing `schedule` passes after its push (see
-        // `shard::lane`).
-        fence(Ordering::SeqCst);
+        // Shutdown's half of the hand-off's Dekker pair (see `shard::lane`): the queues it
+        // drains after this hold every push whose producer missed the flag.
+        let _fenced = Fenced::now();
         // The sleeps waiting for a permit find the engine stopped.
         self.shared.shards[0].wake_room_waiters();
         self.shared.clocks.stop();

@@ -14,10 +14,9 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
         let lane = lane.clone();
         std::thread::spawn(move || {
             assert!(
-                Lane::owned_by_caller(&lane),
+                Lane::count_a_schedule_as_owner(&lane),
                 "the first thread claims the lane"
             );
-            lane.counts().add_scheduled(true);
             owner_number().unwrap()
         })
         .join()
@@ -26,9 +25,11 @@ fn a_lane_passes_to_the_next_thread_when_its_owner_exits() {
     assert!(!lane.counts().has_owner(), "released when the owner exited");
     let lane2 = lane.clone();
     std::thread::spawn(move || {
-        assert!(Lane::owned_by_caller(&lane2), "the next thread claims it");
+        assert!(
+            Lane::count_a_schedule_as_owner(&lane2),
+            "the next thread claims it"
+        );
         assert_ne!(owner_number().unwrap(), first);
-        lane2.counts().add_scheduled(true);
     })
     .join()
     .unwrap();
@@ -243,18 +244,27 @@ fn a_thread_s_unkeyed_timers_go_to_its_home_shard() {
 
 #[test]
 fn a_thread_claims_its_home_lane_once_another_owner_gives_it_up() {
+    use std::sync::{Arc, Barrier};
     use std::time::Duration;
     let engine = one_shard();
-    let other = std::thread::spawn(|| owner_number().unwrap())
-        .join()
-        .unwrap();
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let lane = engine.lane_of_this_thread();
-            assert!(lane.counts().claim(other));
+            let (claimed, exit) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+            let other = {
+                let (lane, claimed, exit) = (lane.clone(), claimed.clone(), exit.clone());
+                std::thread::spawn(move || {
+                    assert!(Lane::owned_by_caller(&lane), "another thread owns it first");
+                    claimed.wait();
+                    exit.wait();
+                })
+            };
+            claimed.wait();
             let first = engine.schedule(Duration::from_secs(5), || {}).unwrap();
-            lane.counts().give_up(other);
-            assert!(!lane.counts().has_owner());
+            assert!(!Lane::owned_by_caller(lane), "scheduled as another thread");
+            exit.wait();
+            other.join().unwrap();
+            assert!(!lane.counts().has_owner(), "given up as its owner exited");
             let second = engine.schedule(Duration::from_secs(5), || {}).unwrap();
             assert!(
                 lane.counts().has_owner(),

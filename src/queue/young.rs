@@ -36,9 +36,7 @@ use std::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::{
-    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Fenced, Ordering, UnsafeCell,
-};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Fenced, Ordering, UnsafeCell};
 use crate::time::Nanos;
 
 /// Cells of a young queue: a power of two. A handful under loom, so models reach a full queue.
@@ -298,10 +296,9 @@ impl Young {
         }
         // Relaxed: ordered before the read of `busy` by the fence below.
         self.others.taking.store(true, Ordering::Relaxed);
-        // SeqCst: the taker's half of the Dekker pair with the owner's `busy`.
-        fence(Ordering::SeqCst);
-        // Acquire: pairs with `Busy::drop`; the owner's sweep is seen done.
-        let taken = if self.owner.busy.load(Ordering::Acquire) {
+        // The taker's half of the Dekker pair with the owner's `busy`.
+        let fenced = Fenced::now();
+        let taken = if self.owner_busy(&fenced) {
             Take::Busy
         } else {
             self.others.hurry.store(false, Ordering::Relaxed);
@@ -312,6 +309,13 @@ impl Young {
         // Release: an owner seeing the flag clear sees the new `head`.
         self.others.taking.store(false, Ordering::Release);
         taken
+    }
+
+    /// Whether the owner is in a schedule, read after the taker's `taking` and fence.
+    #[inline]
+    fn owner_busy(&self, _: &Fenced) -> bool {
+        // Acquire: pairs with `Busy::drop`; the owner's sweep is seen done.
+        self.owner.busy.load(Ordering::Acquire)
     }
 
     /// Takes every timer between `head` and `tail` into `out`.

@@ -24,8 +24,8 @@ use super::shared::ShardShared;
 use crate::entry::{unbox, Callback, CallbackBox, Entry, EntryRef, StateWord, UnlinkRef};
 use crate::queue::{Inbound, Pop, Recycler, Ring, Unlinks, Young};
 use crate::slab::Allocator;
-use crate::sync::{fence, owner_number, thread, Arc, Fenced, Ordering, Permit, Permits, SegQueue};
-use crate::time::{Due, Tick};
+use crate::sync::{owner_number, thread, Arc, Fenced, Permit, Permits, SegQueue};
+use crate::time::{Nanos, Tick};
 
 mod held;
 mod origins;
@@ -77,8 +77,9 @@ impl<F: Callback> TimerKind for OneShot<F> {
 /// Where a new timer's entry lives.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Memory {
-    /// The lane's spares and chunks when the calling thread owns the lane.
-    Lane,
+    /// The lane's spares and chunks when the calling thread owns the lane, or its young queue;
+    /// `born`: when the timer was made (see `time::Due`).
+    Lane { born: Nanos },
     /// A block of its own: for a timer that may outlive the engine (a repeating one).
     Own,
 }
@@ -153,46 +154,46 @@ impl Lane {
         self.slab.bytes()
     }
 
-    /// Admits a timer `due` (its tick `None`: beyond range), builds its entry from `kind` in
+    /// Admits a timer due at `tick` (`None`: beyond range), builds its entry from `kind` in
     /// `memory` and queues it. A refusal (at admission or by a racing shutdown) hands the value
     /// back with its reason.
     #[inline]
     pub(crate) fn schedule<K: TimerKind>(
         lane: &Arc<Self>,
-        due: Due,
+        tick: Option<Tick>,
         kind: K,
         memory: Memory,
     ) -> Result<EntryRef, (Refusal, K::Value)> {
-        Lane::schedule_as(Access::of(lane), due, kind, memory)
+        Lane::schedule_as(Access::of(lane), tick, kind, memory)
     }
 
     /// As [`schedule`](Self::schedule), through the calling thread's `access` to the lane.
     #[inline]
     pub(crate) fn schedule_as<K: TimerKind>(
         access: Access<'_>,
-        due: Due,
+        tick: Option<Tick>,
         kind: K,
         memory: Memory,
     ) -> Result<EntryRef, (Refusal, K::Value)> {
         let lane = access.lane();
-        let (tick, permit) = match lane.admit(due.tick) {
+        let (tick, permit) = match lane.admit(tick) {
             Ok(admitted) => admitted,
             Err(refusal) => return Err((refusal, kind.refused())),
         };
         let entry = kind.entry(lane, tick.get());
         let entry = match (&access, memory) {
-            (Access::Owner(owner), Memory::Lane) => owner.new_entry(entry),
+            (Access::Owner(owner), Memory::Lane { .. }) => owner.new_entry(entry),
             _ => EntryRef::new(entry),
         };
         // SAFETY: the entry was just made or reused: no other reference exists.
         let queued = unsafe { EntryRef::share_unshared(&entry) };
-        let done = match access {
-            Access::Owner(owner)
-                if memory == Memory::Lane && lane.shard.horizon().keeps(tick, due.born) =>
+        let done = match (access, memory) {
+            (Access::Owner(owner), Memory::Lane { born })
+                if lane.shard.horizon().keeps(tick, born) =>
             {
-                owner.enqueue_young(&entry, queued, due.born, permit)
+                owner.enqueue_young(&entry, queued, born, permit)
             }
-            access => lane.enqueue(&access, &entry, queued, permit),
+            (access, _) => lane.enqueue(&access, &entry, queued, permit),
         };
         match done {
             Ok(()) => Ok(entry),
@@ -243,7 +244,7 @@ impl Lane {
         queued: EntryRef,
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
-        self.counts.add_scheduled(access.is_owner());
+        self.counts.add_scheduled(access);
         match access {
             Access::Owner(owner) => owner.send(queued),
             Access::Other(_) => self.inserts.push(queued),
@@ -260,8 +261,8 @@ impl Lane {
 
     /// A schedule that found the stop flag set after its push: hands its own timer back, if
     /// shutdown did not (see the module's shutdown hand-off), releasing its permit then.
+    /// The hand-back races shutdown's on the entry's state word alone, whose CAS decides.
     pub(super) fn take_back(&self, entry: &EntryRef) -> Result<(), CallbackBox> {
-        fence(Ordering::SeqCst);
         match entry.hand_back(self.shard.cap()) {
             Ok(back) => {
                 self.counts.unschedule();
@@ -364,25 +365,32 @@ impl Lane {
     /// The owner thread numbered `me` exits: frees the lane's spare entries and gives up its
     /// chunks, each freed once its last live block is, so that what a spike took does not wait
     /// for the lane's next owner; then gives up the lane.
+    ///
+    /// # Safety
+    /// `me` is the calling thread's number (`sync::owner_number`).
     // Under loom no thread owns a lane (see `sync::owner_number`); the models drive
     // `LaneCounts::leave` directly.
     #[cfg(not(loom))]
-    pub(crate) fn leave(&self, me: usize) {
-        self.counts.leave(me, || {
+    pub(super) unsafe fn leave(&self, me: usize) {
+        let free_owned = || {
             self.spares.free_returned();
-            // SAFETY: thread `me` owns the lane, so no other thread takes from its stash or
-            // carves its chunks until `leave` gives the lane up, after this.
+            // SAFETY: `leave` runs this only if thread `me`, the calling thread, owns the
+            // lane, so no other thread takes from its stash or carves its chunks until `leave`
+            // gives the lane up, after this.
             unsafe {
                 self.spares.free_stash();
                 self.slab.give_up();
             }
-        });
+        };
+        // SAFETY: by this function's contract.
+        unsafe { self.counts.leave(me, free_owned) };
     }
 
     /// When the engine is dropped: frees the owner's stash and gives up the lane's chunks,
     /// if no other thread owns the lane (which then closes to owners).
     pub(crate) fn free_spares(&self) {
-        if self.counts.close(owner_number()) {
+        // SAFETY: the number is the calling thread's.
+        if unsafe { self.counts.close(owner_number()) } {
             // SAFETY: the lane is closed, and was owned by no other thread: no thread is in
             // `new_entry` or will be, and the close acquired the last owner's state.
             unsafe {
@@ -400,11 +408,16 @@ impl Lane {
 
     /// Whether the lane has work for the shard, young timers included.
     pub(crate) fn has_work(&self) -> bool {
-        self.has_queued() || self.has_young()
+        self.queued() || self.has_young()
     }
 
-    /// Whether the lane has work for the shard, young timers aside.
-    pub(super) fn has_queued(&self) -> bool {
+    /// Whether the lane has work for the shard, young timers aside: the shard's look after
+    /// it announced a sleep and passed the fence.
+    pub(super) fn has_queued(&self, _: &Fenced) -> bool {
+        self.queued()
+    }
+
+    fn queued(&self) -> bool {
         !self.ring.is_empty()
             || !self.inserts.is_empty()
             || !self.unlinks.is_empty()
@@ -417,6 +430,16 @@ impl Lane {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn owned_by_caller(lane: &Arc<Self>) -> bool {
         Owner::check(lane).is_some()
+    }
+
+    /// As `owned_by_caller`, and if so counts a schedule as the owner's (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn count_a_schedule_as_owner(lane: &Arc<Self>) -> bool {
+        let owner = Owner::check(lane);
+        if let Some(owner) = &owner {
+            lane.counts.add_owned_schedule(owner);
+        }
+        owner.is_some()
     }
 }
 

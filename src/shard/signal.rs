@@ -11,7 +11,7 @@
 //! Either the shard sees the item or the producer the announcement. An unpark before the park
 //! leaves a token, so the park returns at once.
 
-use crate::sync::{fence, thread, AtomicU64, Fenced, Mutex, Ordering};
+use crate::sync::{thread, AtomicU64, Fenced, Mutex, Ordering};
 use crate::time::Tick;
 
 /// The sleep word's value while the shard is awake or polling once a tick.
@@ -93,12 +93,13 @@ impl Signal {
     }
 
     /// Shard side: announces a sleep until tick `until` (`None`: until woken). The caller must
-    /// then look at its queues and, if any has work, call [`awake`](Self::awake), not park.
-    pub(super) fn announce_sleep(&self, until: Option<Tick>) {
+    /// then look at its queues after the fence returned and, if any has work, call
+    /// [`awake`](Self::awake), not park.
+    pub(super) fn announce_sleep(&self, until: Option<Tick>) -> Fenced {
         let word = until.map_or(FOREVER, until_word);
         self.sleep.store(word, Ordering::SeqCst);
-        // SeqCst: the shard's side of the Dekker pair (see the module docs).
-        fence(Ordering::SeqCst);
+        // The shard's side of the Dekker pair (see the module docs).
+        Fenced::now()
     }
 
     /// Shard side, after [`announce_sleep`](Self::announce_sleep) and its look at the queues:

@@ -24,7 +24,7 @@ use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
 use super::signal::Announced;
 use super::survey::Surveying;
-use crate::callbacks::Executor;
+use crate::callbacks::{Executor, HandOver};
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
 use crate::queue::{Pop, Requests, Since, Take};
@@ -152,7 +152,7 @@ fn hand_over(
     executor: &Executor,
     shared: &ShardShared,
     next: usize,
-    more: bool,
+    kind: HandOver,
 ) {
     if outcomes.fired.is_empty() {
         return;
@@ -168,7 +168,7 @@ fn hand_over(
         shared.lateness().record(late, count);
     }
     let batch = std::mem::replace(&mut outcomes.fired, Vec::with_capacity(next));
-    executor.run(batch, shared.callbacks(), more);
+    executor.run(batch, shared.callbacks(), kind);
 }
 
 impl Shard {
@@ -280,24 +280,24 @@ impl Shard {
         // Before any callback of the turn runs, so that it can schedule at the cap.
         drop(released);
         let (outcomes, executor, shared) = (&mut self.outcomes, &self.executor, &self.shared);
-        let mut goal = FIRST_HAND_OVER;
+        let (mut goal, mut kind) = (FIRST_HAND_OVER, HandOver::First);
         self.wheel.advance(now.get(), |_, deadline, fired| {
             outcomes.fire(fired, deadline);
             if outcomes.fired.len() >= goal {
-                let first = goal == FIRST_HAND_OVER;
                 goal = (goal * 2).min(MOST_HAND_OVER);
-                hand_over(outcomes, executor, shared, goal, !first);
-                if first && executor.is_pool() {
+                hand_over(outcomes, executor, shared, goal, kind);
+                if kind == HandOver::First && executor.is_pool() {
                     // A crowded slot: let a woken runner have this cpu now if every other
                     // is busy, rather than when this thread's time slice runs out.
                     thread::yield_now();
                 }
+                kind = HandOver::Later;
             }
         });
         self.outcomes.spares.flush(&self.lanes);
+        self.publish(now, turn, kind);
         // A turn that handed over more than its first batch.
-        let crowded = goal > FIRST_HAND_OVER;
-        self.publish(now, turn != Turn::Backlog, crowded);
+        let crowded = kind == HandOver::Later;
         // No storm fired on this thread or drained by the pool: a discard's TLB flush
         // interrupts every cpu of the process.
         if !crowded && turn != Turn::Backlog && !self.executor.has_queued() {
@@ -314,15 +314,15 @@ impl Shard {
         turn
     }
 
-    /// Hands the turn's last callbacks to the executor (`more`: after others) and publishes
-    /// the counters; a `complete` turn also counts tick `now` as handled.
-    fn publish(&mut self, now: Tick, complete: bool, more: bool) {
+    /// Hands the turn's last callbacks to the executor, as a batch of kind `kind`, and
+    /// publishes the counters; a turn that left no backlog also counts tick `now` as handled.
+    fn publish(&mut self, now: Tick, turn: Turn, kind: HandOver) {
         self.executor.look_again();
         let counts = self.shared.counts();
         counts.set_in_wheel(self.wheel.len() as u64);
         let (outcomes, executor) = (&mut self.outcomes, &self.executor);
-        hand_over(outcomes, executor, &self.shared, FIRST_HAND_OVER, more);
-        if complete {
+        hand_over(outcomes, executor, &self.shared, FIRST_HAND_OVER, kind);
+        if turn != Turn::Backlog {
             counts.finish_turn(now);
         }
     }
@@ -356,20 +356,20 @@ impl Shard {
     /// young timer is due to be taken, or the shard was stopped.
     pub(crate) fn prepare_sleep(&mut self, now: Tick) -> Announced {
         let mut until = self.wheel.next_deadline().map(Tick::new);
-        self.shared.signal().announce_sleep(until);
+        let fenced = self.shared.signal().announce_sleep(until);
         // After the announcement's fence: a lane made by a producer that missed the
         // announcement is found here (see `shard::lanes`), and so is a young timer.
         self.find_new_lanes();
         let signal = self.shared.signal();
         if self.shared.is_stopped()
-            || self.lanes.iter().any(|lane| lane.has_queued())
+            || self.lanes.iter().any(|lane| lane.has_queued(&fenced))
             || !self.shared.callbacks().rearms().is_empty()
         {
             signal.awake();
             return Announced::Awake;
         }
         let oldest = (self.lanes.iter())
-            .filter_map(|lane| lane.young_since())
+            .filter_map(|lane| lane.young_since(&fenced))
             .min();
         let take = match oldest {
             None => None,

@@ -185,7 +185,9 @@ mod imp {
     use std::sync::Arc;
 
     #[derive(Default)]
-    pub(super) struct Chunks;
+    pub(super) struct Chunks {
+        _none: (),
+    }
 
     impl Chunks {
         pub(super) fn discard_some(&self, _most: usize) -> bool {

@@ -13,7 +13,7 @@
 
 use std::task::Waker;
 
-use super::{fence, AtomicUsize, Mutex, Ordering};
+use super::{AtomicUsize, Fenced, Mutex, Ordering};
 
 /// Counts the permits timers hold against a limit.
 pub(crate) struct Cap {
@@ -60,10 +60,20 @@ impl Cap {
             // Relaxed: ordered by the fence below (and the lock, for other waiters).
             self.waiting.store(waiters.len(), Ordering::Relaxed);
         }
-        // SeqCst: the waiter's half of the Dekker pair in the module documentation.
-        fence(Ordering::SeqCst);
+        // The waiter's half of the Dekker pair in the module documentation.
+        self.room_after(&Fenced::now())
+    }
+
+    /// Whether a permit is free, read after the caller's fence.
+    fn room_after(&self, _: &Fenced) -> bool {
         // Relaxed: ordered by the fence.
         self.used.load(Ordering::Relaxed) < self.limit
+    }
+
+    /// Whether a task waits for a permit, read after the caller's fence.
+    fn waiters_after(&self, _: &Fenced) -> bool {
+        // Relaxed: ordered by the fence.
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     /// Wakes every task waiting for a permit (one was released, or the engine shut down).
@@ -81,10 +91,8 @@ impl Cap {
     fn release(&self, count: usize) {
         // Relaxed: the count orders nothing else; the fence below orders it before the read.
         self.used.fetch_sub(count, Ordering::Relaxed);
-        // SeqCst: the releaser's half of the Dekker pair in the module documentation.
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        if self.waiting.load(Ordering::Relaxed) > 0 {
+        // The releaser's half of the Dekker pair in the module documentation.
+        if self.waiters_after(&Fenced::now()) {
             self.wake_waiters();
         }
     }

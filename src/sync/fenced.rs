@@ -7,7 +7,10 @@
 //! - the sleep word against a push: `shard::signal`;
 //! - the stop flag against a schedule (the shutdown hand-off): `shard::lane`;
 //! - the owner's sweep against the shard's take of young timers, and a young push against the
-//!   shard's sleep: `queue::young`.
+//!   shard's sleep: `queue::young`;
+//! - a task leaving its waker for a permit against a release: `sync::cap`.
+//!
+//! Every SeqCst fence of the engine is a [`Fenced::now`].
 
 use std::marker::PhantomData;
 

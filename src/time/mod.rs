@@ -18,6 +18,6 @@ mod units;
 pub(crate) use fallback::wake_at;
 pub(crate) use manual::CatchUp;
 pub use manual::ManualClock;
-pub(crate) use other::{Look, OtherClock, OtherDeadline};
+pub(crate) use other::{Look, OtherClock, OtherDeadline, PerClock};
 pub(crate) use tick::{Due, TickClock};
 pub(crate) use units::{Nanos, Tick};

@@ -21,11 +21,37 @@ pub(crate) enum OtherClock {
 
 impl OtherClock {
     pub(crate) const BOTH: [OtherClock; 2] = [OtherClock::Boot, OtherClock::Wall];
+}
 
-    /// Its place in a pair indexed by clock.
-    pub(crate) fn index(self) -> usize {
-        self as usize
+/// One `T` for each other clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PerClock<T> {
+    pub(crate) boot: T,
+    pub(crate) wall: T,
+}
+
+impl<T> PerClock<T> {
+    pub(crate) fn of(&self, clock: OtherClock) -> &T {
+        match clock {
+            OtherClock::Boot => &self.boot,
+            OtherClock::Wall => &self.wall,
+        }
     }
+
+    pub(crate) fn of_mut(&mut self, clock: OtherClock) -> &mut T {
+        match clock {
+            OtherClock::Boot => &mut self.boot,
+            OtherClock::Wall => &mut self.wall,
+        }
+    }
+}
+
+impl PerClock<bool> {
+    /// Each clock taken as stepped: every timer on it re-timed.
+    pub(crate) const EACH_STEPPED: PerClock<bool> = PerClock {
+        boot: true,
+        wall: true,
+    };
 }
 
 /// A deadline on an other clock, in that clock's nanoseconds.

@@ -4,6 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -38,43 +39,64 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// The deadline scope a timeout was made in, kept so that a reset stays inside it too: the
-/// tick of the scope's deadline plus one (0: made outside every scope, or the scope's deadline
-/// is beyond the engine's range), and whether it came first ([`Clamp::INHERITED`]). One word,
-/// so a timeout made outside every scope is no larger for it.
+/// The deadline scope a timeout was made in, kept so that a reset stays inside it too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Clamp(u64);
+pub(crate) enum Clamp {
+    /// Made outside every scope, or in one whose deadline is beyond the engine's range.
+    Free,
+    /// Made in a scope whose deadline falls at this limit.
+    Scoped(Limit),
+}
 
-impl Clamp {
-    /// Made outside every scope.
-    pub(crate) const FREE: Clamp = Clamp(0);
-    /// Set when the scope's deadline comes first: the timeout ends at it.
+/// A scope's deadline tick, and whether it comes before the timeout's own (a tie is the
+/// timeout's). One word (the tick plus one, bit 63 when inherited), so that a [`Clamp`] is one
+/// word too and a timeout made outside every scope is no larger for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limit(NonZeroU64);
+
+impl Limit {
     const INHERITED: u64 = 1 << 63;
 
-    /// The earlier of the tick `own` and the tick of `limit`, and the clamp that says which
-    /// (a tie is the timeout's own).
+    fn new(tick: u64, inherited: bool) -> Self {
+        debug_assert!(tick < Self::INHERITED - 1, "a tick is below 2^62");
+        let flag = if inherited { Self::INHERITED } else { 0 };
+        Limit(NonZeroU64::MIN.saturating_add(tick) | flag)
+    }
+
+    fn tick(self) -> u64 {
+        (self.0.get() & !Self::INHERITED) - 1
+    }
+
+    fn is_inherited(self) -> bool {
+        self.0.get() & Self::INHERITED != 0
+    }
+}
+
+impl Clamp {
+    /// The earlier of the tick `own` and the tick of `limit`, and the clamp that says which.
     #[inline]
     pub(crate) fn of(clock: &TickClock, own: Option<u64>, limit: Instant) -> (Option<u64>, Clamp) {
         match clock.limit_tick(limit) {
-            Some(limit) => Clamp(limit + 1).apply(own),
-            None => (own, Clamp::FREE),
+            Some(limit) => Clamp::Scoped(Limit::new(limit, false)).apply(own),
+            None => (own, Clamp::Free),
         }
     }
 
     /// `own` clamped to this clamp's scope, if any, and the clamp that says which came first.
     #[inline]
     fn apply(self, own: Option<u64>) -> (Option<u64>, Clamp) {
-        let Some(limit) = (self.0 & !Self::INHERITED).checked_sub(1) else {
-            return (own, Clamp::FREE);
+        let Clamp::Scoped(limit) = self else {
+            return (own, Clamp::Free);
         };
+        let tick = limit.tick();
         match own {
-            Some(own) if own <= limit => (Some(own), Clamp(limit + 1)),
-            _ => (Some(limit), Clamp((limit + 1) | Self::INHERITED)),
+            Some(own) if own <= tick => (Some(own), Clamp::Scoped(Limit::new(tick, false))),
+            _ => (Some(tick), Clamp::Scoped(Limit::new(tick, true))),
         }
     }
 
     fn is_inherited(self) -> bool {
-        self.0 & Self::INHERITED != 0
+        matches!(self, Clamp::Scoped(limit) if limit.is_inherited())
     }
 }
 
@@ -99,7 +121,7 @@ impl<F, S> Timeout<F, S> {
 
     /// A timeout on `sleep`, which clamps itself (another clock's).
     pub(crate) fn new(future: F, sleep: S) -> Self {
-        Timeout::clamped(future, sleep, Clamp::FREE)
+        Timeout::clamped(future, sleep, Clamp::Free)
     }
 
     /// Polls the future, then, if it is pending, the sleep through `sleep`: `Ready(true)` if
@@ -233,5 +255,31 @@ impl Error for Elapsed {}
 impl From<Elapsed> for io::Error {
     fn from(elapsed: Elapsed) -> Self {
         io::Error::new(io::ErrorKind::TimedOut, elapsed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clamp_is_one_word_and_keeps_its_tick_and_which_came_first() {
+        assert_eq!(std::mem::size_of::<Clamp>(), 8);
+        let scoped = Clamp::Scoped(Limit::new(0, false));
+        assert_eq!(
+            scoped.apply(Some(5)),
+            (Some(0), Clamp::Scoped(Limit::new(0, true)))
+        );
+        assert_eq!(
+            scoped.apply(Some(0)),
+            (Some(0), scoped),
+            "a tie is the timeout's own"
+        );
+        assert_eq!(scoped.apply(None).0, Some(0));
+        assert!(scoped.apply(None).1.is_inherited());
+        assert!(!scoped.is_inherited());
+        assert_eq!(Clamp::Free.apply(Some(7)), (Some(7), Clamp::Free));
+        let far = (1 << 62) - 1;
+        assert_eq!(Limit::new(far, true).tick(), far);
     }
 }

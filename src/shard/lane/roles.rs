@@ -203,18 +203,24 @@ impl LaneCounts {
 
     #[cold]
     fn claim_and_record(&self, me: usize, record: impl FnOnce(usize) -> bool) -> bool {
-        if !self.claim(me) {
+        // SAFETY (both): `me` is the calling thread's number, read by `ownership`.
+        if !unsafe { self.claim(me) } {
             return false;
         }
         if record(me) {
             return true;
         }
-        self.give_up(me);
+        unsafe { self.give_up(me) };
         false
     }
 
     /// Claims the lane for the thread numbered `me` if no thread owns it.
-    pub(crate) fn claim(&self, me: usize) -> bool {
+    ///
+    /// # Safety
+    /// `me` is the calling thread's number (`sync::owner_number`; in a loom model, the
+    /// number the model gives the thread): a claim lets its thread touch what the owner alone
+    /// does.
+    pub(crate) unsafe fn claim(&self, me: usize) -> bool {
         // Acquire on success: pairs with `give_up`'s Release; the previous owner's private
         // state is seen as left. Relaxed on failure: nothing is read.
         self.owner
@@ -225,18 +231,25 @@ impl LaneCounts {
     /// The thread numbered `me` exits: if it owns the lane, `free_owned` frees what the owner
     /// alone touches, and only then is the lane given up, so the next owner's claim acquires
     /// the frees (see `Lane::leave`).
+    ///
+    /// # Safety
+    /// As [`claim`](Self::claim)'s.
     #[cfg(any(not(loom), test))]
-    pub(crate) fn leave(&self, me: usize, free_owned: impl FnOnce()) {
+    pub(crate) unsafe fn leave(&self, me: usize, free_owned: impl FnOnce()) {
         // Relaxed: only the owner can match its own number, which it wrote (or acquired in
         // `claim`).
         if self.owner.load(Ordering::Relaxed) == me {
             free_owned();
         }
-        self.give_up(me);
+        // SAFETY: by this function's contract.
+        unsafe { self.give_up(me) };
     }
 
     /// Gives up the lane, if the thread numbered `me` owns it.
-    pub(crate) fn give_up(&self, me: usize) {
+    ///
+    /// # Safety
+    /// As [`claim`](Self::claim)'s: a give-up publishes the owner's state as left.
+    pub(crate) unsafe fn give_up(&self, me: usize) {
         // Release: publishes this owner's private state to the next `claim`. Relaxed on
         // failure: nothing is read.
         let _ = self
@@ -251,7 +264,11 @@ impl LaneCounts {
     }
 
     /// Closes the lane to owners unless another thread than `me` owns it (then false).
-    pub(crate) fn close(&self, me: Option<usize>) -> bool {
+    ///
+    /// # Safety
+    /// `me` is the calling thread's number, if it has one: a true close lets the caller touch
+    /// what the owner alone does.
+    pub(crate) unsafe fn close(&self, me: Option<usize>) -> bool {
         // Acquire on success: pairs with `give_up`'s Release (or program order for the caller's
         // own lane).
         let mut owner = self.owner.load(Ordering::Acquire);
@@ -297,9 +314,22 @@ impl LaneCounts {
         own.wrapping_add(self.others.get(count).load(Ordering::Relaxed))
     }
 
-    /// Counts a timer scheduled by the calling thread; `mine`: it owns the lane.
+    /// Counts a timer scheduled through `access`.
     #[inline]
-    pub(crate) fn add_scheduled(&self, mine: bool) {
+    pub(super) fn add_scheduled(&self, access: &Access<'_>) {
+        self.add_as(access.is_owner(), Count::Scheduled, 1);
+    }
+
+    /// Counts a timer scheduled by the lane's `owner`.
+    #[inline]
+    pub(super) fn add_owned_schedule(&self, _owner: &Owner<'_>) {
+        self.add_as(true, Count::Scheduled, 1);
+    }
+
+    /// Counts a timer scheduled by a thread a loom model says does (`mine`) or does not own
+    /// the lane (no thread owns one under loom: see `sync::owner_number`).
+    #[cfg(all(test, loom))]
+    pub(crate) fn add_scheduled_in_model(&self, mine: bool) {
         self.add_as(mine, Count::Scheduled, 1);
     }
 
@@ -340,15 +370,17 @@ mod tests {
         let counts = Arc::new(LaneCounts::new());
         assert!(!counts.has_owner());
         let me = owner_number().unwrap();
-        assert!(counts.claim(me));
-        counts.add_scheduled(counts.is_owner());
+        // SAFETY: `me` is this thread's number.
+        assert!(unsafe { counts.claim(me) });
+        counts.add_as(counts.is_owner(), Count::Scheduled, 1);
         assert!(counts.has_owner() && counts.is_owner());
         let other = counts.clone();
         std::thread::spawn(move || {
             assert!(!other.is_owner());
-            assert!(!other.claim(owner_number().unwrap()));
+            // SAFETY: the number is this thread's.
+            assert!(!unsafe { other.claim(owner_number().unwrap()) });
             for _ in 0..3 {
-                other.add_scheduled(other.is_owner());
+                other.add_as(other.is_owner(), Count::Scheduled, 1);
             }
             other.add_cancelled();
             other.unschedule();

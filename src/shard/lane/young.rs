@@ -27,7 +27,7 @@ impl Owner<'_> {
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         let lane = self.lane();
-        lane.counts.add_scheduled(true);
+        lane.counts.add_owned_schedule(self);
         // SAFETY: `self` proves the calling thread owns the lane: the young queue's owner.
         let busy = unsafe { lane.young.enter() };
         let young = match busy.push(queued, born) {
@@ -141,7 +141,7 @@ impl Lane {
     /// When the lane's oldest young timer was made ([`Since::Hurry`] if the shard is asked to
     /// take them at once); `None` if it has none. For the shard, after its sleep announcement's
     /// fence.
-    pub(in crate::shard) fn young_since(&self) -> Option<Since> {
+    pub(in crate::shard) fn young_since(&self, _: &Fenced) -> Option<Since> {
         self.young.since()
     }
 

@@ -269,7 +269,8 @@ impl Sleep {
         };
         let lane = &self.lane;
         let due = self.clock().due_now_at(Some(tick));
-        match Lane::schedule(lane, due, Wakes(waker.clone()), Memory::Lane) {
+        let memory = Memory::Lane { born: due.born };
+        match Lane::schedule(lane, due.tick, Wakes(waker.clone()), memory) {
             Ok(entry) => {
                 lane.note(&entry, || Origin {
                     site: Some(self.site.0),
