@@ -139,3 +139,8 @@ pub(crate) fn ask_while_stepping<A: Send + 'static>(
     }
     asker.join().unwrap()
 }
+
+/// The deadline tick of `timer`'s entry.
+pub(crate) fn timer_deadline(timer: &crate::TimerHandle) -> u64 {
+    timer.entry().state().deadline()
+}

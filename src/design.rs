@@ -152,7 +152,7 @@
 //!   src/shard/retime.rs to src/clock/timers.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up
-//!   and look-ahead: src/engine/shared.rs, src/shard/shared.rs. The tick loop:
+//!   and look-ahead: src/engine/shared.rs, src/shard/ask.rs. The tick loop:
 //!   src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
@@ -171,8 +171,10 @@
 //! - Lateness: src/shard/lateness.rs.
 //! - The boot and wall clocks: src/clock/mod.rs (estimates, a run's look, rounds, the clock
 //!   thread and its `timerfd`s in src/clock/timerfd.rs); reading them: src/time/other.rs.
-//! - A snapshot: src/engine/snapshot.rs; a shard's survey of its wheel, asked by ticket as the
-//!   look-ahead is: src/shard/survey.rs, src/wheel/survey.rs; origins: src/shard/lane/origins.rs.
+//! - Asking a shard thread about its wheel, by ticket (the look-ahead, the survey), and the one
+//!   asking loop: src/shard/ask.rs.
+//! - A snapshot: src/engine/snapshot.rs; a shard's survey of its wheel: src/shard/survey.rs,
+//!   src/wheel/survey.rs; origins: src/shard/lane/origins.rs.
 //!
 //! # The loom models
 //!
@@ -184,13 +186,14 @@
 //! sleep and of its delay queue; the owner's ring, spares, hand-over and exit; the engine's
 //! drop against an owner; callers of shutdown; the relay's hand-over and waiting count; the
 //! slab's frees and trim; claims against a thief; a sleep waiting for a permit against a
-//! release; the look-ahead and a snapshot's survey; young timers against a cancel from another
-//! thread, the shard's take, shutdown and the shard's sleep; a repeating run's stow against
-//! shutdown and the shard's sleep; a clock timer's last run against a cancel, and its reset
-//! against its firing and run; and, on capped engines, each permit given back once. What loom
-//! cannot see (the ring's tail, the slab's live count, the list of freed chunks behind a std
-//! mutex, the clock thread's alarm behind std locks, a shard's `Retimer` in a std `OnceLock`,
-//! the fallback's waiting sleeps behind std locks) ThreadSanitizer checks in CI
+//! release; two askers of the look-ahead, and a snapshot's survey; young timers against a
+//! cancel from another thread, the shard's take, shutdown and the shard's sleep; a repeating
+//! run's stow against shutdown and the shard's sleep; a clock timer's last run against a
+//! cancel, and its reset against its firing and run; and, on capped engines, each permit given
+//! back once. What loom cannot see (the ring's tail, the slab's live count, the freed chunks
+//! waiting for their discard, which exist only outside loom, the clock thread's alarm, which
+//! no model starts, a shard's `Retimer` in a std `OnceLock`, the fallback's waiting sleeps
+//! behind std locks) ThreadSanitizer checks in CI
 //! (.ci/sanitizers); no model polls a sleep after shutdown.
 
 pub mod glossary;

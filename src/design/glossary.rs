@@ -54,7 +54,8 @@
 //! | snapshot, survey, stage | the pending timers listed at once (`stats::PendingTimers`); a shard's walk of its wheel for one, a piece after each turn (`Surveying`); where a listed timer is: queued, linked, running or stowed (`stats::Stage`) | |
 //! | origin, site | where (its site: the caller's `Location`), when and by which key a timer was made, kept beside its entry on an engine that tracks sites (`Origin`) | |
 //! | Dekker pair | a write, a SeqCst fence (`Fenced`), then a read of what the other side wrote, against the same the other way (src/sync/fenced.rs) | |
-//! | announcement, answer | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`); a shard's reply to a look-ahead: open, the earliest tick, or none pending (`Answer`) | |
+//! | announcement | the sleep a shard writes in its sleep word: none, until a tick, or until woken (`Announced`) | |
+//! | question, ticket, reply | what an asker asks a shard thread about its wheel (`Question`: the look-ahead, the survey); the number an asker holds for its answer; what it finds: open, given, or taken by another asker (`Reply`) | `Answer`, `take_answer`, `ask_earliest` |
 //! | lateness | how late a timer fired, from the start of the tick before its deadline's; a shard counts it in its `LatenessRecorder`, of which `stats::Lateness` is a snapshot | the shard's Lateness |
 //! | deadline scope, current deadline | a future run `within` a deadline (`Within`), current around each of its polls, the earlier winning when nested; the earliest deadline of the scopes the running poll is inside (`deadline::current`), on the clock of the engine that made it, to which a timeout made there is clamped (`Clamp`; inherited if the scope's came first) | |
 //! | expired, item | a delay-queue value whose deadline passed (tokio-util's word); a delay-queue value with its deadline and list links | the delay queue's Entry |

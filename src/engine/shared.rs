@@ -3,15 +3,15 @@
 
 #[cfg(not(loom))]
 use std::cell::Cell;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::error::{ScheduleError, ScheduleErrorKind};
 use super::routing::{home_shard, shard_for};
 use crate::callbacks::Inflight;
 use crate::clock::ClockTimers;
-use crate::shard::{Access, Answer, Lane, Lanes, ShardShared};
+use crate::shard::{ask_each, Access, Lane, Lanes, Patience, ShardShared};
 use crate::sync::{lane_index, thread, Arc, Mutex, StdArc};
-use crate::time::{CatchUp, PerClock, Tick, TickClock};
+use crate::time::{CatchUp, PerClock, TickClock};
 use crate::timer::Sleep;
 
 /// What the engine, its builder and its shutdown share.
@@ -176,31 +176,16 @@ impl CatchUp for ClockWatch {
     fn next_deadline(&self) -> Option<Instant> {
         self.catch_up();
         let engine = &*self.0;
-        let tickets: Vec<u64> = engine.shards.iter().map(|s| s.ask_earliest()).collect();
-        engine
-            .shards
-            .iter()
-            .zip(tickets)
-            .filter_map(|(shard, ticket)| earliest_in(shard, ticket))
-            .min()
-            .map(|tick| engine.clock.instant_of(tick.get()))
-    }
-}
-
-/// The earliest deadline pending on `shard`, as it answers `ticket` (`None` once it stopped).
-fn earliest_in(shard: &ShardShared, ticket: u64) -> Option<Tick> {
-    loop {
-        match shard.earliest_answer(ticket) {
-            Answer::Earliest(tick) => return Some(tick),
-            Answer::NonePending => return None,
-            Answer::Open => {}
-        }
-        if shard.is_stopped() {
-            return None;
-        }
-        // An idle shard sleeps until woken; a busy one answers after its next complete turn.
-        shard.signal().wake();
-        thread::yield_now();
+        // A manual clock's step waits for the answers: yield, not sleep, between looks.
+        let patience = Patience {
+            pause: Duration::ZERO,
+            most: None,
+        };
+        let shards = engine.shards.iter().map(|shard| &**shard);
+        // Stopped: nothing more will fire.
+        let earliest = ask_each(shards, ShardShared::lookahead, patience).ok()?;
+        let tick = earliest.into_iter().flatten().min()?;
+        Some(engine.clock.instant_of(tick.get()))
     }
 }
 

@@ -9,13 +9,13 @@
 //!
 //! [`TimerEngine::pending_timers`]: crate::TimerEngine::pending_timers
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::pending::{PendingAges, PendingTimer, PendingTimers, SnapshotError, Stage};
 use super::shared::EngineShared;
 use super::stats::Tally;
 use crate::entry::StateWord;
-use crate::shard::{Found, Lane};
+use crate::shard::{ask_each, Found, Lane, Patience, ShardShared, Unanswered};
 use crate::sync::Arc;
 use crate::time::Nanos;
 
@@ -110,33 +110,15 @@ impl EngineShared {
 
     /// Asks every shard for the timers in its wheel and waits for the answers.
     fn survey(&self) -> Result<Vec<Found>, SnapshotError> {
-        let tickets: Vec<u64> = self.shards.iter().map(|s| s.question().ask()).collect();
-        let until = Instant::now() + WAIT;
-        let mut answers: Vec<Option<Found>> = self.shards.iter().map(|_| None).collect();
-        loop {
-            for ((shard, ticket), answer) in self.shards.iter().zip(&tickets).zip(&mut answers) {
-                if answer.is_none() {
-                    *answer = shard.question().take_answer(*ticket);
-                }
-            }
-            if answers.iter().all(Option::is_some) {
-                return Ok(answers.into_iter().flatten().collect());
-            }
-            if self.shards.iter().any(|shard| shard.is_stopped()) {
-                return Err(SnapshotError::Shutdown);
-            }
-            if Instant::now() >= until {
-                return Err(SnapshotError::TimedOut(WAIT));
-            }
-            // A shard that was asleep walks once woken; one that missed the question (it
-            // sees a ticket late) is woken again.
-            self.shards
-                .iter()
-                .zip(&answers)
-                .filter(|(_, answer)| answer.is_none())
-                .for_each(|(shard, _)| shard.signal().wake());
-            std::thread::sleep(LOOK);
-        }
+        let patience = Patience {
+            pause: LOOK,
+            most: Some(WAIT),
+        };
+        let shards = self.shards.iter().map(|shard| &**shard);
+        ask_each(shards, ShardShared::survey, patience).map_err(|why| match why {
+            Unanswered::Stopped => SnapshotError::Shutdown,
+            Unanswered::TimedOut => SnapshotError::TimedOut(WAIT),
+        })
     }
 
     /// How many pending timers were scheduled how long ago, from the lanes' origins; `None`

@@ -1,6 +1,6 @@
 //! Tests of the engine's parts that need a whole engine around them.
 
-use crate::shard::Lane;
+use crate::shard::{Lane, Reply};
 use crate::sync::owner_number;
 use crate::TimerEngine;
 
@@ -351,7 +351,7 @@ fn a_survey_walks_between_turns_that_go_on_firing() {
     while engine.stats().shards[0].in_wheel < many as u64 {
         shard.turn(engine.now_tick());
     }
-    let ticket = shard.shared().question().ask();
+    let ticket = shard.shared().survey().ask();
     let mut pieces = 1;
     let walking = shard.survey_step();
     assert!(walking || cfg!(miri), "a long wheel is walked in pieces");
@@ -371,10 +371,12 @@ fn a_survey_walks_between_turns_that_go_on_firing() {
         pieces += 1;
         shard.turn(engine.now_tick());
     }
-    let found = shard.shared().question().take_answer(ticket).unwrap();
+    let Reply::Given(found) = shard.shared().survey().take(ticket) else {
+        panic!("answered");
+    };
     assert_eq!(found.seen.len(), many, "in {pieces} pieces");
     assert!(
-        shard.shared().question().take_answer(ticket).is_none(),
+        matches!(shard.shared().survey().take(ticket), Reply::Taken),
         "taken"
     );
     drop(idle);

@@ -10,9 +10,12 @@
 //! - `lanes`: [`Lanes`], made as threads first schedule into the shard.
 //! - `signal`: the sleep word and its wake-up protocol.
 //! - `lateness`: the histogram of how late the shard fires its timers.
+//! - `ask`: asking the shard thread what only it can read, by ticket: the look-ahead and the
+//!   survey, and the one asking loop.
 //! - `survey`: a snapshot's question for the timers in the wheel, answered between turns.
 //! - `retime`: what moves the timers whose deadline another layer keeps, when reset.
 
+mod ask;
 mod lane;
 mod lanes;
 mod lateness;
@@ -23,8 +26,11 @@ mod signal;
 mod survey;
 mod worker;
 
+#[cfg(test)]
+pub(crate) use self::ask::Reply;
+pub(crate) use self::ask::{ask_each, Patience, Unanswered};
 pub(crate) use self::retime::{Reset, Retime};
-pub(crate) use self::shared::{Answer, ShardShared};
+pub(crate) use self::shared::ShardShared;
 pub(crate) use self::survey::Found;
 pub(crate) use lane::{Access, Lane, Memory, OneShot, Origin, Refusal, TimerKind};
 #[cfg(all(test, loom))]

@@ -4,10 +4,11 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::ask::{Answerer, Question};
 use super::lateness::LatenessRecorder;
 use super::retime::{Reset, Retime, Retimer};
 use super::signal::Signal;
-use super::survey::Question;
+use super::survey::Found;
 use crate::callbacks::ShardCallbacks;
 use crate::entry::EntryRef;
 use crate::pinning::Pinning;
@@ -29,41 +30,16 @@ pub(crate) struct ShardShared {
     /// When a young timer leaves its owner's lane.
     horizon: Horizon,
     pinning: Pinning,
-    lookahead: Lookahead,
+    /// A manual clock's question for the earliest deadline in the wheel (see `ask`).
+    lookahead: Question<Option<Tick>>,
     /// A snapshot's question for the pending timers in the wheel (see `survey`).
-    question: Question,
+    survey: Question<Found>,
     /// Whether the lanes keep each timer's origin (see `lane::origins`).
     tracking: bool,
     /// What moves the timers on the other clocks, once there are any (see `retime`).
     retimer: Retimer,
     /// The engine's freed chunks waiting for a calm turn (see `slab::discard`).
     discards: StdArc<Discards>,
-}
-
-/// A manual clock's question to the shard thread: the earliest deadline in its wheel, asked
-/// by ticket and answered after a complete turn.
-#[derive(Default)]
-struct Lookahead {
-    /// The last ticket handed out.
-    asked: AtomicU64,
-    /// The last ticket answered.
-    answered: AtomicU64,
-    /// The answer: the earliest deadline tick (a [`Tick`]'s number), or `NO_DEADLINE`.
-    earliest: AtomicU64,
-}
-
-/// The lookahead's answer when nothing is pending (no entry's deadline reaches it).
-const NO_DEADLINE: u64 = u64::MAX;
-
-/// A shard's answer to a manual clock's question (see [`ShardShared::ask_earliest`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
-    /// Not answered yet: the shard answers after its next complete turn.
-    Open,
-    /// The earliest deadline tick pending in the shard's wheel.
-    Earliest(Tick),
-    /// No timer is pending in the shard's wheel.
-    NonePending,
 }
 
 /// Counters of a shard: statistics (`sync::Counter`), exact once the writers are quiet; and
@@ -128,8 +104,8 @@ impl ShardShared {
             horizon: Horizon::new(clock.tick_nanos()),
             clock,
             pinning: Pinning::default(),
-            lookahead: Lookahead::default(),
-            question: Question::default(),
+            lookahead: Question::default(),
+            survey: Question::default(),
             tracking,
             retimer: Retimer::default(),
             discards,
@@ -152,9 +128,15 @@ impl ShardShared {
         self.retimer.reset(entry, to)
     }
 
+    /// A manual clock's question for the earliest deadline in the wheel (`None`: nothing
+    /// pending), and the answer.
+    pub(crate) fn lookahead(&self) -> &Question<Option<Tick>> {
+        &self.lookahead
+    }
+
     /// A snapshot's question for the timers in the wheel, and the answer (see `survey`).
-    pub(crate) fn question(&self) -> &Question {
-        &self.question
+    pub(crate) fn survey(&self) -> &Question<Found> {
+        &self.survey
     }
 
     /// Whether the lanes keep each timer's origin (see `lane::origins`).
@@ -266,41 +248,15 @@ impl ShardShared {
     pub(super) fn has_cap(&self) -> bool {
         self.cap().is_some()
     }
+}
 
-    /// Asks the shard for its earliest pending deadline; returns the ticket. The caller wakes
-    /// the shard until it answers.
-    pub(crate) fn ask_earliest(&self) -> u64 {
-        // Relaxed: a ticket is only compared; the answer is published by `answered`.
-        self.lookahead.asked.fetch_add(1, Ordering::Relaxed) + 1
+impl Answerer for ShardShared {
+    fn is_stopped(&self) -> bool {
+        ShardShared::is_stopped(self)
     }
 
-    /// The answer to `ticket` or later, or [`Answer::Open`] until the shard gives it.
-    pub(crate) fn earliest_answer(&self, ticket: u64) -> Answer {
-        // Acquire: pairs with `answer_earliest`'s Release; the answer is this ticket's or later.
-        if self.lookahead.answered.load(Ordering::Acquire) < ticket {
-            return Answer::Open;
-        }
-        // Relaxed: ordered by the Acquire above.
-        match self.lookahead.earliest.load(Ordering::Relaxed) {
-            NO_DEADLINE => Answer::NonePending,
-            earliest => Answer::Earliest(Tick::new(earliest)),
-        }
-    }
-
-    /// Shard thread, after a complete turn: answers an open question with `earliest()`.
-    pub(super) fn answer_earliest(&self, earliest: impl FnOnce() -> Option<Tick>) {
-        let lookahead = &self.lookahead;
-        // Relaxed: a ticket seen late is answered next turn (the asker keeps waking the
-        // shard); only the shard writes `answered`.
-        let asked = lookahead.asked.load(Ordering::Relaxed);
-        if asked == lookahead.answered.load(Ordering::Relaxed) {
-            return;
-        }
-        let tick = earliest().map_or(NO_DEADLINE, Tick::get);
-        // Relaxed: published by the Release store of `answered` below.
-        lookahead.earliest.store(tick, Ordering::Relaxed);
-        // Release: see `earliest_answer`.
-        lookahead.answered.store(asked, Ordering::Release);
+    fn wake(&self) {
+        self.signal.wake();
     }
 }
 

@@ -1,18 +1,16 @@
 //! A snapshot's question to a shard: the pending timers linked in its wheel, which only its
-//! thread may read. Asked by ticket, as the look-ahead is (`ShardShared::ask_earliest`).
+//! thread may read, asked by ticket (see `ask`).
 //!
 //! After each turn the shard thread looks at the last ticket ([`Surveying::step`]): a new one
 //! begins a survey of its wheel (see `wheel::survey`), starting over if it came during one;
 //! then it walks the survey for at most [`PIECE_TIME`] (and half a tick), and answers once it
 //! has walked every level. While a survey is under way the thread polls instead of sleeping,
 //! so a survey of a million timers takes a few dozen turns, none delayed by more than a piece.
-//! The answer waits, with its ticket, for the asker to take it ([`Question::take_answer`]);
-//! one for an earlier ticket is never taken for a later one.
 
 use std::time::{Duration, Instant};
 
+use super::ask::Question;
 use crate::entry::{Entry, StateWord};
-use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::wheel::{Repeats, Wheel};
 
 /// The longest a shard walks its survey after a turn (less if half its tick is shorter).
@@ -20,23 +18,6 @@ const PIECE_TIME: Duration = Duration::from_micros(200);
 
 /// Entries walked between two looks at the time (one under loom, whose steps are the model's).
 const STRIDE: usize = if cfg!(loom) { 1 } else { 1024 };
-
-/// A snapshot's question to a shard, and the shard's answer.
-pub(crate) struct Question {
-    /// The last ticket handed out.
-    asked: AtomicU64,
-    /// The last answer the asker has not taken.
-    answer: Mutex<Option<Found>>,
-}
-
-impl Default for Question {
-    fn default() -> Self {
-        Question {
-            asked: AtomicU64::new(0),
-            answer: Mutex::new(None),
-        }
-    }
-}
 
 /// A pending timer a survey met: where its entry is, and its state word then.
 #[derive(Debug, Clone, Copy)]
@@ -48,16 +29,14 @@ pub(crate) struct Seen {
 /// A shard's answer: the pending timers its wheel held, each once.
 #[derive(Debug)]
 pub(crate) struct Found {
-    /// The ticket answered: the last asked when the survey began.
-    pub(crate) ticket: u64,
     pub(crate) seen: Vec<Seen>,
 }
 
 impl Found {
-    /// The answer to `ticket`: what the walk met, each timer once (see `wheel::survey`). Of
+    /// The answer: what the walk met, each timer once (see `wheel::survey`). Of
     /// two sightings of a timer (its address) a reset moved, the later stays, where it went;
     /// of one a cascade moved, either (a cascade keeps its deadline).
-    fn of(ticket: u64, mut seen: Vec<Seen>, repeats: Repeats) -> Found {
+    fn of(mut seen: Vec<Seen>, repeats: Repeats) -> Found {
         match repeats {
             Repeats::None => {}
             Repeats::Any => {
@@ -88,35 +67,7 @@ impl Found {
                 });
             }
         }
-        Found { ticket, seen }
-    }
-}
-
-impl Question {
-    /// Asks the shard for its pending timers; returns the ticket. The caller wakes the shard.
-    pub(crate) fn ask(&self) -> u64 {
-        // Relaxed: a ticket is only compared; the answer is published by the lock.
-        self.asked.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// The answer to `ticket` or a later one, taken, once the shard has given it.
-    pub(crate) fn take_answer(&self, ticket: u64) -> Option<Found> {
-        let mut answer = self.answer.lock();
-        // An answer to an earlier ticket (an asker gave up) began before this question.
-        if answer.as_ref().is_some_and(|found| found.ticket >= ticket) {
-            return answer.take();
-        }
-        None
-    }
-
-    fn asked(&self) -> u64 {
-        // Relaxed: a ticket seen late is served after the next turn (the asker wakes the
-        // shard); the survey's own reads of the wheel are the shard thread's.
-        self.asked.load(Ordering::Relaxed)
-    }
-
-    fn give(&self, found: Found) {
-        *self.answer.lock() = Some(found);
+        Found { seen }
     }
 }
 
@@ -132,10 +83,14 @@ pub(super) struct Surveying {
 impl Surveying {
     /// After a turn: begins a survey of `wheel` for a new ticket of `question`, walks a piece
     /// of the one under way, and answers when it ends. Returns whether one is still under way.
-    pub(super) fn step(&mut self, wheel: &mut Wheel, question: &Question, tick: Duration) -> bool {
-        let asked = question.asked();
-        if asked != self.serving {
-            self.serving = asked;
+    pub(super) fn step(
+        &mut self,
+        wheel: &mut Wheel,
+        question: &Question<Found>,
+        tick: Duration,
+    ) -> bool {
+        if let Some(ticket) = question.begin() {
+            self.serving = ticket;
             self.walking = true;
             // Room for the timers that come in while it walks: no copy of a long list in a piece.
             let room = wheel.len() + wheel.len() / 8 + STRIDE;
@@ -158,7 +113,7 @@ impl Surveying {
             if let Some(repeats) = wheel.survey(STRIDE, &mut visit) {
                 self.walking = false;
                 let seen = std::mem::take(&mut self.seen);
-                question.give(Found::of(self.serving, seen, repeats));
+                question.give(self.serving, Found::of(seen, repeats));
                 return false;
             }
             if cfg!(loom) || Instant::now() >= stop {
@@ -187,7 +142,7 @@ mod tests {
             seen(8, 100),
             seen(16, 50),
         ];
-        let found = Found::of(1, walk.clone(), Repeats::These(vec![8]));
+        let found = Found::of(walk.clone(), Repeats::These(vec![8]));
         let listed: Vec<(usize, u64)> = (found.seen.iter())
             .map(|seen| (seen.address, seen.word.deadline()))
             .collect();
@@ -196,7 +151,7 @@ mod tests {
             [(16, 50), (24, 60), (8, 100), (16, 50)],
             "only 8 was moved"
         );
-        let all = Found::of(1, walk, Repeats::Any);
+        let all = Found::of(walk, Repeats::Any);
         let mut addresses: Vec<usize> = all.seen.iter().map(|seen| seen.address).collect();
         addresses.sort_unstable();
         assert_eq!(addresses, [8, 16, 24]);

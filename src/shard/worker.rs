@@ -13,32 +13,27 @@
 //!    turn, frees a few chunks (see `slab::discard`).
 //!
 //! Between turns it polls once a tick while work arrives, a slot is due next tick, handed
-//! callbacks wait to begin (then at least every [`LOOK_AGAIN`]) or a survey is under way (see
-//! `survey`); otherwise it sleeps until the wheel's next deadline or a young timer's horizon.
+//! callbacks wait to begin or a survey is under way (see `survey`); otherwise it sleeps until
+//! the wheel's next deadline or a young timer's horizon (see `between`).
 
-use std::time::Duration;
+mod between;
 
 use super::lane::{Lane, Taker};
 use super::lanes::Lanes;
 use super::outcomes::{Outcomes, Spares};
 use super::shared::ShardShared;
-use super::signal::Announced;
 use super::survey::Surveying;
 use crate::callbacks::{Executor, HandOver};
 use crate::entry::EntryRef;
 use crate::pinning::LagWatch;
-use crate::queue::{Pop, Requests, Since, Take};
+use crate::queue::{Pop, Requests, Take};
 use crate::sync::{thread, Arc, Permits};
-use crate::time::{Tick, TickClock};
+use crate::time::Tick;
 use crate::wheel::{Settled, Wheel};
 
 /// The most new timers taken from one lane's inbound queue per turn, so a flood of inserts
 /// cannot hold back firing (the ring is taken whole).
 const INSERT_BUDGET: usize = 16_384;
-
-/// How soon, at most, a shard looks again at handed callbacks that have not begun (a tick if
-/// shorter): its looks start the runners that free callbacks stuck behind slow ones.
-const LOOK_AGAIN: Duration = Duration::from_micros(250);
 
 /// Unlink requests handled at a time, their neighbours loaded first (see `Wheel::warm`).
 const WARM_BATCH: usize = 32;
@@ -115,20 +110,6 @@ impl Stopped {
             // SAFETY: a `Stopped` exists only once its shard thread has left its loop for good,
             // and the wheel has just been drained, which unlinked and unmarked every entry.
             unsafe { lane.empty_after_stop(&self.taker, out, &mut released) };
-        }
-    }
-}
-
-/// Aborts the process if the shard thread unwinds out of its loop: that is an engine bug
-/// (callbacks run under `catch_unwind`), and unwinding mid-turn could drop a count owned by
-/// an unlink request. A loud stop beats a double free.
-struct AbortOnUnwind;
-
-impl Drop for AbortOnUnwind {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("shardwheel: a shard thread panicked, a bug in the engine; aborting");
-            std::process::abort();
         }
     }
 }
@@ -332,136 +313,6 @@ impl Shard {
         if self.table.refresh(&mut self.lanes) {
             self.outcomes.spares.grow(self.lanes.len());
         }
-    }
-
-    /// Whether the wheel has a slot due by tick `now + 1`.
-    fn due_by_next_tick(&self, now: Tick) -> bool {
-        self.wheel
-            .next_deadline()
-            .is_some_and(|next| Tick::new(next) <= now.saturating_add(1))
-    }
-
-    /// The longest a poll may nap: `LOOK_AGAIN` while handed callbacks have not all begun,
-    /// else a tick.
-    fn poll_at_most(&self) -> Duration {
-        if self.executor.has_queued() {
-            LOOK_AGAIN
-        } else {
-            Duration::MAX
-        }
-    }
-
-    /// Announces a sleep until the wheel's next deadline or the first young timer's horizon
-    /// and returns it, or returns [`Announced::Awake`] without sleeping if work arrived, a
-    /// young timer is due to be taken, or the shard was stopped.
-    pub(crate) fn prepare_sleep(&mut self, now: Tick) -> Announced {
-        let mut until = self.wheel.next_deadline().map(Tick::new);
-        let fenced = self.shared.signal().announce_sleep(until);
-        // After the announcement's fence: a lane made by a producer that missed the
-        // announcement is found here (see `shard::lanes`), and so is a young timer.
-        self.find_new_lanes();
-        let signal = self.shared.signal();
-        if self.shared.is_stopped()
-            || self.lanes.iter().any(|lane| lane.has_queued(&fenced))
-            || !self.shared.callbacks().rearms().is_empty()
-        {
-            signal.awake();
-            return Announced::Awake;
-        }
-        let oldest = (self.lanes.iter())
-            .filter_map(|lane| lane.young_since(&fenced))
-            .min();
-        let take = match oldest {
-            None => None,
-            // A lane asked to be taken at once (see `Lane::young_since`).
-            Some(Since::Hurry) => Some(now),
-            Some(Since::Born(born)) => Some(self.shared.horizon().take_tick(born)),
-        };
-        if let Some(take) = take {
-            if self.take_all_young || take <= now {
-                signal.awake();
-                return Announced::Awake;
-            }
-            if until.is_none_or(|until| take < until) {
-                signal.shorten_sleep(take);
-                until = Some(take);
-            }
-        }
-        until.map_or(Announced::UntilWoken, Announced::Until)
-    }
-
-    /// Sleeps as announced: until tick `until` begins (`None`: until woken), or until
-    /// unparked; then back to polling. Returns `until`, the tick the next turn means to begin.
-    fn sleep(&self, clock: &TickClock, until: Option<Tick>) -> Option<Tick> {
-        clock.sleep_until(until);
-        self.shared.signal().awake();
-        until
-    }
-
-    /// The tick thread: turns, polls and sleeps until stopped; returns the wheel for shutdown.
-    pub(crate) fn run(mut self) -> Stopped {
-        let _abort = AbortOnUnwind;
-        let _discard_later = self.taker.discard_later();
-        self.shared.signal().set_thread(thread::current());
-        (self.shared.callbacks().rearms()).set_thread(thread::current());
-        let clock = self.shared.clock().clone();
-        #[cfg(not(loom))]
-        crate::pinning::tune_current_thread(clock.tick());
-        // Manual time jumps, so its lateness means nothing; it may ask for the earliest
-        // deadline (see `ShardShared::ask_earliest`).
-        let watch_lag = clock.manual().is_none();
-        let lookahead = !watch_lag;
-        // The tick the next turn means to begin at, if any (see `pinning::watch`).
-        let mut meant = None;
-        while !self.shared.is_stopped() {
-            let now = clock.now_tick();
-            if watch_lag {
-                self.lag.observe(meant, now, self.shared.pinning());
-            }
-            let mut turn = self.turn(now);
-            if lookahead && turn != Turn::Backlog {
-                self.answer_lookahead();
-            }
-            if self.survey_step() {
-                turn = Turn::Backlog;
-            }
-            meant = match turn {
-                Turn::Backlog => {
-                    thread::yield_now();
-                    Some(now)
-                }
-                Turn::Worked => {
-                    clock.sleep_one_tick(now, self.poll_at_most());
-                    Some(now.saturating_add(1))
-                }
-                // Due by the next tick, or handed callbacks not yet begun: poll, as when
-                // busy, with no need to announce the sleep (and pay the fence of `signal`);
-                // see `poll_at_most` and `relay`.
-                Turn::Idle if self.due_by_next_tick(now) || self.executor.has_queued() => {
-                    clock.sleep_one_tick(now, self.poll_at_most());
-                    Some(now.saturating_add(1))
-                }
-                Turn::Idle => match self.prepare_sleep(now) {
-                    Announced::Awake => Some(now),
-                    Announced::Until(tick) => self.sleep(&clock, Some(tick)),
-                    Announced::UntilWoken => self.sleep(&clock, None),
-                },
-            };
-        }
-        self.stop()
-    }
-
-    /// Answers a manual clock's question for the earliest deadline in the wheel (see
-    /// `ShardShared::ask_earliest`).
-    pub(crate) fn answer_lookahead(&self) {
-        self.shared
-            .answer_earliest(|| self.wheel.earliest_pending().map(Tick::new));
-    }
-
-    /// Walks a piece of the survey a snapshot asked for (see `survey`); whether one is left.
-    pub(crate) fn survey_step(&mut self) -> bool {
-        let tick = self.shared.clock().tick();
-        (self.surveying).step(&mut self.wheel, self.shared.question(), tick)
     }
 
     /// Pins the calling thread to `cpu`; `all` are the cpus to widen to if its turns keep
