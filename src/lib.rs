@@ -182,7 +182,7 @@ pub mod stats {
 /// assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // 50 ms, not 10 s
 /// ```
 pub mod deadline {
-    pub use crate::engine::deadline::{carry, remaining, within, within_at, Within};
+    pub use crate::engine::deadline::{carry, remaining, within, within_at};
     pub use crate::timer::deadline::current;
     pub use crate::timer::grpc_timeout::{
         format_grpc_timeout, parse_grpc_timeout, GrpcTimeoutError,

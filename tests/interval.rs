@@ -120,7 +120,7 @@ fn skip_from_exactly_a_multiple_of_the_period_goes_to_the_next_one() {
 
 #[test]
 fn a_tick_within_the_allowance_is_on_time() {
-    // Within one engine tick (1 ms) plus 5 ms of its deadline a tick counts as on time: the
+    // Inside one engine tick (1 ms) plus 5 ms of its deadline a tick counts as on time: the
     // next one stays one period after it. Beyond that, Delay moves the rhythm.
     for (late, next) in [(MS * 6, MS * 20), (MS * 7, MS * 27)] {
         let (clock, engine) = manual();

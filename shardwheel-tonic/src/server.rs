@@ -23,7 +23,7 @@ use std::time::Duration;
 use http::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use shardwheel::deadline::Within;
+use shardwheel::engine::Scoped;
 use shardwheel::{Elapsed, Timeout, TimerEngine};
 use tokio::net::TcpListener;
 use tonic::body::Body;
@@ -173,7 +173,7 @@ pin_project_lite::pin_project! {
     #[project = Proj]
     enum State<F> {
         // A call with a deadline.
-        Timed { #[pin] timed: Timeout<Within<F>> },
+        Timed { #[pin] timed: Timeout<Scoped<F>> },
         // A call with none.
         Free { #[pin] free: F },
         // An answer given without calling the handler; `None` once returned.
@@ -182,7 +182,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> ResponseFuture<F> {
-    fn timed(timed: Timeout<Within<F>>) -> Self {
+    fn timed(timed: Timeout<Scoped<F>>) -> Self {
         let state = State::Timed { timed };
         ResponseFuture { state }
     }

@@ -1,101 +1,16 @@
-//! Deadline scopes: [`Within`], the future that makes its deadline current around each poll,
-//! and the calls that make one (the current deadline itself: `timer::deadline`); the clamp of
-//! a timeout made inside one.
+//! Deadline scopes: the calls that make one (the future is [`Scoped`], in `scope`; the current
+//! deadline itself, `timer::deadline`), and the clamp of a timeout made inside one.
 
-use std::fmt;
-use std::future::{Future, IntoFuture};
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
 use super::global::with_current;
-use crate::time::TickClock;
+use super::scope::{Bound, Scoped};
 use crate::timer::deadline::{self, Deadline};
 use crate::timer::Clamp;
 #[cfg(feature = "tower")]
 use {super::error::ScheduleError, crate::timer::Sleep};
-
-pin_project_lite::pin_project! {
-    /// A future whose deadline is [`current`](crate::deadline::current) around each of its
-    /// polls: made by [`within`], [`within_at`], [`TimerEngine::within`] and [`carry`]. It
-    /// does not end the future.
-    #[must_use = "futures do nothing unless you `.await` or poll them"]
-    pub struct Within<F> {
-        #[pin]
-        future: F,
-        scope: Scope,
-    }
-}
-
-/// A scope's deadline.
-#[derive(Debug)]
-enum Scope {
-    /// None of its own: it lends the enclosing one.
-    Free,
-    /// This long from its first poll, on the clock of the engine current then.
-    After(Duration),
-    At(Deadline),
-}
-
-impl<F> Within<F> {
-    /// A scope of `future` with `deadline` (`None`: only the enclosing one).
-    pub(crate) fn new(deadline: Option<Deadline>, future: F) -> Self {
-        Within {
-            future,
-            scope: deadline.map_or(Scope::Free, Scope::At),
-        }
-    }
-
-    /// The scope's own deadline, on its clock: `None` if it has none (it lends the
-    /// enclosing one), or, made by [`within`], before its first poll.
-    pub fn deadline(&self) -> Option<Instant> {
-        match &self.scope {
-            Scope::At(deadline) => Some(deadline.at()),
-            Scope::Free | Scope::After(_) => None,
-        }
-    }
-
-    /// The future, out of its scope.
-    pub fn into_inner(self) -> F {
-        self.future
-    }
-}
-
-impl<F: Future> Future for Within<F> {
-    type Output = F::Output;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        if let Scope::After(delay) = *this.scope {
-            *this.scope = with_current(|engine| after(&engine.shared().clock, delay));
-        }
-        let deadline = match &*this.scope {
-            Scope::At(deadline) => Some(deadline),
-            Scope::Free | Scope::After(_) => None,
-        };
-        // `deadline` is lent while the poll runs: the scope is pinned.
-        let _restore = deadline::enter(deadline);
-        this.future.poll(cx)
-    }
-}
-
-impl<F> fmt::Debug for Within<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Within")
-            .field("deadline", &self.scope)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The scope `delay` from now on `clock` (none past the end of `Instant`).
-fn after(clock: &TickClock, delay: Duration) -> Scope {
-    match clock.deadline_after(delay).0 {
-        Some(at) => Scope::At(Deadline::on(at, clock)),
-        None => Scope::Free,
-    }
-}
 
 impl TimerEngine {
     /// As [`within`], `delay` from now on this engine's clock.
@@ -112,11 +27,9 @@ impl TimerEngine {
     /// clock.advance(Duration::from_secs(2));
     /// assert!(call.now_or_never().unwrap().unwrap_err().is_inherited());
     /// ```
-    pub fn within<F: IntoFuture>(&self, delay: Duration, future: F) -> Within<F::IntoFuture> {
-        Within {
-            future: future.into_future(),
-            scope: after(&self.shared().clock, delay),
-        }
+    pub fn within<F: IntoFuture>(&self, delay: Duration, future: F) -> Scoped<F::IntoFuture> {
+        let bound = Bound::after(&self.shared().clock, delay);
+        Scoped::new(None, bound, future.into_future())
     }
 
     /// The tick of a timeout due at `tick`, clamped to the current deadline, if any.
@@ -157,11 +70,8 @@ impl TimerEngine {
 /// let left = futures::executor::block_on(within(Duration::from_secs(5), async { remaining() }));
 /// assert!(left.unwrap() <= Duration::from_secs(5)); // to send on, as a `grpc-timeout`
 /// ```
-pub fn within<F: IntoFuture>(delay: Duration, future: F) -> Within<F::IntoFuture> {
-    Within {
-        future: future.into_future(),
-        scope: Scope::After(delay),
-    }
+pub fn within<F: IntoFuture>(delay: Duration, future: F) -> Scoped<F::IntoFuture> {
+    Scoped::new(None, Bound::After(delay), future.into_future())
 }
 
 /// Runs `future` with `deadline` current around each of its polls (the enclosing one where
@@ -176,8 +86,8 @@ pub fn within<F: IntoFuture>(delay: Duration, future: F) -> Within<F::IntoFuture
 /// });
 /// assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // ended at `at`
 /// ```
-pub fn within_at<F: IntoFuture>(deadline: Instant, future: F) -> Within<F::IntoFuture> {
-    Within::new(Some(Deadline::any(deadline)), future.into_future())
+pub fn within_at<F: IntoFuture>(deadline: Instant, future: F) -> Scoped<F::IntoFuture> {
+    Scoped::within(Some(Deadline::any(deadline)), future.into_future())
 }
 
 /// Runs `future` within the current deadline, wherever it is polled: a deadline is current
@@ -194,8 +104,8 @@ pub fn within_at<F: IntoFuture>(deadline: Instant, future: F) -> Within<F::IntoF
 /// let left = futures::executor::block_on(handler).unwrap();
 /// assert!(left <= Duration::from_secs(5));
 /// ```
-pub fn carry<F: IntoFuture>(future: F) -> Within<F::IntoFuture> {
-    Within::new(deadline::carried(), future.into_future())
+pub fn carry<F: IntoFuture>(future: F) -> Scoped<F::IntoFuture> {
+    Scoped::within(deadline::carried(), future.into_future())
 }
 
 /// The time left to the current deadline on its own clock (that of the engine it was made

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
 use super::builder::Builder;
+use super::entered::entered;
 use super::error::{BuildError, ScheduleError};
 use super::repeat::RepeatBuilder;
-use super::scope::entered;
 use crate::timer::{Interval, Sleep, SleepSite, Timeout, TimerHandle};
 
 static DEFAULT: OnceLock<TimerEngine> = OnceLock::new();

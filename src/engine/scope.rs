@@ -1,39 +1,22 @@
-//! Which engine the free functions (`shardwheel::sleep`, `schedule`, …) use: the default
-//! engine, unless the calling thread has entered another ([`TimerEngine::enter`]) or the task
-//! polls inside a scope ([`TimerEngine::scope`]). The thread keeps a clone of the engine it
-//! entered, so what the free functions make there holds no borrow of it.
+//! Scopes: which engine the free functions (`shardwheel::sleep`, `schedule`, …) use, and
+//! the current deadline. The engine is the default one unless the calling thread has entered
+//! another ([`TimerEngine::enter`]) or the task polls inside a scope that enters one
+//! ([`TimerEngine::scope`]); the thread keeps a clone of the engine it entered, so what the
+//! free functions make there holds no borrow of it. [`Scoped`], the one scope future, enters
+//! its engine, makes its deadline current (see `deadline`), or both, around each poll.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
-
-thread_local! {
-    /// The engine this thread has entered, if any.
-    static ENTERED: RefCell<Option<TimerEngine>> = const { RefCell::new(None) };
-}
-
-/// The engine this thread has entered, if any (cloned out, so that the caller runs with the
-/// thread-local free: it may enter an engine).
-#[inline]
-pub(super) fn entered() -> Option<TimerEngine> {
-    ENTERED
-        .try_with(|entered| entered.borrow().clone())
-        .ok()
-        .flatten()
-}
-
-/// Puts `engine` in the thread-local; returns what was there, or `Err` once the thread-local
-/// has been torn down (the thread is ending).
-fn swap(engine: Option<TimerEngine>) -> Result<Option<TimerEngine>, ()> {
-    ENTERED
-        .try_with(|entered| entered.replace(engine))
-        .map_err(|_| ())
-}
+use super::entered::swap;
+use super::global::with_current;
+use crate::time::TickClock;
+use crate::timer::deadline::{self, Deadline};
 
 /// The free functions' engine on this thread, while it lives: made by [`TimerEngine::enter`].
 /// Dropping it puts back the engine entered before (guards are to be dropped innermost
@@ -61,22 +44,90 @@ impl fmt::Debug for EnterGuard<'_> {
 }
 
 pin_project_lite::pin_project! {
-    /// A future polled with its engine entered: made by [`TimerEngine::scope`]. It holds a
-    /// clone of the engine, so it may be spawned, and moved between threads by the executor.
+    /// A future polled in a scope: with an engine entered ([`TimerEngine::scope`]), a deadline
+    /// current ([`within`], [`within_at`], [`TimerEngine::within`], [`carry`]), or both,
+    /// around each of its polls. It holds what it enters, so it may be spawned and moved
+    /// between threads by the executor. It does not end the future.
+    ///
+    /// [`within`]: crate::deadline::within
+    /// [`within_at`]: crate::deadline::within_at
+    /// [`carry`]: crate::deadline::carry
     #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct Scoped<F> {
         #[pin]
         future: F,
-        engine: TimerEngine,
+        engine: Option<TimerEngine>,
+        bound: Bound,
+    }
+}
+
+/// A scope's deadline.
+#[derive(Debug)]
+pub(super) enum Bound {
+    /// None of its own: it lends the enclosing one.
+    Enclosing,
+    /// This long from its first poll, on the clock of the engine current then.
+    After(Duration),
+    At(Deadline),
+}
+
+impl Bound {
+    /// The bound `delay` from now on `clock` (none past the end of `Instant`).
+    pub(super) fn after(clock: &TickClock, delay: Duration) -> Bound {
+        match clock.deadline_after(delay).0 {
+            Some(at) => Bound::At(Deadline::on(at, clock)),
+            None => Bound::Enclosing,
+        }
+    }
+}
+
+impl<F> Scoped<F> {
+    /// `future` in a scope of `engine` (if any) and `bound`.
+    pub(super) fn new(engine: Option<TimerEngine>, bound: Bound, future: F) -> Self {
+        Scoped {
+            future,
+            engine,
+            bound,
+        }
+    }
+
+    /// `future` in a deadline scope of `deadline` (`None`: only the enclosing one).
+    pub(crate) fn within(deadline: Option<Deadline>, future: F) -> Self {
+        Scoped::new(None, deadline.map_or(Bound::Enclosing, Bound::At), future)
+    }
+
+    /// The scope's own deadline, on its clock: `None` if it has none (it lends the
+    /// enclosing one), or, made by [`within`](crate::deadline::within), before its first
+    /// poll.
+    pub fn deadline(&self) -> Option<Instant> {
+        match &self.bound {
+            Bound::At(deadline) => Some(deadline.at()),
+            Bound::Enclosing | Bound::After(_) => None,
+        }
+    }
+
+    /// The future, out of its scope.
+    pub fn into_inner(self) -> F {
+        self.future
     }
 }
 
 impl<F: Future> Future for Scoped<F> {
     type Output = F::Output;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = this.engine.enter();
+        let _entered = this.engine.as_ref().map(TimerEngine::enter);
+        if let Bound::After(delay) = *this.bound {
+            *this.bound = with_current(|engine| Bound::after(&engine.shared().clock, delay));
+        }
+        let deadline = match &*this.bound {
+            Bound::At(deadline) => Some(deadline),
+            Bound::Enclosing | Bound::After(_) => None,
+        };
+        // `deadline` is lent while the poll runs: the scope is pinned.
+        let _restore = deadline::enter(deadline);
         this.future.poll(cx)
     }
 }
@@ -85,6 +136,7 @@ impl<F> fmt::Debug for Scoped<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scoped")
             .field("engine", &self.engine)
+            .field("deadline", &self.bound)
             .finish_non_exhaustive()
     }
 }
@@ -140,9 +192,6 @@ impl TimerEngine {
     ///
     /// [`ManualClock::advance_to_next`]: crate::ManualClock::advance_to_next
     pub fn scope<F: IntoFuture>(&self, future: F) -> Scoped<F::IntoFuture> {
-        Scoped {
-            future: future.into_future(),
-            engine: self.clone(),
-        }
+        Scoped::new(Some(self.clone()), Bound::Enclosing, future.into_future())
     }
 }

@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 
 use super::error::Overloaded;
 use super::BoxError;
-use crate::engine::deadline::Within;
+use crate::engine::Scoped;
 use crate::engine::TimerEngine;
 use crate::timer::Timeout;
 
@@ -38,14 +38,14 @@ pin_project_lite::pin_project! {
     /// A request under way, or one refused before it started.
     #[project = StateProj]
     enum Course<F> {
-        Running { #[pin] deadline: Timeout<Within<F>> },
+        Running { #[pin] deadline: Timeout<Scoped<F>> },
         // `None` once the error has been returned.
         Refused { refusal: Option<Overloaded> },
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(super) fn running(deadline: Timeout<Within<F>>, engine: TimerEngine) -> Self {
+    pub(super) fn running(deadline: Timeout<Scoped<F>>, engine: TimerEngine) -> Self {
         ResponseFuture {
             state: Course::Running { deadline },
             engine,

@@ -12,9 +12,8 @@ use super::future::ResponseFuture;
 use super::incoming::{IncomingDeadline, NoIncoming};
 use super::layer::TimeoutLayer;
 use super::BoxError;
-use crate::engine::deadline::Within;
 use crate::engine::global::default_engine;
-use crate::engine::TimerEngine;
+use crate::engine::{Scoped, TimerEngine};
 use crate::timer::{deadline, Timeout as Deadline};
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
@@ -151,7 +150,7 @@ where
             Ok((sleep, clamp, scope)) => {
                 // The call, and each poll of its response, inside the request's scope.
                 let response = deadline::run_within(scope.as_ref(), || self.inner.call(request));
-                let response = Within::new(scope, response);
+                let response = Scoped::within(scope, response);
                 ResponseFuture::running(Deadline::clamped(response, sleep, clamp), engine)
             }
             Err(refusal) => ResponseFuture::refused(Overloaded::new(refusal), engine),
