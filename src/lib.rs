@@ -162,32 +162,7 @@ pub mod stats {
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
 
-/// Deadline scopes: a deadline that passes down a call chain (as Go's `context` deadline),
-/// under any executor. A future run [`within`](deadline::within) a deadline makes it
-/// [`current`](deadline::current) for what it polls, on any thread; nested, the earlier wins.
-/// Every [`timeout`] made there (any form, and the `tower` layer's) ends by
-/// it, its [`Elapsed`] telling which ran out. [`remaining`](deadline::remaining)
-/// is the time to send on, as a `grpc-timeout` header say. A scope does not end its future,
-/// nor shorten a sleep, an interval, a callback or a delay queue's value.
-///
-/// ```
-/// use std::time::Duration;
-/// use shardwheel::deadline;
-/// async fn callee() -> Result<(), shardwheel::Elapsed> {
-///     let sent = deadline::format_grpc_timeout(deadline::remaining().unwrap()); // "50000u"
-///     assert!(deadline::parse_grpc_timeout(&sent).unwrap() <= Duration::from_millis(50));
-///     shardwheel::timeout(Duration::from_secs(10), std::future::pending::<()>()).await
-/// }
-/// let call = deadline::within(Duration::from_millis(50), callee());
-/// assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // 50 ms, not 10 s
-/// ```
-pub mod deadline {
-    pub use crate::engine::deadline::{carry, remaining, within, within_at};
-    pub use crate::timer::deadline::current;
-    pub use crate::timer::grpc_timeout::{
-        format_grpc_timeout, parse_grpc_timeout, GrpcTimeoutError,
-    };
-}
+pub use engine::deadline;
 
 /// As tokio-util's `time::delay_queue`: the [`DelayQueue`](crate::delay_queue::DelayQueue),
 /// its keys, items and errors.

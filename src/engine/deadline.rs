@@ -1,5 +1,26 @@
-//! Deadline scopes: the calls that make one (the future is [`Scoped`], in `scope`; the current
-//! deadline itself, `timer::deadline`), and the clamp of a timeout made inside one.
+//! Deadline scopes: a deadline that passes down a call chain (as Go's `context` deadline),
+//! under any executor. A future run [`within`] a deadline makes it [`current`] for what it
+//! polls, on any thread; nested, the earlier wins.
+//! Every [`timeout`](crate::timeout) made there (any form, and the `tower` layer's) ends by
+//! it, its [`Elapsed`](crate::Elapsed) telling which ran out. [`remaining`] is the time to
+//! send on, as a `grpc-timeout` header say. A scope does not end its future,
+//! nor shorten a sleep, an interval, a callback or a delay queue's value.
+//!
+//! ```
+//! use std::time::Duration;
+//! use shardwheel::deadline;
+//! async fn callee() -> Result<(), shardwheel::Elapsed> {
+//!     let sent = deadline::format_grpc_timeout(deadline::remaining().unwrap()); // "50000u"
+//!     assert!(deadline::parse_grpc_timeout(&sent).unwrap() <= Duration::from_millis(50));
+//!     shardwheel::timeout(Duration::from_secs(10), std::future::pending::<()>()).await
+//! }
+//! let call = deadline::within(Duration::from_millis(50), callee());
+//! assert!(futures::executor::block_on(call).unwrap_err().is_inherited()); // 50 ms, not 10 s
+//! ```
+//!
+//! Here are the calls that make a scope (its future is [`Scoped`]); the
+//! current deadline and the `grpc-timeout` format live with the timers below the engine, which
+//! read them, and are re-exported here.
 
 use std::future::IntoFuture;
 use std::time::{Duration, Instant};
@@ -9,8 +30,9 @@ use super::global::with_current;
 use super::scope::{Bound, Scoped};
 use crate::timer::deadline::{self, Deadline};
 use crate::timer::Clamp;
-#[cfg(feature = "tower")]
-use {super::error::ScheduleError, crate::timer::Sleep};
+
+pub use crate::timer::deadline::current;
+pub use crate::timer::grpc_timeout::{format_grpc_timeout, parse_grpc_timeout, GrpcTimeoutError};
 
 impl TimerEngine {
     /// As [`within`], `delay` from now on this engine's clock.
@@ -113,38 +135,4 @@ pub fn carry<F: IntoFuture>(future: F) -> Scoped<F::IntoFuture> {
 /// scope.
 pub fn remaining() -> Option<Duration> {
     deadline::remaining(|| with_current(TimerEngine::now))
-}
-
-#[cfg(feature = "tower")]
-impl TimerEngine {
-    /// A `tower` request's deadline: `own` from now, `incoming` from now or the current
-    /// deadline, whichever comes first. Its sleep, unless refused; its clamp (inherited where
-    /// `incoming` or the current deadline came first); and the deadline, for its scope.
-    pub(crate) fn try_request_sleep(
-        &self,
-        own: Duration,
-        incoming: Option<Duration>,
-    ) -> Result<(Sleep, Clamp, Option<Deadline>), ScheduleError<()>> {
-        let clock = &self.shared().clock;
-        let (own_at, own_tick) = clock.deadline_after(own);
-        let incoming = incoming.and_then(|incoming| clock.deadline_after(incoming).0);
-        let limit = earlier(deadline::limit(clock), incoming);
-        let (tick, clamp) = match limit {
-            Some(limit) => Clamp::of(clock, own_tick, limit),
-            None => (own_tick, Clamp::Free),
-        };
-        let sleep = Sleep::try_on(self.shared().lane_for_task(), tick)
-            .map_err(|refusal| ScheduleError::refused(refusal, ()))?;
-        let scope = earlier(own_at, limit).map(|at| Deadline::on(at, clock));
-        Ok((sleep, clamp, scope))
-    }
-}
-
-/// The earlier of two instants, `None` being none at all.
-#[cfg(feature = "tower")]
-fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }

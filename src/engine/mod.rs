@@ -13,7 +13,7 @@ pub(crate) mod api;
 mod builder;
 mod clocks;
 mod closing;
-pub(crate) mod deadline;
+pub mod deadline;
 mod entered;
 pub(crate) mod error;
 pub(crate) mod global;

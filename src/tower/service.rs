@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tower_layer::Layer;
 use tower_service::Service;
@@ -13,8 +13,8 @@ use super::incoming::{IncomingDeadline, NoIncoming};
 use super::layer::TimeoutLayer;
 use super::BoxError;
 use crate::engine::global::default_engine;
-use crate::engine::{Scoped, TimerEngine};
-use crate::timer::{deadline, Timeout as Deadline};
+use crate::engine::{ScheduleError, Scoped, TimerEngine};
+use crate::timer::{deadline, Clamp, Sleep, Timeout as Deadline};
 
 /// A service that gives each request of `S` a deadline on a shardwheel engine. Made by
 /// [`TimeoutLayer`] or [`TimeoutService::new`].
@@ -24,7 +24,7 @@ use crate::timer::{deadline, Timeout as Deadline};
 /// [`TimerEngine::timeout`] makes and that this service's responses run in.
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 /// use shardwheel::tower::TimeoutService;
 /// use shardwheel::{Elapsed, TimerEngine};
 /// use tower::{service_fn, ServiceExt};
@@ -146,7 +146,7 @@ where
         let engine = self.engine.clone();
         let incoming = self.incoming.incoming(&request);
         // The timer first: a request the engine cannot time never reaches the inner service.
-        match self.engine.try_request_sleep(self.timeout, incoming) {
+        match request_sleep(&self.engine, self.timeout, incoming) {
             Ok((sleep, clamp, scope)) => {
                 // The call, and each poll of its response, inside the request's scope.
                 let response = deadline::run_within(scope.as_ref(), || self.inner.call(request));
@@ -168,5 +168,35 @@ impl<S, I: Clone> Layer<S> for TimeoutLayer<I> {
             timeout: self.timeout(),
             incoming: self.reader().clone(),
         }
+    }
+}
+
+/// A request's deadline: `own` from now, `incoming` from now or the current deadline,
+/// whichever comes first. Its sleep, unless refused; its clamp (inherited where `incoming` or
+/// the current deadline came first); and the deadline, for its scope.
+fn request_sleep(
+    engine: &TimerEngine,
+    own: Duration,
+    incoming: Option<Duration>,
+) -> Result<(Sleep, Clamp, Option<deadline::Deadline>), ScheduleError<()>> {
+    let clock = engine.shared().clock();
+    let (own_at, own_tick) = clock.deadline_after(own);
+    let incoming = incoming.and_then(|incoming| clock.deadline_after(incoming).0);
+    let limit = earlier(deadline::limit(clock), incoming);
+    let (tick, clamp) = match limit {
+        Some(limit) => Clamp::of(clock, own_tick, limit),
+        None => (own_tick, Clamp::Free),
+    };
+    let sleep =
+        (engine.shared().try_sleep(tick)).map_err(|kind| ScheduleError::of_kind(kind, ()))?;
+    let scope = earlier(own_at, limit).map(|at| deadline::Deadline::on(at, clock));
+    Ok((sleep, clamp, scope))
+}
+
+/// The earlier of two instants, `None` being none at all.
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
