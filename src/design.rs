@@ -152,8 +152,9 @@
 //!   src/shard/retime.rs to src/clock/timers.rs.
 //! - The wheel: src/wheel/mod.rs, src/wheel/level.rs.
 //! - Time: src/time/tick.rs, src/time/tsc.rs, src/time/manual.rs; a manual clock's catch-up
-//!   and look-ahead: src/engine/shared.rs, src/shard/ask.rs. The tick loop:
-//!   src/shard/worker.rs; sleeping and waking: src/shard/signal.rs.
+//!   and look-ahead: src/engine/shared.rs, src/shard/ask.rs. A turn: src/shard/worker.rs;
+//!   the loop between turns: src/shard/worker/between.rs; sleeping and waking:
+//!   src/shard/signal.rs.
 //! - The relay: src/callbacks/relay.rs, src/sync/claims.rs, src/callbacks/executor.rs.
 //! - Shutdown: src/engine/shutdown.rs, src/engine/closing.rs.
 //! - Repeating timers: src/timer/repeating.rs, src/entry/repeat.rs, src/queue/rearm.rs; their

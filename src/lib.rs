@@ -162,6 +162,7 @@ pub mod stats {
     pub use crate::engine::stats::{Lateness, ShardStats, Stats};
 }
 
+#[doc(inline)]
 pub use engine::deadline;
 
 /// As tokio-util's `time::delay_queue`: the [`DelayQueue`](crate::delay_queue::DelayQueue),

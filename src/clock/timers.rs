@@ -243,7 +243,7 @@ impl ClockTimers {
             kept.timers.insert(address, (new, number));
             sooner
         };
-        // Deadlines before, so the clock thread runs (or the clock is manual).
+        // A timer was kept before, so the clock thread runs (or the clock is manual).
         if sooner {
             if let Some(thread) = &*self.thread.lock() {
                 thread.ring();

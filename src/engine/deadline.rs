@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::api::TimerEngine;
 use super::global::with_current;
-use super::scope::{Bound, Scoped};
+use super::scope::{Scope, Scoped};
 use crate::timer::deadline::{self, Deadline};
 use crate::timer::Clamp;
 
@@ -50,8 +50,10 @@ impl TimerEngine {
     /// assert!(call.now_or_never().unwrap().unwrap_err().is_inherited());
     /// ```
     pub fn within<F: IntoFuture>(&self, delay: Duration, future: F) -> Scoped<F::IntoFuture> {
-        let bound = Bound::after(&self.shared().clock, delay);
-        Scoped::new(None, bound, future.into_future())
+        Scoped::new(
+            Scope::after(&self.shared().clock, delay),
+            future.into_future(),
+        )
     }
 
     /// The tick of a timeout due at `tick`, clamped to the current deadline, if any.
@@ -93,7 +95,7 @@ impl TimerEngine {
 /// assert!(left.unwrap() <= Duration::from_secs(5)); // to send on, as a `grpc-timeout`
 /// ```
 pub fn within<F: IntoFuture>(delay: Duration, future: F) -> Scoped<F::IntoFuture> {
-    Scoped::new(None, Bound::After(delay), future.into_future())
+    Scoped::new(Scope::After(delay), future.into_future())
 }
 
 /// Runs `future` with `deadline` current around each of its polls (the enclosing one where

@@ -1,7 +1,7 @@
 //! The engine's own types, named where an engine is built, entered, shut down or handed a
 //! repeating timer: [`Builder`] and [`BuildError`]; [`EnterGuard`], which points the free
-//! functions at an engine, and [`Scoped`], the one scope future (an engine entered, a deadline
-//! current, or both, around each poll); [`Unfired`], what shutdown hands back; [`Task`], a fired
+//! functions at an engine, and [`Scoped`], the one scope future (an engine entered or a
+//! deadline current around each poll); [`Unfired`], what shutdown hands back; [`Task`], a fired
 //! callback for [`Builder::spawn_callbacks`]; [`RepeatBuilder`] and [`Repeat`], a repeating
 //! timer and one of its runs; [`ClockSleep`], a sleep on the boot or wall clock.
 //! [`TimerEngine`] itself is at the crate root; what its `stats` and `pending_timers` report
@@ -13,6 +13,8 @@ pub(crate) mod api;
 mod builder;
 mod clocks;
 mod closing;
+// Public as `shardwheel::deadline` (see `lib.rs`).
+#[doc(hidden)]
 pub mod deadline;
 mod entered;
 pub(crate) mod error;

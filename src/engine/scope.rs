@@ -3,7 +3,7 @@
 //! another ([`TimerEngine::enter`]) or the task polls inside a scope that enters one
 //! ([`TimerEngine::scope`]); the thread keeps a clone of the engine it entered, so what the
 //! free functions make there holds no borrow of it. [`Scoped`], the one scope future, enters
-//! its engine, makes its deadline current (see `deadline`), or both, around each poll.
+//! its engine or makes its deadline current (see `deadline`) around each poll.
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
@@ -44,8 +44,8 @@ impl fmt::Debug for EnterGuard<'_> {
 }
 
 pin_project_lite::pin_project! {
-    /// A future polled in a scope: with an engine entered ([`TimerEngine::scope`]), a deadline
-    /// current ([`within`], [`within_at`], [`TimerEngine::within`], [`carry`]), or both,
+    /// A future polled in a scope: with an engine entered ([`TimerEngine::scope`]) or a
+    /// deadline current ([`within`], [`within_at`], [`TimerEngine::within`], [`carry`])
     /// around each of its polls. It holds what it enters, so it may be spawned and moved
     /// between threads by the executor. It does not end the future.
     ///
@@ -56,53 +56,51 @@ pin_project_lite::pin_project! {
     pub struct Scoped<F> {
         #[pin]
         future: F,
-        engine: Option<TimerEngine>,
-        bound: Bound,
+        scope: Scope,
     }
 }
 
-/// A scope's deadline.
+/// What a scope makes current: one enum, not an engine beside a deadline, whose field more
+/// made a timeout in a deadline scope 4-5 ns slower (DECISIONS.md).
 #[derive(Debug)]
-pub(super) enum Bound {
-    /// None of its own: it lends the enclosing one.
+pub(super) enum Scope {
+    /// No deadline of its own: it lends the enclosing one.
     Enclosing,
-    /// This long from its first poll, on the clock of the engine current then.
+    /// A deadline this long from its first poll, on the clock of the engine current then.
     After(Duration),
     At(Deadline),
+    /// An engine entered; the enclosing deadline lent.
+    Engine(TimerEngine),
 }
 
-impl Bound {
-    /// The bound `delay` from now on `clock` (none past the end of `Instant`).
-    pub(super) fn after(clock: &TickClock, delay: Duration) -> Bound {
+impl Scope {
+    /// A deadline `delay` from now on `clock` (none past the end of `Instant`).
+    pub(super) fn after(clock: &TickClock, delay: Duration) -> Scope {
         match clock.deadline_after(delay).0 {
-            Some(at) => Bound::At(Deadline::on(at, clock)),
-            None => Bound::Enclosing,
+            Some(at) => Scope::At(Deadline::on(at, clock)),
+            None => Scope::Enclosing,
         }
     }
 }
 
 impl<F> Scoped<F> {
-    /// `future` in a scope of `engine` (if any) and `bound`.
-    pub(super) fn new(engine: Option<TimerEngine>, bound: Bound, future: F) -> Self {
-        Scoped {
-            future,
-            engine,
-            bound,
-        }
+    /// `future` in `scope`.
+    pub(super) fn new(scope: Scope, future: F) -> Self {
+        Scoped { future, scope }
     }
 
     /// `future` in a deadline scope of `deadline` (`None`: only the enclosing one).
     pub(crate) fn within(deadline: Option<Deadline>, future: F) -> Self {
-        Scoped::new(None, deadline.map_or(Bound::Enclosing, Bound::At), future)
+        Scoped::new(deadline.map_or(Scope::Enclosing, Scope::At), future)
     }
 
     /// The scope's own deadline, on its clock: `None` if it has none (it lends the
     /// enclosing one), or, made by [`within`](crate::deadline::within), before its first
     /// poll.
     pub fn deadline(&self) -> Option<Instant> {
-        match &self.bound {
-            Bound::At(deadline) => Some(deadline.at()),
-            Bound::Enclosing | Bound::After(_) => None,
+        match &self.scope {
+            Scope::At(deadline) => Some(deadline.at()),
+            _ => None,
         }
     }
 
@@ -118,16 +116,16 @@ impl<F: Future> Future for Scoped<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = this.engine.as_ref().map(TimerEngine::enter);
-        if let Bound::After(delay) = *this.bound {
-            *this.bound = with_current(|engine| Bound::after(&engine.shared().clock, delay));
+        if let Scope::After(delay) = *this.scope {
+            *this.scope = with_current(|engine| Scope::after(&engine.shared().clock, delay));
         }
-        let deadline = match &*this.bound {
-            Bound::At(deadline) => Some(deadline),
-            Bound::Enclosing | Bound::After(_) => None,
+        // The deadline is lent while the poll runs: the scope is pinned. With none of its own,
+        // the enclosing one stays current untouched.
+        let (_restore, _entered) = match &*this.scope {
+            Scope::At(deadline) => (Some(deadline::enter(Some(deadline))), None),
+            Scope::Engine(engine) => (None, Some(engine.enter())),
+            Scope::Enclosing | Scope::After(_) => (None, None),
         };
-        // `deadline` is lent while the poll runs: the scope is pinned.
-        let _restore = deadline::enter(deadline);
         this.future.poll(cx)
     }
 }
@@ -135,8 +133,7 @@ impl<F: Future> Future for Scoped<F> {
 impl<F> fmt::Debug for Scoped<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scoped")
-            .field("engine", &self.engine)
-            .field("deadline", &self.bound)
+            .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
 }
@@ -192,6 +189,6 @@ impl TimerEngine {
     ///
     /// [`ManualClock::advance_to_next`]: crate::ManualClock::advance_to_next
     pub fn scope<F: IntoFuture>(&self, future: F) -> Scoped<F::IntoFuture> {
-        Scoped::new(Some(self.clone()), Bound::Enclosing, future.into_future())
+        Scoped::new(Scope::Engine(self.clone()), future.into_future())
     }
 }

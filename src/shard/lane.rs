@@ -437,7 +437,7 @@ impl Lane {
     pub(crate) fn count_a_schedule_as_owner(lane: &Arc<Self>) -> bool {
         let owner = Owner::check(lane);
         if let Some(owner) = &owner {
-            lane.counts.add_owned_schedule(owner);
+            owner.count_scheduled();
         }
         owner.is_some()
     }

@@ -17,10 +17,11 @@
 //! behind a std mutex that loom does not see; no model's protocol passes through it.
 
 use std::alloc::Layout;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// The most chunks waiting at once (512 MiB of 64 KiB chunks, the memory of 13 million
-/// timers): past it, the shard that frees a chunk discards the whole list.
+/// The most chunks waiting at once in one engine's list (512 MiB of 64 KiB chunks, the memory
+/// of 13 million timers): past it, the shard that frees a chunk discards the whole list.
 const MOST_WAITING: usize = 8192;
 
 /// An engine's freed chunks waiting for their discard (see the module documentation).
@@ -40,14 +41,17 @@ impl Discards {
     pub(crate) fn later(self: &Arc<Self>) -> DiscardLater {
         DiscardLater {
             _binding: imp::bind(self),
+            _thread: PhantomData,
         }
     }
 }
 
 /// A thread's chunks waiting in one engine's [`Discards`]; the thread's earlier binding, if
-/// any, back when it drops.
+/// any, back when it drops. It stays on the thread it binds.
+#[must_use = "the chunks wait only while the guard lives"]
 pub(crate) struct DiscardLater {
     _binding: imp::Binding,
+    _thread: PhantomData<*const ()>,
 }
 
 /// Frees a chunk of `layout` at `start`, its pages discarded first, now or later (see the

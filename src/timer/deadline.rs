@@ -1,5 +1,5 @@
 //! The current deadline of a deadline scope (the scope itself, `Scoped`, is the engine's, in
-//! `engine::deadline`). It is a thread-local `Cell` with a constant initializer and no
+//! `engine::scope`). It is a thread-local `Cell` with a constant initializer and no
 //! destructor: one load, what a timeout outside every scope pays. A scope makes the earlier
 //! of its own deadline and the one it found current around each poll ([`enter`]), and a guard
 //! puts that one back as the poll returns or unwinds. The deadline lives in the scope, the

@@ -58,7 +58,10 @@ impl Limit {
     const INHERITED: u64 = 1 << 63;
 
     fn new(tick: u64, inherited: bool) -> Self {
-        debug_assert!(tick < Self::INHERITED - 1, "a tick is below 2^62");
+        debug_assert!(
+            tick < Self::INHERITED - 1,
+            "a tick plus one leaves bit 63 free"
+        );
         let flag = if inherited { Self::INHERITED } else { 0 };
         Limit(NonZeroU64::MIN.saturating_add(tick) | flag)
     }

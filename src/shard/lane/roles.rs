@@ -56,6 +56,12 @@ impl<'a> Owner<'a> {
     pub(crate) fn lane(&self) -> &'a Arc<Lane> {
         self.lane
     }
+
+    /// Counts a timer scheduled by the owner, into its own cells.
+    #[inline]
+    pub(super) fn count_scheduled(&self) {
+        self.lane.counts.add_as(true, Count::Scheduled, 1);
+    }
 }
 
 /// Proof that the calling thread is the one taker of a shard's lanes: its shard thread, then
@@ -217,9 +223,9 @@ impl LaneCounts {
     /// Claims the lane for the thread numbered `me` if no thread owns it.
     ///
     /// # Safety
-    /// `me` is the calling thread's number (`sync::owner_number`; in a loom model, the
-    /// number the model gives the thread): a claim lets its thread touch what the owner alone
-    /// does.
+    /// `me` is the calling thread's number (`sync::owner_number`), or, in a loom model, the
+    /// number of the thread the model lets act as owner, whose accesses come after this call:
+    /// a claim lets that thread touch what the owner alone does.
     pub(crate) unsafe fn claim(&self, me: usize) -> bool {
         // Acquire on success: pairs with `give_up`'s Release; the previous owner's private
         // state is seen as left. Relaxed on failure: nothing is read.
@@ -318,12 +324,6 @@ impl LaneCounts {
     #[inline]
     pub(super) fn add_scheduled(&self, access: &Access<'_>) {
         self.add_as(access.is_owner(), Count::Scheduled, 1);
-    }
-
-    /// Counts a timer scheduled by the lane's `owner`.
-    #[inline]
-    pub(super) fn add_owned_schedule(&self, _owner: &Owner<'_>) {
-        self.add_as(true, Count::Scheduled, 1);
     }
 
     /// Counts a timer scheduled by a thread a loom model says does (`mine`) or does not own

@@ -27,7 +27,7 @@ impl Owner<'_> {
         permit: Option<Permit<'_>>,
     ) -> Result<(), CallbackBox> {
         let lane = self.lane();
-        lane.counts.add_owned_schedule(self);
+        self.count_scheduled();
         // SAFETY: `self` proves the calling thread owns the lane: the young queue's owner.
         let busy = unsafe { lane.young.enter() };
         let young = match busy.push(queued, born) {
