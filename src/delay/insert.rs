@@ -53,15 +53,21 @@ impl<T> DelayQueue<T> {
 
     /// Inserts `value`, due at once if the engine refuses the queue's timer.
     fn insert_with(&mut self, value: T, deadline: Option<Instant>, tick: Option<u64>) -> Key {
+        let (index, generation) = self.store(value, deadline);
+        self.settle(index, generation, tick);
+        Key::new(index, generation)
+    }
+
+    /// Stores `value`, due at `deadline`, under a new generation, in no list yet; returns its
+    /// index and generation.
+    fn store(&mut self, value: T, deadline: Option<Instant>) -> (usize, u64) {
         let generation = self.ids.next();
         let item = Item {
             value,
             deadline,
             link: Link::LOOSE,
         };
-        let index = self.values.insert(generation, item);
-        self.settle(index, generation, tick);
-        Key::new(index, generation)
+        (self.values.insert(generation, item), generation)
     }
 
     /// Inserts `value` if the engine serves it, else hands it back.
@@ -83,13 +89,7 @@ impl<T> DelayQueue<T> {
                 return Err(ScheduleError::of_kind(why, value));
             }
         }
-        let generation = self.ids.next();
-        let item = Item {
-            value,
-            deadline,
-            link: Link::LOOSE,
-        };
-        let index = self.values.insert(generation, item);
+        let (index, generation) = self.store(value, deadline);
         if due_now || !self.wheel.insert(&mut self.values, index, tick) {
             self.make_due(index, generation);
         }
